@@ -1,0 +1,141 @@
+"""The one exception hierarchy of hibase: every error a caller can meet derives from HibaseError.
+
+    HibaseError
+    ├── BackendError            the storage engine or a server failed
+    │   ├── BackendUnavailable  cannot reach / open the backend
+    │   └── StoreLocked         another process holds the store folder for writing
+    ├── NotFound
+    │   ├── TableNotFound
+    │   ├── FamilyNotFound
+    │   ├── ColumnNotFound
+    │   └── IndexNotFound
+    ├── AlreadyExists
+    │   ├── TableExists
+    │   └── IndexExists
+    ├── InvalidArgument         bad argument shape or value (also a ValueError)
+    │   ├── InvalidRowKey       empty, too long, not bytes
+    │   ├── SchemaError         bad table / family / column / index definition
+    │   └── ValueTypeError      a cell value that does not parse as its column's declared type
+    ├── FilterError             HBase filter-language string rejected
+    │   ├── FilterSyntaxError   malformed string (has .position)
+    │   └── UnsupportedFilter   a filter hibase does not implement (has .name)
+    └── QueryError
+        ├── QuerySyntaxError    malformed SQL (has .position)
+        └── QueryPlanError      well-formed SQL hibase cannot answer
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "HibaseError", "BackendError", "BackendUnavailable", "StoreLocked",
+    "NotFound", "TableNotFound", "FamilyNotFound", "ColumnNotFound", "IndexNotFound",
+    "AlreadyExists", "TableExists", "IndexExists",
+    "InvalidArgument", "InvalidRowKey", "SchemaError", "ValueTypeError",
+    "FilterError", "FilterSyntaxError", "UnsupportedFilter",
+    "QueryError", "QuerySyntaxError", "QueryPlanError",
+]
+
+
+class HibaseError(Exception):
+    """Base of every error raised by hibase."""
+
+
+class BackendError(HibaseError):
+    """The storage engine or a remote server failed."""
+
+
+class BackendUnavailable(BackendError):
+    """The backend cannot be reached or opened."""
+
+
+class StoreLocked(BackendUnavailable):
+    """Another process has the store folder open for writing."""
+
+
+class NotFound(HibaseError, KeyError):
+    """A named object does not exist."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class TableNotFound(NotFound):
+    pass
+
+
+class FamilyNotFound(NotFound):
+    pass
+
+
+class ColumnNotFound(NotFound):
+    pass
+
+
+class IndexNotFound(NotFound):
+    pass
+
+
+class AlreadyExists(HibaseError):
+    pass
+
+
+class TableExists(AlreadyExists):
+    pass
+
+
+class IndexExists(AlreadyExists):
+    pass
+
+
+class InvalidArgument(HibaseError, ValueError):
+    """An argument has the wrong shape or value; nothing was written."""
+
+
+class InvalidRowKey(InvalidArgument):
+    pass
+
+
+class SchemaError(InvalidArgument):
+    pass
+
+
+class ValueTypeError(InvalidArgument):
+    """A value does not parse as its column's declared type."""
+
+
+class FilterError(InvalidArgument):
+    pass
+
+
+class FilterSyntaxError(FilterError):
+    """A malformed filter string; `position` is the 0-based offset of the problem."""
+
+    def __init__(self, message: str, position: int | None = None):
+        super().__init__(message if position is None else f"{message} (at position {position})")
+        self.position = position
+
+
+class UnsupportedFilter(FilterError):
+    """A well-formed filter that hibase does not implement."""
+
+    def __init__(self, name: str):
+        super().__init__(
+            f"unsupported filter {name!r}; supported: PrefixFilter, KeyOnlyFilter, "
+            "FirstKeyOnlyFilter, ColumnPrefixFilter, PageFilter, SingleColumnValueFilter")
+        self.name = name
+
+
+class QueryError(HibaseError):
+    pass
+
+
+class QuerySyntaxError(QueryError, InvalidArgument):
+    """Malformed SQL; `position` is the 0-based offset (or None when unknown)."""
+
+    def __init__(self, message: str, position: int | None = None):
+        super().__init__(message if position is None else f"{message} (at position {position})")
+        self.position = position
+
+
+class QueryPlanError(QueryError):
+    pass
