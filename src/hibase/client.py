@@ -1,0 +1,396 @@
+"""Connection and Table: happybase's API (same signatures, same return shapes) over a hibase
+store, the facade through which every read, write and query passes."""
+
+from __future__ import annotations
+
+import struct
+from collections import OrderedDict
+from typing import Any, Iterable, Iterator, Mapping
+
+from . import errors
+from .store.base import Mutation
+from .store.embedded import EmbeddedStore
+from .store.filters import compile_filter
+from .store.schema import TableSchema, check_row, check_table_name
+
+__all__ = ["Connection", "Table", "Batch", "connect"]
+
+_LONG = struct.Struct(">q")
+
+
+def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bool = False,
+            table_prefix: str | None = None, table_prefix_separator: str = "_",
+            **options: Any) -> "Connection":
+    """Open (creating if missing) the store at `path`: a folder for the embedded store."""
+    if not isinstance(path, str) or not path:
+        raise errors.InvalidArgument("connect() needs a store path such as 'data/'")
+    if "://" in path:
+        scheme = path.split("://", 1)[0]
+        raise errors.BackendUnavailable(
+            f"backend {scheme!r} is not available yet; use a folder path for the embedded store")
+    if options:
+        raise errors.InvalidArgument(f"unknown connect() option(s): {sorted(options)}")
+    store = EmbeddedStore(path, create=create, read_only=read_only, sync=sync)
+    return Connection(store, table_prefix=table_prefix,
+                      table_prefix_separator=table_prefix_separator)
+
+
+def _name(name: str | bytes) -> str:
+    if isinstance(name, bytes):
+        name = name.decode("utf-8", errors="replace")
+    if not isinstance(name, str):
+        raise errors.InvalidArgument(f"table name must be str or bytes, not {type(name).__name__}")
+    return name
+
+
+class Connection:
+    """A connection to one store, shaped like happybase.Connection."""
+
+    def __init__(self, store: EmbeddedStore, table_prefix: str | None = None,
+                 table_prefix_separator: str = "_"):
+        self.store = store
+        self.table_prefix = table_prefix
+        self.table_prefix_separator = table_prefix_separator
+
+    # -- happybase.Connection ----------------------------------------------------------------
+    def _full(self, name: str | bytes, use_prefix: bool = True) -> str:
+        name = _name(name)
+        if use_prefix and self.table_prefix:
+            return f"{self.table_prefix}{self.table_prefix_separator}{name}"
+        return name
+
+    def table(self, name: str | bytes, use_prefix: bool = True) -> "Table":
+        full = self._full(name, use_prefix)
+        self.store.table(full)  # unknown table: a clear error now, not at first use
+        return Table(full.encode(), self)
+
+    def tables(self) -> list[bytes]:
+        names = self.store.tables()
+        if self.table_prefix:
+            p = self.table_prefix + self.table_prefix_separator
+            names = [n[len(p):] for n in names if n.startswith(p)]
+        return [n.encode() for n in names]
+
+    def create_table(self, name: str | bytes, families: Mapping[Any, Any],
+                     columns: Mapping[Any, str] | None = None,
+                     split_size: int | None = None) -> None:
+        """Create a table; `columns` declares types ({"f:delay": "double"}), checked on put."""
+        full = self._full(name)
+        check_table_name(full)
+        self.store.create_table(TableSchema.build(full, families, columns, split_size))
+
+    def delete_table(self, name: str | bytes, disable: bool = False) -> None:
+        full = self._full(name)
+        schema = self.store.schema(full)
+        if schema.enabled and not disable:
+            raise errors.InvalidArgument(
+                f"table {full!r} is enabled; pass disable=True (or disable_table first), "
+                "as HBase requires")
+        self.store.drop_table(full)
+
+    def enable_table(self, name: str | bytes) -> None:
+        self._set_enabled(name, True)
+
+    def disable_table(self, name: str | bytes) -> None:
+        self._set_enabled(name, False)
+
+    def is_table_enabled(self, name: str | bytes) -> bool:
+        return self.store.schema(self._full(name)).enabled
+
+    def _set_enabled(self, name: str | bytes, flag: bool) -> None:
+        schema = self.store.schema(self._full(name))
+        schema.enabled = flag
+        self.store.save_schema(schema)
+
+    def compact_table(self, name: str | bytes, major: bool = False) -> None:
+        self.store.compact(self._full(name))
+
+    def open(self) -> None:
+        """happybase parity: the embedded store is open from connect() on."""
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> "Connection":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- beyond happybase ----------------------------------------------------------------------
+    def split(self, table: str | bytes, row: bytes | None = None) -> bool:
+        """Split the region holding `row` at `row` (or every region at its middle)."""
+        if row is not None:
+            check_row(row)
+        return self.store.split(self._full(table), row)
+
+    def _write(self, mutations: list[Mutation]) -> None:
+        """The one write path every Table call takes: mutations land in one atomic batch."""
+        self.store.apply(mutations)
+
+
+def _data(cells: dict[bytes, list], include_timestamp: bool, sort: bool = False) -> dict:
+    if include_timestamp:
+        out = {c: (vs[0][1], vs[0][0]) for c, vs in cells.items()}
+    else:
+        out = {c: vs[0][1] for c, vs in cells.items()}
+    if sort:
+        return OrderedDict(sorted(out.items()))
+    return out
+
+
+class Table:
+    """One table, with happybase.Table's methods."""
+
+    def __init__(self, name: bytes, connection: Connection):
+        self.name = name
+        self.connection = connection
+        self._name = name.decode()
+        self._store = connection.store
+
+    def __repr__(self) -> str:
+        return f"<hibase.Table name={self.name!r}>"
+
+    @property
+    def schema(self) -> TableSchema:
+        return self._store.schema(self._name)
+
+    def families(self) -> dict[bytes, dict]:
+        return {f: o.descriptor(f) for f, o in self.schema.families.items()}
+
+    def regions(self) -> list[dict]:
+        return [r.info() for r in self._store.regions(self._name)]
+
+    # -- reads -------------------------------------------------------------------------------
+    def _columns(self, columns: Any) -> list[bytes] | None:
+        return self.schema.check_columns(columns)
+
+    def row(self, row: bytes, columns: Iterable[bytes] | None = None,
+            timestamp: int | None = None, include_timestamp: bool = False) -> dict:
+        check_row(row)
+        cells = self._store.read_row(self._name, row, self._columns(columns), timestamp)
+        return _data(cells, include_timestamp)
+
+    def rows(self, rows: Iterable[bytes], columns: Iterable[bytes] | None = None,
+             timestamp: int | None = None, include_timestamp: bool = False) -> list:
+        if isinstance(rows, (bytes, str)):
+            raise errors.InvalidArgument("rows() takes a list of rowkeys")
+        rows = [check_row(r) for r in rows]
+        cols = self._columns(columns)
+        out = []
+        read = self._store.read_row
+        for r in rows:
+            cells = read(self._name, r, cols, timestamp)
+            if cells:
+                out.append((r, _data(cells, include_timestamp)))
+        return out
+
+    def cells(self, row: bytes, column: bytes, versions: int | None = None,
+              timestamp: int | None = None, include_timestamp: bool = False) -> list:
+        check_row(row)
+        if versions is None:
+            versions = 1 << 31
+        elif not isinstance(versions, int) or versions < 1:
+            raise errors.InvalidArgument("'versions' parameter must be a number at least 1")
+        cols = self._columns([column])
+        got = self._store.read_row(self._name, row, cols, timestamp, versions).get(column, [])
+        if include_timestamp:
+            return [(v, ts) for ts, v in got]
+        return [v for _, v in got]
+
+    def scan(self, row_start: bytes | None = None, row_stop: bytes | None = None,
+             row_prefix: bytes | None = None, columns: Iterable[bytes] | None = None,
+             filter: str | bytes | None = None, timestamp: int | None = None,
+             include_timestamp: bool = False, batch_size: int = 1000,
+             scan_batching: int | None = None, limit: int | None = None,
+             sorted_columns: bool = False, reverse: bool = False) -> Iterator[tuple[bytes, dict]]:
+        """Rows in key order as (rowkey, data); happybase's arguments and checks."""
+        if batch_size < 1:
+            raise errors.InvalidArgument("'batch_size' must be >= 1")
+        if limit is not None and limit < 1:
+            raise errors.InvalidArgument("'limit' must be >= 1")
+        if scan_batching is not None and scan_batching < 1:
+            raise errors.InvalidArgument("'scan_batching' must be >= 1")
+        for arg in (row_start, row_stop, row_prefix):
+            if arg is not None and not isinstance(arg, bytes):
+                raise errors.InvalidArgument(f"row bounds must be bytes, not {type(arg).__name__}")
+        if row_prefix is not None:
+            if row_start is not None or row_stop is not None:
+                raise errors.InvalidArgument(
+                    "'row_prefix' cannot be combined with 'row_start' or 'row_stop'")
+            row_start, row_stop = _prefix_range(row_prefix, reverse)
+        cols = self._columns(columns)
+        rf = compile_filter(filter) if filter is not None else None
+        if rf is not None and rf.prefix is not None and row_start is None and row_stop is None:
+            row_start, row_stop = _prefix_range(rf.prefix, reverse)
+        if rf is not None and rf.limit is not None:
+            limit = rf.limit if limit is None else min(limit, rf.limit)
+        return self._scan(row_start or None, row_stop or None, cols, rf, timestamp,
+                          include_timestamp, limit, sorted_columns, reverse,
+                          row_prefix if row_prefix is not None else None)
+
+    def _scan(self, start, stop, cols, rf, timestamp, include_timestamp, limit, sorted_columns,
+              reverse, prefix) -> Iterator[tuple[bytes, dict]]:
+        n = 0
+        for row, cells in self._store.scan(self._name, start, stop, cols, timestamp,
+                                           reverse=reverse):
+            if prefix is not None and not row.startswith(prefix):
+                if reverse:
+                    continue
+                break
+            if rf is not None:
+                values = rf.apply(row, {c: vs[0][1] for c, vs in cells.items()})
+                if values is None:
+                    continue
+                if include_timestamp:
+                    data = {c: (v, cells[c][0][0]) for c, v in values.items()}
+                else:
+                    data = values
+                if sorted_columns:
+                    data = OrderedDict(sorted(data.items()))
+            else:
+                data = _data(cells, include_timestamp, sorted_columns)
+            yield row, data
+            n += 1
+            if limit is not None and n >= limit:
+                return
+
+    # -- writes ------------------------------------------------------------------------------
+    def put(self, row: bytes, data: Mapping[bytes, bytes], timestamp: int | None = None,
+            wal: bool = True) -> None:
+        """Store `data` ({b"f:q": value}) in `row`; nothing is written if any part is invalid."""
+        _check_ts(timestamp)
+        self.schema.check_put(row, data)
+        if data:
+            self.connection._write([Mutation("put", self._name, row, dict(data), timestamp)])
+
+    def delete(self, row: bytes, columns: Iterable[bytes] | None = None,
+               timestamp: int | None = None, wal: bool = True) -> None:
+        """Delete the row, or the given columns / families, up to `timestamp` if given."""
+        _check_ts(timestamp)
+        check_row(row)
+        cols = self._columns(columns)
+        self.connection._write([Mutation("delete", self._name, row, cols, timestamp)])
+
+    def batch(self, timestamp: int | None = None, batch_size: int | None = None,
+              transaction: bool = False, wal: bool = True) -> "Batch":
+        return Batch(self, timestamp, batch_size, transaction, wal)
+
+    # -- counters (8-byte big-endian signed, as HBase's atomic increment) ------------------------
+    def counter_get(self, row: bytes, column: bytes) -> int:
+        return self.counter_inc(row, column, 0)
+
+    def counter_set(self, row: bytes, column: bytes, value: int = 0) -> None:
+        self._check_counter(column, value)
+        self.put(row, {column: _LONG.pack(value)})
+
+    def counter_inc(self, row: bytes, column: bytes, value: int = 1) -> int:
+        self._check_counter(column, value)
+        check_row(row)
+        self._columns([column])
+        with self._store.write_lock():
+            got = self._store.read_row(self._name, row, [column]).get(column)
+            current = 0
+            if got:
+                raw = got[0][1]
+                if len(raw) != 8:
+                    raise errors.InvalidArgument(
+                        f"cannot increment {column!r}: its value is {len(raw)} bytes, not a "
+                        "64-bit counter")
+                current = _LONG.unpack(raw)[0]
+            new = current + value
+            if not -(1 << 63) <= new < (1 << 63):
+                raise errors.InvalidArgument(f"counter {column!r} would overflow 64 bits")
+            if value != 0:
+                self.connection._write(
+                    [Mutation("put", self._name, row, {column: _LONG.pack(new)}, None)])
+            return new
+
+    def counter_dec(self, row: bytes, column: bytes, value: int = 1) -> int:
+        return self.counter_inc(row, column, -value)
+
+    def _check_counter(self, column: bytes, value: Any) -> None:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise errors.InvalidArgument(f"counter value must be an int, not {value!r}")
+        fam, qual = _split(column)
+        ctype = self.schema.columns.get(column)
+        if qual is None:
+            raise errors.InvalidArgument(f"counter needs 'family:qualifier', got {column!r}")
+        if ctype is not None and str(ctype) != "long binary":
+            raise errors.SchemaError(
+                f"column {column.decode()!r} is declared {ctype}; counters need 'long binary'")
+
+
+def _split(column: bytes) -> tuple[bytes, bytes | None]:
+    from .store.schema import split_column
+    return split_column(column)
+
+
+def _check_ts(timestamp: Any) -> None:
+    if timestamp is not None and (not isinstance(timestamp, int) or isinstance(timestamp, bool)
+                                  or timestamp < 0):
+        raise errors.InvalidArgument(f"timestamp must be a non-negative int, not {timestamp!r}")
+
+
+def _prefix_range(prefix: bytes, reverse: bool) -> tuple[bytes | None, bytes | None]:
+    """Scan bounds covering exactly the rows that start with `prefix`."""
+    stop = prefix.rstrip(b"\xff")
+    successor = stop[:-1] + bytes([stop[-1] + 1]) if stop else None
+    if reverse:
+        # from the last row with the prefix down to (excluding) the row before it; rows equal to
+        # the successor itself are filtered by the caller's prefix check
+        return successor, (prefix[:-1] + bytes([prefix[-1] - 1]) + b"\xff" * 64
+                           if prefix and prefix[-1] > 0 else None)
+    return prefix or None, successor
+
+
+class Batch:
+    """Buffered puts and deletes, sent together; happybase.Batch's behaviour."""
+
+    def __init__(self, table: Table, timestamp: int | None = None, batch_size: int | None = None,
+                 transaction: bool = False, wal: bool = True):
+        if batch_size is not None:
+            if transaction:
+                raise TypeError("'transaction' cannot be used when 'batch_size' is specified")
+            if not batch_size > 0:
+                raise ValueError("'batch_size' must be > 0")
+        _check_ts(timestamp)
+        self._table = table
+        self._timestamp = timestamp
+        self._batch_size = batch_size
+        self._transaction = transaction
+        self._mutations: list[Mutation] = []
+        self._count = 0
+
+    def put(self, row: bytes, data: Mapping[bytes, bytes], wal: bool | None = None) -> None:
+        self._table.schema.check_put(row, data)
+        if data:
+            self._add(Mutation("put", self._table._name, row, dict(data), self._timestamp),
+                      len(data))
+
+    def delete(self, row: bytes, columns: Iterable[bytes] | None = None,
+               wal: bool | None = None) -> None:
+        check_row(row)
+        cols = self._table._columns(columns)
+        self._add(Mutation("delete", self._table._name, row, cols, self._timestamp),
+                  len(cols) if cols else 1)
+
+    def _add(self, mutation: Mutation, count: int) -> None:
+        self._mutations.append(mutation)
+        self._count += count
+        if self._batch_size is not None and self._count >= self._batch_size:
+            self.send()
+
+    def send(self) -> None:
+        """Write everything buffered so far, atomically."""
+        if self._mutations:
+            mutations, self._mutations, self._count = self._mutations, [], 0
+            self._table.connection._write(mutations)
+
+    def __enter__(self) -> "Batch":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self._transaction and exc_type is not None:
+            return  # a transaction sends nothing when its block raised
+        self.send()

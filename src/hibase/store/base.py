@@ -1,0 +1,52 @@
+"""What every storage backend offers the layers above: the HBase data model as plain calls."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+__all__ = ["Mutation", "Region", "SplitListener", "now_ms"]
+
+
+class Mutation(NamedTuple):
+    """One row change. kind "put": data = {b"f:q": value}; kind "delete": data = list of
+    b"f" / b"f:q" names, or None for the whole row; ts = the cell timestamp (put) or the
+    newest timestamp deleted (delete), None for now / every version."""
+
+    kind: str
+    table: str
+    row: bytes
+    data: object
+    ts: int | None = None
+
+
+@dataclass
+class Region:
+    """A rowkey range [start, end) of a table; b"" as end means "to the end"."""
+
+    table: str
+    start: bytes
+    end: bytes
+    id: int
+    size: int = 0
+
+    def contains(self, row: bytes) -> bool:
+        return self.start <= row and (not self.end or row < self.end)
+
+    def info(self) -> dict:
+        """The shape happybase's Table.regions() returns (Thrift TRegionInfo as a dict)."""
+        return {
+            "start_key": self.start, "end_key": self.end, "id": self.id,
+            "name": b"%s,%s,%d." % (self.table.encode(), self.start, self.id),
+            "version": 1, "server_name": b"localhost", "port": 0,
+        }
+
+
+# Called inside a split, before it is committed: (table, parent, left, right, add_write), where
+# add_write(family_or_None, key, value_or_None) adds a raw write to the split's atomic batch.
+SplitListener = Callable[[str, Region, Region, Region, Callable], None]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,124 @@
+"""The embedded store's on-disk cell layout: per (table, family) a sorted keyspace of row segments.
+
+A *segment* is what one mutation wrote to one row's family, like the KeyValues one HBase Put or
+Delete adds to the MemStore: a put writes the cells it names (cost O(cells written), never
+O(row size)), a delete writes a marker. Keys sort as HBase's do:
+
+    escaped rowkey | 0x00 0x01 | 8-byte inverted write sequence    (newest segment first)
+
+so a row is one contiguous key range, rows sort as raw bytes, and a reader merges a row's segments
+newest first. Compaction folds a row's segments into one (versions trimmed, markers applied).
+Segment values are msgpack lists:
+
+    [PUT, ts, [qualifier...], [value...]]
+    [DELETE_COLUMNS, upto_ts, [qualifier...]]   versions with ts <= upto_ts, written earlier
+    [DELETE_FAMILY, upto_ts]
+    [FOLDED, [qualifier...], [[ts, value, ts, value...]...]]   versions newest first
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import msgpack
+
+__all__ = [
+    "PUT", "DELETE_COLUMNS", "DELETE_FAMILY", "FOLDED", "ALL_VERSIONS", "TERM",
+    "row_prefix", "segment_key", "row_of_key", "merge_segments", "fold", "pack", "unpack",
+]
+
+PUT, DELETE_COLUMNS, DELETE_FAMILY, FOLDED = 0, 1, 2, 3
+ALL_VERSIONS = (1 << 63) - 1  # "delete every version": an upper bound above any timestamp
+TERM = b"\x00\x01"
+_SEQ_MAX = (1 << 64) - 1
+
+pack = msgpack.Packer(use_bin_type=True).pack
+unpack = msgpack.unpackb
+
+
+def row_prefix(row: bytes) -> bytes:
+    """The key prefix shared by every segment of `row` (0x00 escaped so order is preserved)."""
+    if b"\x00" in row:
+        row = row.replace(b"\x00", b"\x00\xff")
+    return row + TERM
+
+
+def segment_key(prefix: bytes, seq: int) -> bytes:
+    return prefix + (_SEQ_MAX - seq).to_bytes(8, "big")
+
+
+def row_of_key(key: bytes) -> bytes:
+    """The user rowkey of a segment key."""
+    row = key[:-10]
+    if b"\x00" in row:
+        row = row.replace(b"\x00\xff", b"\x00")
+    return row
+
+
+def merge_segments(segments: Iterable[bytes], wanted: frozenset[bytes] | None
+                   ) -> dict[bytes, list[tuple[int, bytes]]]:
+    """Merge a row's segments (newest first) into {qualifier: [(ts, value), ...]}.
+
+    Versions come back in arbitrary order (callers sort when they need more than the newest).
+    A marker hides the versions it covers in older segments only: a put written after a delete
+    is visible even with an older timestamp (HBase 2's "new version behavior"). At equal
+    timestamps the newer segment wins, as a later HBase put of the same cell does.
+    """
+    cells: dict[bytes, list[tuple[int, bytes]]] = {}
+    family_del = -1
+    column_del: dict[bytes, int] = {}
+    for raw in segments:
+        seg = unpack(raw)
+        kind = seg[0]
+        if kind == PUT:
+            ts = seg[1]
+            if ts <= family_del:
+                continue
+            for q, v in zip(seg[2], seg[3]):
+                if wanted is not None and q not in wanted:
+                    continue
+                if column_del and ts <= column_del.get(q, -1):
+                    continue
+                versions = cells.get(q)
+                if versions is None:
+                    cells[q] = [(ts, v)]
+                elif all(t != ts for t, _ in versions):
+                    versions.append((ts, v))
+        elif kind == DELETE_COLUMNS:
+            upto = seg[1]
+            for q in seg[2]:
+                if column_del.get(q, -1) < upto:
+                    column_del[q] = upto
+        elif kind == DELETE_FAMILY:
+            family_del = max(family_del, seg[1])
+        else:  # FOLDED
+            for q, flat in zip(seg[1], seg[2]):
+                if wanted is not None and q not in wanted:
+                    continue
+                floor = max(family_del, column_del.get(q, -1))
+                versions = cells.get(q)
+                for i in range(0, len(flat), 2):
+                    ts = flat[i]
+                    if ts <= floor:
+                        continue
+                    if versions is None:
+                        versions = cells[q] = [(ts, flat[i + 1])]
+                    elif all(t != ts for t, _ in versions):
+                        versions.append((ts, flat[i + 1]))
+    return cells
+
+
+def fold(cells: dict[bytes, list[tuple[int, bytes]]], max_versions: int,
+         ttl_floor: int) -> bytes | None:
+    """One FOLDED segment holding the live versions of merged cells, or None if nothing lives."""
+    quals, flats = [], []
+    for q in sorted(cells):
+        versions = sorted(cells[q], reverse=True)[:max_versions]
+        flat: list = []
+        for ts, v in versions:
+            if ts >= ttl_floor:
+                flat += (ts, v)
+        if flat:
+            quals.append(q)
+            flats.append(flat)
+    return pack([FOLDED, quals, flats]) if quals else None

@@ -1,0 +1,561 @@
+"""The embedded backend: HBase's data model in one RocksDB database in a folder.
+
+One RocksDB column family per (table, family) holds that family's row segments (see cells.py);
+the `default` column family holds the catalog (table schemas, region boundaries and sizes).
+Writes are serialised by one lock (RocksDB's write path is not the bottleneck from Python, and a
+single writer makes read-modify-write steps such as index maintenance and counters atomic);
+reads run concurrently and see either all or none of any write.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import json
+import os
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import rocksdict as rd
+
+from .. import errors
+from . import cells as C
+from .base import Mutation, Region, SplitListener, now_ms
+from .schema import FOREVER, FamilyOptions, TableSchema, split_column
+
+__all__ = ["EmbeddedStore"]
+
+# HBase compression names -> RocksDB's (a mutable column-family option, re-applied on open)
+_COMPRESSION = {"NONE": "kNoCompression", "GZ": "kZlibCompression", "SNAPPY": "kSnappyCompression",
+                "LZ4": "kLZ4Compression", "ZSTD": "kZSTD", "BZIP2": "kBZip2Compression"}
+COMPACT_AFTER = 16  # a row read with more segments than this in one family is folded
+_MAX_SEQ_KEY = b"\xff" * 8
+
+
+def _cf_name(table: str, family: bytes) -> str:
+    return f"t/{table}/{family.decode()}"
+
+
+class _Table:
+    """An open table: its schema, family handles and regions (kept sorted by start key)."""
+
+    __slots__ = ("schema", "fams", "regions", "starts")
+
+    def __init__(self, schema: TableSchema, fams: dict, regions: list[Region]):
+        self.schema = schema
+        self.fams = fams  # family -> (Rdict view, ColumnFamily handle, FamilyOptions)
+        self.regions = regions
+        self.starts = [r.start for r in regions]
+
+    def region_of(self, row: bytes) -> Region:
+        return self.regions[bisect.bisect_right(self.starts, row) - 1]
+
+
+class EmbeddedStore:
+    """A store folder: tables, regions and cells on RocksDB."""
+
+    def __init__(self, path: str | os.PathLike, *, create: bool = True, read_only: bool = False,
+                 sync: bool = False, block_cache_mb: int = 256):
+        self.path = os.fspath(path)
+        self.read_only = read_only
+        self._lock = threading.RLock()
+        self._split_listeners: list[SplitListener] = []
+        if not os.path.isdir(self.path):
+            if not create or read_only:
+                raise errors.BackendUnavailable(f"no store at {self.path!r}")
+            os.makedirs(self.path, exist_ok=True)
+        self._cache = rd.Cache(block_cache_mb * 1024 * 1024)
+        self._db = self._open()
+        wo = rd.WriteOptions()
+        wo.sync = sync  # the WAL reaches the OS on every write, so a killed process loses nothing
+        self._db.set_write_options(wo)
+        self._tables: dict[str, _Table] = {}
+        for key, value in self._db.items(from_key=b"table/"):
+            if not key.startswith(b"table/"):
+                break
+            self._load_table(TableSchema.from_json(json.loads(value)))
+
+    # -- opening -----------------------------------------------------------------------------
+    def _options(self) -> rd.Options:
+        # Row bloom filters always: a family's bloom_filter_type is kept for happybase parity,
+        # but a RocksDB table factory cannot change after creation and blooms only help.
+        opts = rd.Options(raw_mode=True)
+        opts.create_if_missing(True)
+        table = rd.BlockBasedOptions()
+        table.set_block_cache(self._cache)
+        table.set_bloom_filter(10, False)
+        opts.set_block_based_table_factory(table)
+        return opts
+
+    def _open(self) -> rd.Rdict:
+        existing = []
+        if os.path.exists(os.path.join(self.path, "CURRENT")):
+            try:
+                existing = rd.Rdict.list_cf(self.path)
+            except Exception as exc:
+                raise errors.BackendUnavailable(f"cannot read store {self.path!r}: {exc}") from None
+        # Family options are re-applied from the catalog in _load_table; open with defaults.
+        cfs = {name: self._options() for name in existing if name != "default"}
+        access = rd.AccessType.read_only() if self.read_only else rd.AccessType.read_write()
+        try:
+            return rd.Rdict(self.path, self._options(), column_families=cfs or None,
+                            access_type=access)
+        except Exception as exc:
+            msg = str(exc)
+            if "lock" in msg.lower():
+                raise errors.StoreLocked(
+                    f"store {self.path!r} is open for writing in another process "
+                    "(open it with read_only=True to read alongside)") from None
+            raise errors.BackendUnavailable(f"cannot open store {self.path!r}: {msg}") from None
+
+    def _load_table(self, schema: TableSchema) -> _Table:
+        fams = {}
+        for fam, fo in schema.families.items():
+            name = _cf_name(schema.name, fam)
+            view = self._db.get_column_family(name)
+            if not self.read_only:
+                view.set_options({"compression": _COMPRESSION[fo.compression]})
+            fams[fam] = (view, self._db.get_column_family_handle(name), fo)
+        regions = []
+        prefix = b"region/" + schema.name.encode() + b"/"
+        for key, value in self._db.items(from_key=prefix):
+            if not key.startswith(prefix):
+                break
+            start = key[len(prefix):]
+            rid, size = C.unpack(value)
+            regions.append(Region(schema.name, start, b"", rid, size))
+        for left, right in zip(regions, regions[1:]):
+            left.end = right.start
+        t = self._tables[schema.name] = _Table(schema, fams, regions)
+        return t
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                # family views hold the database open: drop them before closing it
+                for t in self._tables.values():
+                    for view, _, _ in t.fams.values():
+                        view.close()
+                self._tables.clear()
+                self._db.close()
+                self._db = None  # type: ignore[assignment]
+
+    @property
+    def closed(self) -> bool:
+        return self._db is None
+
+    # -- catalog -----------------------------------------------------------------------------
+    def table(self, name: str) -> _Table:
+        try:
+            return self._tables[name]
+        except KeyError:
+            if self._db is None:
+                raise errors.BackendUnavailable("the store is closed") from None
+            raise errors.TableNotFound(f"no table {name!r}") from None
+
+    def tables(self, internal: bool = False) -> list[str]:
+        return sorted(n for n in self._tables if internal or not n.startswith("__"))
+
+    def schema(self, name: str) -> TableSchema:
+        return self.table(name).schema
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise errors.BackendError("the store was opened read-only")
+        if self._db is None:
+            raise errors.BackendUnavailable("the store is closed")
+
+    def create_table(self, schema: TableSchema) -> None:
+        with self._lock:
+            self._check_writable()
+            if schema.name in self._tables:
+                raise errors.TableExists(f"table {schema.name!r} already exists")
+            for fam, fo in schema.families.items():
+                self._db.create_column_family(_cf_name(schema.name, fam), self._options())
+            wb = rd.WriteBatch(raw_mode=True)
+            wb.put(b"table/" + schema.name.encode(), json.dumps(schema.to_json()).encode())
+            wb.put(b"region/" + schema.name.encode() + b"/", C.pack([time.time_ns() // 1000, 0]))
+            self._db.write(wb)
+            self._load_table(schema)
+
+    def save_schema(self, schema: TableSchema) -> None:
+        """Persist a changed schema (e.g. enabled flag) of an existing table."""
+        with self._lock:
+            self._check_writable()
+            self.table(schema.name).schema = schema
+            self._db.put(b"table/" + schema.name.encode(), json.dumps(schema.to_json()).encode())
+
+    def drop_table(self, name: str) -> None:
+        with self._lock:
+            self._check_writable()
+            t = self.table(name)
+            wb = rd.WriteBatch(raw_mode=True)
+            wb.delete(b"table/" + name.encode())
+            for r in t.regions:
+                wb.delete(b"region/" + name.encode() + b"/" + r.start)
+            self._db.write(wb)
+            del self._tables[name]
+            for fam in t.schema.families:
+                self._db.drop_column_family(_cf_name(name, fam))
+
+    def put_meta(self, key: bytes, value: bytes | None) -> None:
+        """Catalog entries of the layers above (index definitions...), under b"meta/"."""
+        with self._lock:
+            self._check_writable()
+            if value is None:
+                self._db.delete(b"meta/" + key)
+            else:
+                self._db.put(b"meta/" + key, value)
+
+    def meta_items(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        full = b"meta/" + prefix
+        for key, value in self._db.items(from_key=full):
+            if not key.startswith(full):
+                break
+            yield key[5:], value
+
+    # -- reads -------------------------------------------------------------------------------
+    def _plan(self, t: _Table, columns: list[bytes] | None) -> list[tuple]:
+        """(family options, Rdict view, wanted columns or None) per family to read."""
+        if columns is None:
+            return [(fo, view, None) for view, _, fo in t.fams.values()]
+        wanted: dict[bytes, set[bytes] | None] = {}
+        for col in columns:
+            fam, qual = split_column(col)
+            t.schema.check_family(fam)
+            if qual is None:
+                wanted[fam] = None
+            elif fam not in wanted or wanted[fam] is not None:
+                wanted.setdefault(fam, set()).add(col)  # type: ignore[union-attr]
+        out = []
+        for fam, cols in wanted.items():
+            view, _, fo = t.fams[fam]
+            out.append((fo, view, None if cols is None else frozenset(cols)))
+        return out
+
+    @contextmanager
+    def _views(self, plan: list[tuple]) -> Iterator[list[tuple]]:
+        """Consistent read views: one family reads live; several share an instant."""
+        if len(plan) <= 1:
+            yield plan
+            return
+        with self._lock:
+            snaps = [(fo, view.snapshot(), wanted) for fo, view, wanted in plan]
+        try:
+            yield snaps
+        finally:
+            del snaps
+
+    @staticmethod
+    def _select(out: dict, cells: dict, fo: FamilyOptions, timestamp: int | None,
+                versions: int, now: int) -> None:
+        ttl_floor = now - fo.time_to_live * 1000 if fo.time_to_live != FOREVER else -1
+        maxv = fo.max_versions
+        for col, vs in cells.items():
+            if len(vs) > 1:
+                vs.sort(reverse=True)
+                if len(vs) > maxv:
+                    del vs[maxv:]
+            if ttl_floor >= 0:
+                vs = [x for x in vs if x[0] >= ttl_floor]
+            if timestamp is not None:
+                vs = [x for x in vs if x[0] < timestamp]
+            if vs:
+                out[col] = vs[:versions] if len(vs) > versions else vs
+
+    def read_row(self, table: str, row: bytes, columns: list[bytes] | None = None,
+                 timestamp: int | None = None, versions: int = 1) -> dict[bytes, list]:
+        """{b"f:q": [(ts, value), ...newest first]} of one row; {} when absent."""
+        t = self.table(table)
+        prefix = C.row_prefix(row)
+        out: dict[bytes, list] = {}
+        now = now_ms()
+        with self._views(self._plan(t, columns)) as views:
+            for fo, view, wanted in views:
+                it = view.iter()
+                it.seek(prefix)
+                segs = []
+                while it.valid():
+                    key = it.key()
+                    if not key.startswith(prefix):
+                        break
+                    segs.append(it.value())
+                    it.next()
+                if segs:
+                    self._select(out, C.merge_segments(segs, wanted), fo, timestamp, versions, now)
+                    if len(segs) > COMPACT_AFTER and not self.read_only:
+                        self._compact_row(t, fo, row)
+        return out
+
+    def scan(self, table: str, start: bytes | None = None, stop: bytes | None = None,
+             columns: list[bytes] | None = None, timestamp: int | None = None,
+             versions: int = 1, reverse: bool = False) -> Iterator[tuple[bytes, dict]]:
+        """Rows in [start, stop) (reverse: from start down to, not including, stop)."""
+        t = self.table(table)
+        plan = self._plan(t, columns)
+        now = now_ms()
+        with self._views(plan) as views:
+            streams = [self._family_rows(view, wanted, start, stop, reverse)
+                       for _, view, wanted in views]
+            fos = [fo for fo, _, _ in views]
+            if len(streams) == 1:
+                fo = fos[0]
+                select = self._select
+                for prefix, cells in streams[0]:
+                    out: dict[bytes, list] = {}
+                    select(out, cells, fo, timestamp, versions, now)
+                    if out:
+                        yield C.row_of_key(prefix + _MAX_SEQ_KEY), out
+                return
+            tagged = [((p, i, c) for p, c in s) for i, s in enumerate(streams)]
+            merged = heapq.merge(*tagged, key=lambda x: x[0], reverse=reverse)
+            cur, out = None, {}
+            for prefix, i, cells in merged:
+                if prefix != cur:
+                    if out:
+                        yield C.row_of_key(cur + _MAX_SEQ_KEY), out  # type: ignore[operator]
+                    cur, out = prefix, {}
+                self._select(out, cells, fos[i], timestamp, versions, now)
+            if out:
+                yield C.row_of_key(cur + _MAX_SEQ_KEY), out  # type: ignore[operator]
+
+    @staticmethod
+    def _family_rows(view: Any, wanted: frozenset | None, start: bytes | None,
+                     stop: bytes | None, reverse: bool) -> Iterator[tuple[bytes, dict]]:
+        """(row prefix, merged cells) for each row of one family in the range."""
+        if reverse:
+            items = view.items(backwards=True,
+                               from_key=C.row_prefix(start) + _MAX_SEQ_KEY if start else None)
+            bound = C.row_prefix(stop) + _MAX_SEQ_KEY if stop else None
+        else:
+            items = view.items(from_key=C.row_prefix(start) if start else None)
+            bound = C.row_prefix(stop) if stop else None
+        merge = C.merge_segments
+        cur = None
+        segs: list[bytes] = []
+        for key, value in items:
+            prefix = key[:-8]
+            if prefix != cur:
+                if bound is not None and (key <= bound if reverse else key >= bound):
+                    break
+                if segs:
+                    cells = merge(segs if not reverse else segs[::-1], wanted)
+                    if cells:
+                        yield cur, cells  # type: ignore[misc]
+                cur, segs = prefix, []
+            segs.append(value)
+        if segs:
+            cells = merge(segs if not reverse else segs[::-1], wanted)
+            if cells:
+                yield cur, cells  # type: ignore[misc]
+
+    # -- writes ------------------------------------------------------------------------------
+    @contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """Hold the single-writer lock across a read-modify-write (index upkeep, counters)."""
+        with self._lock:
+            yield
+
+    def apply(self, mutations: list[Mutation]) -> None:
+        """Write mutations (possibly of several tables) in one atomic batch."""
+        if not mutations:
+            return
+        with self._lock:
+            self._check_writable()
+            wb = rd.WriteBatch(raw_mode=True)
+            seq = self._db.latest_sequence_number() + 1
+            default_ts = now_ms()
+            grown: dict[int, tuple[_Table, Region]] = {}
+            pack, row_prefix, segment_key = C.pack, C.row_prefix, C.segment_key
+            for m in mutations:
+                t = self._tables.get(m.table) or self.table(m.table)
+                ts = default_ts if m.ts is None else m.ts
+                prefix = row_prefix(m.row)
+                written = 0
+                for fam, value in self._segments(t, m, ts):
+                    key = segment_key(prefix, seq)
+                    seq += 1
+                    wb.put(key, value, t.fams[fam][1])
+                    written += len(key) + len(value)
+                region = t.region_of(m.row)
+                region.size += written
+                grown[id(region)] = (t, region)
+            for t, region in grown.values():
+                wb.put(b"region/" + t.schema.name.encode() + b"/" + region.start,
+                       C.pack([region.id, region.size]))
+            self._db.write(wb)
+            for t, region in grown.values():
+                if region.size > t.schema.split_size:
+                    self._split(t, region, None)
+
+    @staticmethod
+    def _segments(t: _Table, m: Mutation, ts: int) -> Iterator[tuple[bytes, bytes]]:
+        pack = C.pack
+        if m.kind == "put":
+            by_fam: dict[bytes, tuple[list, list]] = {}
+            for col, value in m.data.items():  # type: ignore[attr-defined]
+                fam = col[:col.index(b":")]
+                entry = by_fam.get(fam)
+                if entry is None:
+                    entry = by_fam[fam] = ([], [])
+                entry[0].append(col)
+                entry[1].append(value)
+            for fam, (cols, values) in by_fam.items():
+                yield fam, pack([C.PUT, ts, cols, values])
+            return
+        upto = C.ALL_VERSIONS if m.ts is None else m.ts
+        if m.data is None:
+            for fam in t.fams:
+                yield fam, pack([C.DELETE_FAMILY, upto])
+            return
+        cols_by_fam: dict[bytes, list[bytes]] = {}
+        whole: set[bytes] = set()
+        for col in m.data:  # type: ignore[attr-defined]
+            fam, qual = split_column(col)
+            if qual is None:
+                whole.add(fam)
+            else:
+                cols_by_fam.setdefault(fam, []).append(col)
+        for fam in whole:
+            yield fam, pack([C.DELETE_FAMILY, upto])
+        for fam, cols in cols_by_fam.items():
+            if fam not in whole:
+                yield fam, pack([C.DELETE_COLUMNS, upto, cols])
+
+    def _compact_row(self, t: _Table, fo: FamilyOptions, row: bytes) -> None:
+        """Fold one row's segments in one family into a single segment."""
+        fam = next(f for f, (_, _, o) in t.fams.items() if o is fo)
+        view, handle, _ = t.fams[fam]
+        prefix = C.row_prefix(row)
+        with self._lock:
+            keys, segs = [], []
+            for key, value in view.items(from_key=prefix):
+                if not key.startswith(prefix):
+                    break
+                keys.append(key)
+                segs.append(value)
+            if len(keys) <= 1:
+                return
+            ttl = fo.time_to_live
+            floor = now_ms() - ttl * 1000 if ttl != FOREVER else -1
+            folded = C.fold(C.merge_segments(segs, None), fo.max_versions, floor)
+            wb = rd.WriteBatch(raw_mode=True)
+            for key in keys[1:]:
+                wb.delete(key, handle)
+            if folded is None:
+                wb.delete(keys[0], handle)
+            else:
+                wb.put(keys[0], folded, handle)  # keeps the newest segment's place in order
+            self._db.write(wb)
+
+    def compact(self, table: str) -> int:
+        """Fold every row with more than one segment; returns the rows folded."""
+        t = self.table(table)
+        folded = 0
+        for fam, (view, _, fo) in list(t.fams.items()):
+            cur, n, rows = None, 0, []
+            for key in view.keys():
+                prefix = key[:-8]
+                if prefix != cur:
+                    if n > 1:
+                        rows.append(cur)
+                    cur, n = prefix, 0
+                n += 1
+            if n > 1:
+                rows.append(cur)
+            for prefix in rows:
+                self._compact_row(t, fo, C.row_of_key(prefix + _MAX_SEQ_KEY))
+            folded += len(rows)
+        return folded
+
+    # -- regions -----------------------------------------------------------------------------
+    def regions(self, table: str) -> list[Region]:
+        return list(self.table(table).regions)
+
+    def add_split_listener(self, listener: SplitListener) -> None:
+        """Run `listener(table, parent, left, right, batch)` inside every split, before commit:
+        what it adds to `batch` (a rocksdict WriteBatch) commits atomically with the split."""
+        self._split_listeners.append(listener)
+
+    def split(self, table: str, row: bytes | None = None) -> bool:
+        """Split the region holding `row` at `row`, or every region at its middle row (HBase's
+        admin split). Returns whether any region split."""
+        with self._lock:
+            self._check_writable()
+            t = self.table(table)
+            if row is not None:
+                return self._split(t, t.region_of(row), row)
+            return any([self._split(t, r, None) for r in list(t.regions)])
+
+    def _middle_row(self, t: _Table, region: Region) -> tuple[bytes | None, int]:
+        """The first row at or past half of the region's bytes, and the bytes before it."""
+        view = next(iter(t.fams.values()))[0]  # the first family decides, as a proxy
+        lo = C.row_prefix(region.start)
+        hi = C.row_prefix(region.end) if region.end else None
+        sizes: list[tuple[bytes, int]] = []
+        cur, acc = None, 0
+        for key, value in view.items(from_key=lo):
+            if hi is not None and key >= hi:
+                break
+            prefix = key[:-8]
+            if prefix != cur:
+                if cur is not None:
+                    sizes.append((cur, acc))
+                cur, acc = prefix, 0
+            acc += len(key) + len(value)
+        if cur is not None:
+            sizes.append((cur, acc))
+        if len(sizes) < 2:
+            return None, 0
+        total = sum(s for _, s in sizes)
+        before = 0
+        for i, (prefix, size) in enumerate(sizes):
+            if i and before * 2 >= total:
+                return C.row_of_key(prefix + _MAX_SEQ_KEY), before
+            before += size
+        return C.row_of_key(sizes[-1][0] + _MAX_SEQ_KEY), before - sizes[-1][1]
+
+    def _split(self, t: _Table, region: Region, at: bytes | None) -> bool:
+        if at is None:
+            at, left_size = self._middle_row(t, region)
+            if at is None:
+                return False
+        else:
+            if at == region.start or not region.contains(at):
+                return False
+            left_size = region.size // 2
+        name = t.schema.name.encode()
+        rid = max(time.time_ns() // 1000, max(r.id for r in t.regions) + 1)
+        left = Region(t.schema.name, region.start, at, rid, left_size)
+        right = Region(t.schema.name, at, region.end, rid + 1, max(region.size - left_size, 0))
+        wb = rd.WriteBatch(raw_mode=True)
+        for listener in self._split_listeners:
+            listener(t.schema.name, region, left, right, wb)
+        wb.put(b"region/" + name + b"/" + left.start, C.pack([left.id, left.size]))
+        wb.put(b"region/" + name + b"/" + right.start, C.pack([right.id, right.size]))
+        self._db.write(wb)
+        i = t.regions.index(region)
+        t.regions[i:i + 1] = [left, right]
+        t.starts = [r.start for r in t.regions]
+        return True
+
+    def family_handle(self, table: str, family: bytes) -> Any:
+        """The RocksDB column-family handle of a table's family (for split listeners)."""
+        return self.table(table).fams[family][1]
+
+    def disk_size(self) -> int:
+        """Bytes the store folder takes on disk."""
+        total = 0
+        for root, _, files in os.walk(self.path):
+            total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+        return total
+
+    def flush(self) -> None:
+        """Flush memtables to SST files (used before measuring size on disk)."""
+        with self._lock:
+            self._db.flush()
+            for name in self._tables:
+                for view, _, _ in self._tables[name].fams.values():
+                    view.flush()
