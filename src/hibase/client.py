@@ -8,6 +8,7 @@ from collections import OrderedDict
 from typing import Any, Iterable, Iterator, Mapping
 
 from . import errors
+from .index.manager import IndexManager
 from .store.base import Mutation
 from .store.embedded import EmbeddedStore
 from .store.filters import compile_filter
@@ -49,6 +50,7 @@ class Connection:
     def __init__(self, store: EmbeddedStore, table_prefix: str | None = None,
                  table_prefix_separator: str = "_"):
         self.store = store
+        self.indexer = IndexManager(store)
         self.table_prefix = table_prefix
         self.table_prefix_separator = table_prefix_separator
 
@@ -86,6 +88,7 @@ class Connection:
             raise errors.InvalidArgument(
                 f"table {full!r} is enabled; pass disable=True (or disable_table first), "
                 "as HBase requires")
+        self.indexer.drop_table(full)
         self.store.drop_table(full)
 
     def enable_table(self, name: str | bytes) -> None:
@@ -125,8 +128,36 @@ class Connection:
         return self.store.split(self._full(table), row)
 
     def _write(self, mutations: list[Mutation]) -> None:
-        """The one write path every Table call takes: mutations land in one atomic batch."""
-        self.store.apply(mutations)
+        """The one write path every Table call takes: mutations, their index rows and value
+        counts land in one atomic batch."""
+        self.indexer.write(mutations)
+
+    # -- secondary indexes ---------------------------------------------------------------------
+    def create_index(self, table: str | bytes, name: str, columns: Any,
+                     covering: Any = None, local: bool = False, processes: int | None = None,
+                     progress: Any = None) -> dict:
+        """Create a global index on declared `columns` (a composite index answers any prefix of
+        them), carrying `covering` columns, and build it from the table's rows."""
+        spec = self.indexer.create(self._full(table), name, columns, covering or (), local,
+                                   processes, progress)
+        return spec.describe()
+
+    def drop_index(self, table: str | bytes, name: str) -> None:
+        self.indexer.drop(self._full(table), name)
+
+    def indexes(self, table: str | bytes) -> list[dict]:
+        full = self._full(table)
+        self.store.table(full)
+        return [s.describe() for s in self.indexer.specs(full)]
+
+    def build_index(self, table: str | bytes, name: str, processes: int | None = None,
+                    progress: Any = None) -> dict:
+        """Rebuild an index from the table (writes wait meanwhile)."""
+        return self.indexer.build(self._full(table), name, processes, progress)
+
+    def verify_index(self, table: str | bytes, name: str, repair: bool = False) -> dict:
+        """Compare an index with the table; with repair, fix missing / extra entries."""
+        return self.indexer.verify(self._full(table), name, repair)
 
 
 def _data(cells: dict[bytes, list], include_timestamp: bool, sort: bool = False) -> dict:

@@ -72,6 +72,11 @@ class EmbeddedStore:
         wo.sync = sync  # the WAL reaches the OS on every write, so a killed process loses nothing
         self._db.set_write_options(wo)
         self._tables: dict[str, _Table] = {}
+        self._kv: dict[str, tuple[Any, Any]] = {}
+        for key, _ in self._db.items(from_key=b"kv/"):
+            if not key.startswith(b"kv/"):
+                break
+            self._load_kv(key[3:].decode())
         for key, value in self._db.items(from_key=b"table/"):
             if not key.startswith(b"table/"):
                 break
@@ -138,7 +143,10 @@ class EmbeddedStore:
                 for t in self._tables.values():
                     for view, _, _ in t.fams.values():
                         view.close()
+                for view, _ in self._kv.values():
+                    view.close()
                 self._tables.clear()
+                self._kv.clear()
                 self._db.close()
                 self._db = None  # type: ignore[assignment]
 
@@ -360,21 +368,62 @@ class EmbeddedStore:
 
     def apply(self, mutations: list[Mutation]) -> None:
         """Write mutations (possibly of several tables) in one atomic batch."""
-        if not mutations:
-            return
+        if mutations:
+            with self._lock:
+                self.commit(self.prepare(mutations))
+
+    def prepare(self, mutations: list[Mutation]) -> list[tuple[Any, Mutation, list]]:
+        """Encode mutations into (table, mutation, [(family, segment)]) without writing, so a
+        layer above can compute what they change (row_states) before commit()."""
+        default_ts = now_ms()
+        out = []
+        for m in mutations:
+            t = self._tables.get(m.table) or self.table(m.table)
+            ts = default_ts if m.ts is None else m.ts
+            out.append((t, m, list(self._segments(t, m, ts))))
+        return out
+
+    def row_states(self, table: str, row: bytes, columns: list[bytes],
+                   pending: dict[bytes, list[bytes]]) -> tuple[dict, dict]:
+        """Newest values of `columns` ({col: (ts, value)}) before and after the `pending`
+        segments (per family, newest first) land on `row`; TTL is not applied."""
+        t = self.table(table)
+        prefix = C.row_prefix(row)
+        by_fam: dict[bytes, set[bytes]] = {}
+        for col in columns:
+            by_fam.setdefault(col[:col.index(b":")], set()).add(col)
+        before: dict[bytes, tuple] = {}
+        after: dict[bytes, tuple] = {}
+        for fam, cols in by_fam.items():
+            view = t.fams[fam][0]
+            segs = []
+            for key, value in view.items(from_key=prefix):
+                if not key.startswith(prefix):
+                    break
+                segs.append(value)
+            wanted = frozenset(cols)
+            old = C.merge_segments(segs, wanted) if segs else {}
+            before.update((c, max(vs)) for c, vs in old.items())
+            if fam in pending:
+                new = C.merge_segments(pending[fam] + segs, wanted)
+                after.update((c, max(vs)) for c, vs in new.items())
+            else:
+                after.update((c, max(vs)) for c, vs in old.items())
+        return before, after
+
+    def commit(self, prepared: list[tuple[Any, Mutation, list]],
+               kv_writes: list[tuple[str, bytes, bytes | None]] = ()) -> None:  # type: ignore[assignment]
+        """Write prepared segments and raw key-value writes in one atomic batch."""
         with self._lock:
             self._check_writable()
             wb = rd.WriteBatch(raw_mode=True)
             seq = self._db.latest_sequence_number() + 1
-            default_ts = now_ms()
             grown: dict[int, tuple[_Table, Region]] = {}
-            pack, row_prefix, segment_key = C.pack, C.row_prefix, C.segment_key
-            for m in mutations:
-                t = self._tables.get(m.table) or self.table(m.table)
-                ts = default_ts if m.ts is None else m.ts
+            row_prefix, segment_key = C.row_prefix, C.segment_key
+            for t, m, segments in prepared:
                 prefix = row_prefix(m.row)
                 written = 0
-                for fam, value in self._segments(t, m, ts):
+                for fam, value in segments:
                     key = segment_key(prefix, seq)
                     seq += 1
                     wb.put(key, value, t.fams[fam][1])
@@ -382,13 +431,98 @@ class EmbeddedStore:
                 region = t.region_of(m.row)
                 region.size += written
                 grown[id(region)] = (t, region)
+            for name, key, value in kv_writes:
+                handle = self._kv_handle(name)
+                if value is None:
+                    wb.delete(key, handle)
+                else:
+                    wb.put(key, value, handle)
             for t, region in grown.values():
                 wb.put(b"region/" + t.schema.name.encode() + b"/" + region.start,
                        C.pack([region.id, region.size]))
             self._db.write(wb)
             for t, region in grown.values():
-                if region.size > t.schema.split_size:
+                if region.size > t.schema.split_size and region in t.regions:
                     self._split(t, region, None)
+
+    # -- key-value tables: single-version rows written whole (index and value tables) --------
+    def _kv_handle(self, name: str) -> Any:
+        try:
+            return self._kv[name][1]
+        except KeyError:
+            raise errors.TableNotFound(f"no key-value table {name!r}") from None
+
+    def kv_tables(self) -> list[str]:
+        return sorted(self._kv)
+
+    def create_kv(self, name: str) -> None:
+        with self._lock:
+            self._check_writable()
+            if name in self._kv:
+                return
+            self._db.create_column_family("k/" + name, self._options())
+            self._db.put(b"kv/" + name.encode(), b"")
+            self._load_kv(name)
+
+    def _load_kv(self, name: str) -> None:
+        self._kv[name] = (self._db.get_column_family("k/" + name),
+                          self._db.get_column_family_handle("k/" + name))
+
+    def drop_kv(self, name: str) -> None:
+        with self._lock:
+            self._check_writable()
+            if name not in self._kv:
+                return
+            self._db.delete(b"kv/" + name.encode())
+            view, _ = self._kv.pop(name)
+            view.close()
+            self._db.drop_column_family("k/" + name)
+
+    def _kv_view(self, name: str) -> Any:
+        try:
+            return self._kv[name][0]
+        except KeyError:
+            raise errors.TableNotFound(f"no key-value table {name!r}") from None
+
+    def kv_get(self, name: str, keys: list[bytes]) -> list[bytes | None]:
+        return self._kv_view(name).get(keys)
+
+    def kv_delete_range(self, name: str, start: bytes, stop: bytes | None) -> None:
+        """Delete every key in [start, stop) (stop None: to the end)."""
+        with self._lock:
+            self._check_writable()
+            handle = self._kv_handle(name)
+            wb = rd.WriteBatch(raw_mode=True)
+            if stop is None:
+                for key, _ in self.kv_scan(name, start):
+                    wb.delete(key, handle)
+            else:
+                wb.delete_range(start, stop, handle)
+            self._db.write(wb)
+
+    def kv_scan(self, name: str, start: bytes | None = None, stop: bytes | None = None,
+                reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) for start <= key < stop, ascending (or descending from stop)."""
+        view = self._kv_view(name)
+        if reverse:
+            it = view.iter()
+            if stop is None:
+                it.seek_to_last()
+            else:
+                it.seek_for_prev(stop)
+                if it.valid() and it.key() >= stop:
+                    it.prev()
+            while it.valid():
+                key = it.key()
+                if start is not None and key < start:
+                    return
+                yield key, it.value()
+                it.prev()
+            return
+        for key, value in view.items(from_key=start):
+            if stop is not None and key >= stop:
+                return
+            yield key, value
 
     @staticmethod
     def _segments(t: _Table, m: Mutation, ts: int) -> Iterator[tuple[bytes, bytes]]:

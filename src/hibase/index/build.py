@@ -1,0 +1,127 @@
+"""Batch build of an index over a table that already holds data (HiBase's static-data build,
+a map-only job there; worker processes over regions here), and verify / repair (Phoenix's
+IndexScrutinyTool): compare the index with what a rebuild from the table would produce.
+
+Writes are suspended for the whole build (the caller holds the store's write lock), so no write
+can slip between the scan and the index. An interrupted build leaves the index in state
+"building", which queries never use; running the build again starts from scratch.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Callable, Iterator
+
+from ..store import cells as C
+from .maintain import _COUNT, _covered, _values
+from .spec import READY, IndexSpec, index_table, value_table
+
+__all__ = ["build_index", "verify_index", "expected_entries"]
+
+_CHUNK = 20_000
+
+
+def expected_entries(store, spec: IndexSpec, start: bytes | None = None,
+                     stop: bytes | None = None) -> tuple[list[tuple[bytes, bytes]], dict]:
+    """The sorted index entries and value counts a rebuild of rows [start, stop) produces."""
+    entries = []
+    counts: dict[bytes, int] = {}
+    for row, cells in store.scan(spec.table, start, stop, spec.needed):
+        state = {c: vs[0] for c, vs in cells.items()}
+        values = _values(spec, state)
+        if values is None:
+            continue
+        entries.append((spec.entry_key(values, row), C.pack(_covered(spec, state))))
+        vkey = spec.value_key(values)
+        counts[vkey] = counts.get(vkey, 0) + 1
+    entries.sort()
+    return entries, counts
+
+
+def _region_job(path: str, spec_json: bytes, start: bytes, stop: bytes) -> tuple[list, dict]:
+    """Worker process: open the store read-only and compute one region's entries."""
+    from ..store.embedded import EmbeddedStore
+    store = EmbeddedStore(path, read_only=True, block_cache_mb=32)
+    try:
+        return expected_entries(store, IndexSpec.from_json(spec_json), start or None,
+                                stop or None)
+    finally:
+        store.close()
+
+
+def _region_results(store, spec: IndexSpec, processes: int | None
+                    ) -> Iterator[tuple[list, dict]]:
+    regions = store.regions(spec.table)
+    if processes is None:
+        processes = min(len(regions), os.cpu_count() or 1)
+    if processes <= 1 or len(regions) == 1 or store.read_only:
+        for r in regions:
+            yield expected_entries(store, spec, r.start or None, r.end or None)
+        return
+    store.flush()  # workers read SST files and the WAL; flushing makes their replay short
+    ctx = multiprocessing.get_context("spawn")  # never fork a process with RocksDB threads
+    with ProcessPoolExecutor(processes, mp_context=ctx) as pool:
+        futures = [pool.submit(_region_job, store.path, spec.to_json(), r.start, r.end)
+                   for r in regions]
+        for fut in futures:
+            yield fut.result()
+
+
+def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,
+                progress: Callable[[int, int], Any] | None = None) -> dict[str, int]:
+    """Rebuild `spec` from its table; returns {"rows_indexed", "values", "regions"}."""
+    with store.write_lock():
+        catalog.clear(spec)
+        regions = len(store.regions(spec.table))
+        idx, val = index_table(spec.table), value_table(spec.table)
+        counts: dict[bytes, int] = {}
+        total = done = 0
+        for entries, region_counts in _region_results(store, spec, processes):
+            for i in range(0, len(entries), _CHUNK):
+                store.commit([], [(idx, k, v) for k, v in entries[i:i + _CHUNK]])
+            total += len(entries)
+            for vkey, n in region_counts.items():
+                counts[vkey] = counts.get(vkey, 0) + n
+            done += 1
+            if progress:
+                progress(done, regions)
+        items = sorted(counts.items())
+        for i in range(0, len(items), _CHUNK):
+            store.commit([], [(val, k, _COUNT.pack(n)) for k, n in items[i:i + _CHUNK]])
+        catalog.set_state(spec, READY)
+    return {"rows_indexed": total, "values": len(counts), "regions": regions}
+
+
+def verify_index(store, spec: IndexSpec, repair: bool = False) -> dict[str, Any]:
+    """Compare index and value table with a rebuild; with repair, write the differences."""
+    from ..codec import prefix_successor
+    with store.write_lock():
+        expected, counts = expected_entries(store, spec)
+        stop = prefix_successor(spec.alias)
+        idx, val = index_table(spec.table), value_table(spec.table)
+        actual = list(store.kv_scan(idx, spec.alias, stop))
+        want = dict(expected)
+        have = dict(actual)
+        missing = [k for k in want if k not in have]
+        extra = [k for k in have if k not in want]
+        wrong = [k for k in want if k in have and have[k] != want[k]]
+        have_counts = {k: _COUNT.unpack(v)[0] for k, v in store.kv_scan(val, spec.alias, stop)}
+        bad_counts = sorted(set(counts) ^ set(have_counts) |
+                            {k for k in counts if have_counts.get(k) not in (None, counts[k])})
+        report = {"index": spec.name, "table": spec.table, "entries": len(expected),
+                  "missing": len(missing), "extra": len(extra), "wrong_covered": len(wrong),
+                  "bad_counts": len(bad_counts),
+                  "examples": {"missing": [spec.split_entry(k)[1] for k in missing[:5]],
+                               "extra": [spec.split_entry(k)[1] for k in extra[:5]]},
+                  "ok": not (missing or extra or wrong or bad_counts), "repaired": False}
+        if repair and not report["ok"]:
+            writes = [(idx, k, want[k]) for k in missing + wrong]
+            writes += [(idx, k, None) for k in extra]
+            writes += [(val, k, _COUNT.pack(counts[k]) if k in counts else None)
+                       for k in bad_counts]
+            for i in range(0, len(writes), _CHUNK):
+                store.commit([], writes[i:i + _CHUNK])
+            report["repaired"] = True
+        return report

@@ -1,0 +1,136 @@
+"""The index catalog: which indexes exist on which table, persisted in the store's meta keys."""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Iterable
+
+from .. import errors
+from ..store.schema import split_column
+from .spec import BUILDING, IndexSpec, index_table, value_table
+
+__all__ = ["IndexCatalog"]
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+class IndexCatalog:
+    """Index definitions of one store, loaded at open and changed through this object only."""
+
+    def __init__(self, store):
+        self.store = store
+        self._lock = threading.RLock()
+        self._by_table: dict[str, dict[str, IndexSpec]] = {}
+        for _, raw in store.meta_items(b"index/"):
+            spec = IndexSpec.from_json(raw)
+            self._by_table.setdefault(spec.table, {})[spec.name] = spec
+
+    def for_table(self, table: str) -> list[IndexSpec]:
+        return list(self._by_table.get(table, {}).values())
+
+    def get(self, table: str, name: str) -> IndexSpec:
+        self.store.table(table)
+        try:
+            return self._by_table[table][name]
+        except KeyError:
+            raise errors.IndexNotFound(f"no index {name!r} on table {table!r}") from None
+
+    def create(self, table: str, name: str, columns: Iterable, covering: Iterable = (),
+               local: bool = False) -> IndexSpec:
+        """Validate and record a new index in state BUILDING (maintained by writes from now)."""
+        schema = self.store.schema(table)
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise errors.SchemaError(
+                f"invalid index name {name!r}: a letter or '_' then letters, digits, '_'")
+        if local:
+            raise errors.SchemaError(
+                "local (per-region) indexes are not available yet; create a global index")
+        cols = [_column(c) for c in _as_list(columns, "columns")]
+        if not cols:
+            raise errors.SchemaError("an index needs at least one column")
+        if len(set(cols)) != len(cols):
+            raise errors.SchemaError(f"index {name!r} names a column twice: {cols}")
+        types = []
+        for col in cols:
+            fam, qual = split_column(col)
+            schema.check_family(fam)
+            if qual is None or col not in schema.columns:
+                raise errors.SchemaError(
+                    f"cannot index {col.decode()!r}: only declared columns can be indexed "
+                    f"(declare it with columns={{'{col.decode()}': '<type>'}} at create_table)")
+            types.append(schema.columns[col])
+        cover = [_column(c) for c in _as_list(covering, "covering")]
+        if len(set(cover)) != len(cover):
+            raise errors.SchemaError(f"index {name!r} covers a column twice: {cover}")
+        for col in cover:
+            fam, qual = split_column(col)
+            schema.check_family(fam)
+            if qual is None:
+                raise errors.SchemaError(f"covered columns need 'family:qualifier', got {col!r}")
+        with self._lock:
+            existing = self._by_table.setdefault(table, {})
+            if name in existing:
+                raise errors.IndexExists(f"index {name!r} already exists on {table!r}")
+            used = {s.alias for s in existing.values()}
+            alias = next(a for a in (i.to_bytes(2, "big") for i in range(1, 65536))
+                         if a not in used)
+            spec = IndexSpec(name, table, cols, types, [c for c in cover if c not in cols],
+                             alias, local, BUILDING)
+            self.store.create_kv(index_table(table))
+            self.store.create_kv(value_table(table))
+            existing[name] = spec
+            self._save(spec)
+            return spec
+
+    def set_state(self, spec: IndexSpec, state: str) -> None:
+        with self._lock:
+            spec.state = state
+            self._save(spec)
+
+    def _save(self, spec: IndexSpec) -> None:
+        self.store.put_meta(f"index/{spec.table}/{spec.name}".encode(), spec.to_json())
+
+    def drop(self, table: str, name: str) -> None:
+        with self._lock:
+            spec = self.get(table, name)
+            self.clear(spec)
+            self.store.put_meta(f"index/{table}/{name}".encode(), None)
+            del self._by_table[table][name]
+            if not self._by_table[table]:
+                self.drop_table(table)
+
+    def clear(self, spec: IndexSpec) -> None:
+        """Remove every entry and value count of one index."""
+        from ..codec import prefix_successor
+        stop = prefix_successor(spec.alias)
+        for kv in (index_table(spec.table), value_table(spec.table)):
+            if kv in self.store.kv_tables():
+                self.store.kv_delete_range(kv, spec.alias, stop)
+
+    def drop_table(self, table: str) -> None:
+        """Forget every index of a dropped table and its key-value tables."""
+        with self._lock:
+            for spec in list(self._by_table.pop(table, {}).values()):
+                self.store.put_meta(f"index/{table}/{spec.name}".encode(), None)
+            self.store.drop_kv(index_table(table))
+            self.store.drop_kv(value_table(table))
+
+
+def _as_list(value, what: str) -> list:
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)):
+        return [value]
+    try:
+        return list(value)
+    except TypeError:
+        raise errors.SchemaError(f"{what} must be a list of column names") from None
+
+
+def _column(col) -> bytes:
+    if isinstance(col, str):
+        col = col.encode()
+    if not isinstance(col, bytes) or b":" not in col:
+        raise errors.SchemaError(f"column {col!r} must be written 'family:qualifier'")
+    return col

@@ -1,0 +1,92 @@
+"""Reading a global index: entries for an equal prefix of its columns, for a range on the next
+column, and the value table's counts (selectivity for the planner, values for range walks)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+from .. import codec
+from ..store import cells as C
+from .maintain import decode_count
+from .spec import IndexSpec, index_table, value_table
+
+__all__ = ["KeyRange", "key_range", "scan_entries", "count_values", "walk_values",
+           "entries_for_value"]
+
+
+@dataclass(frozen=True)
+class KeyRange:
+    """Encoded bounds [start, stop) inside one index (alias included); `known` = how many
+    leading columns are fixed by equality (their encoding length is `prefix_len`)."""
+
+    start: bytes
+    stop: bytes | None
+    known: int
+    prefix_len: int
+
+
+def key_range(spec: IndexSpec, equal: Sequence[Any], low: Any = None, high: Any = None,
+              low_inclusive: bool = True, high_inclusive: bool = True,
+              like_prefix: str | bytes | None = None) -> KeyRange:
+    """Bounds of entries whose first len(equal) columns equal `equal` and whose next column is
+    within [low, high] (either side open when None), or starts with `like_prefix`."""
+    prefix = spec.prefix_key(equal)
+    known = len(equal)
+    stop = codec.prefix_successor(prefix)
+    start = prefix
+    if like_prefix is not None:
+        raw = like_prefix.encode() if isinstance(like_prefix, str) else like_prefix
+        p = prefix + codec.escape_prefix(raw)
+        return KeyRange(p, codec.prefix_successor(p), known, len(prefix))
+    if low is None and high is None:
+        return KeyRange(start, stop, known, len(prefix))
+    t = spec.types[known]
+    if low is not None:
+        lo = prefix + codec.encode_key(t, low)
+        start = lo if low_inclusive else (codec.prefix_successor(lo) or lo)
+    if high is not None:
+        hi = prefix + codec.encode_key(t, high)
+        stop = codec.prefix_successor(hi) if high_inclusive else hi
+    return KeyRange(start, stop, known, len(prefix))
+
+
+def scan_entries(store, spec: IndexSpec, rng: KeyRange, reverse: bool = False
+                 ) -> Iterator[tuple[bytes, list]]:
+    """(user rowkey, covered values) of every entry in the range, in index order."""
+    full = rng.known == len(spec.types)
+    plen = rng.prefix_len
+    unpack = C.unpack
+    for key, value in store.kv_scan(index_table(spec.table), rng.start, rng.stop, reverse):
+        row = key[plen:] if full else spec.entry_row(key, plen, rng.known)
+        yield row, unpack(value)
+
+
+def entries_for_value(store, spec: IndexSpec, vkey: bytes) -> list[tuple[bytes, list]]:
+    """Every entry of one full value (a value-table key): HiBase's point lookup, which is also
+    the unit the hot cache stores."""
+    stop = codec.prefix_successor(vkey)
+    n = len(vkey)
+    unpack = C.unpack
+    return [(key[n:], unpack(value))
+            for key, value in store.kv_scan(index_table(spec.table), vkey, stop)]
+
+
+def walk_values(store, spec: IndexSpec, rng: KeyRange) -> Iterator[tuple[bytes, int]]:
+    """(value key, row count) from the value table for every value in the range."""
+    for key, raw in store.kv_scan(value_table(spec.table), rng.start, rng.stop):
+        yield key, decode_count(raw)
+
+
+def count_values(store, spec: IndexSpec, rng: KeyRange, cap: int = 2000) -> tuple[int, bool]:
+    """Rows in the range by value-table counts: (count, exact). Exact single-value lookups cost
+    one get; wider ranges read at most `cap` values and report a lower bound."""
+    if rng.known == len(spec.types) and rng.stop == codec.prefix_successor(rng.start):
+        got = store.kv_get(value_table(spec.table), [rng.start])[0]
+        return (decode_count(got) if got else 0), True
+    total = 0
+    for i, (_, n) in enumerate(walk_values(store, spec, rng)):
+        if i >= cap:
+            return total, False
+        total += n
+    return total, True

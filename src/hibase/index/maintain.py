@@ -1,0 +1,99 @@
+"""Index upkeep on the write path: from a batch of prepared mutations, the index-row and
+value-table writes that keep every global index equal to a rebuild from the table.
+
+The store merges a row's pending segments over its stored ones (`row_states`), so the newest value
+of each indexed column before and after the batch is exact for every kind of write (puts,
+deletes of rows / columns / families / versions, several mutations of one row in one batch).
+Callers hold the store's write lock from here until the commit, which makes the read-modify-write
+of rows and value counts atomic.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Iterable
+
+from .. import codec
+from ..store import cells as C
+from .spec import IndexSpec, index_table, value_table
+
+__all__ = ["index_writes", "entry_writes", "Change"]
+
+_COUNT = struct.Struct(">q")
+
+
+class Change(tuple):
+    """(spec, old values or None, new values or None, rowkey, new covered or None)."""
+
+
+def _values(spec: IndexSpec, state: dict) -> list[Any] | None:
+    out = []
+    for col, t in zip(spec.columns, spec.types):
+        cell = state.get(col)
+        if cell is None:
+            return None  # a row missing an indexed column has no entry
+        out.append(codec.decode_cell(t, cell[1]))
+    return out
+
+
+def _covered(spec: IndexSpec, state: dict) -> list[bytes | None]:
+    return [state[c][1] if c in state else None for c in spec.covering]
+
+
+def index_writes(store, specs: list[IndexSpec], prepared: list) -> tuple[list, list[Change]]:
+    """kv writes (table, key, value-or-None) for `prepared` mutations of tables with `specs`,
+    and the list of index changes (for cache upkeep)."""
+    by_table: dict[str, list[IndexSpec]] = {}
+    for spec in specs:
+        by_table.setdefault(spec.table, []).append(spec)
+    groups: dict[tuple[str, bytes], list[list]] = {}
+    for t, m, segments in prepared:
+        if m.table in by_table:
+            groups.setdefault((m.table, m.row), []).append(segments)
+    changes: list[Change] = []
+    for (table, row), seg_lists in groups.items():
+        table_specs = by_table[table]
+        needed = list(dict.fromkeys(c for s in table_specs for c in s.needed))
+        pending: dict[bytes, list[bytes]] = {}
+        for segments in reversed(seg_lists):  # newest mutation first
+            for fam, seg in reversed(segments):
+                pending.setdefault(fam, []).append(seg)
+        before, after = store.row_states(table, row, needed, pending)
+        for spec in table_specs:
+            old, new = _values(spec, before), _values(spec, after)
+            new_cov = _covered(spec, after) if new is not None else None
+            if old == new and (new is None or new_cov == _covered(spec, before)):
+                continue
+            changes.append(Change((spec, old, new, row, new_cov)))
+    return entry_writes(store, changes), changes
+
+
+def entry_writes(store, changes: Iterable[Change]) -> list:
+    """Index entry puts/deletes and the resulting value-table counts for `changes`."""
+    writes: list = []
+    deltas: dict[tuple[str, bytes], int] = {}
+    for spec, old, new, row, cov in changes:
+        idx = index_table(spec.table)
+        if old is not None and old != new:
+            writes.append((idx, spec.entry_key(old, row), None))
+            key = (spec.table, spec.value_key(old))
+            deltas[key] = deltas.get(key, 0) - 1
+        if new is not None:
+            writes.append((idx, spec.entry_key(new, row), C.pack(cov)))
+            if old != new:
+                key = (spec.table, spec.value_key(new))
+                deltas[key] = deltas.get(key, 0) + 1
+    by_val: dict[str, list[tuple[bytes, int]]] = {}
+    for (table, vkey), delta in deltas.items():
+        if delta:
+            by_val.setdefault(value_table(table), []).append((vkey, delta))
+    for vt, items in by_val.items():
+        current = store.kv_get(vt, [k for k, _ in items])
+        for (vkey, delta), raw in zip(items, current):
+            count = (_COUNT.unpack(raw)[0] if raw else 0) + delta
+            writes.append((vt, vkey, _COUNT.pack(count) if count > 0 else None))
+    return writes
+
+
+def decode_count(raw: bytes) -> int:
+    return _COUNT.unpack(raw)[0]

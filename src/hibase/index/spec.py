@@ -1,0 +1,100 @@
+"""An index definition and the byte layout of its rows.
+
+Global index row (in the table's index key-value table, one per user table):
+
+    alias (2 bytes) | encoded value(s) | user rowkey   ->   msgpack [covered values...]
+
+Value-table row (per index, HiBase's value table): alias | encoded value(s) -> row count (8 bytes).
+Encoded values are codec's order-preserving, self-delimiting keys, so a composite index answers any
+prefix of its columns with one range scan, and the rowkey is simply the rest of the key.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .. import codec
+
+__all__ = ["IndexSpec", "index_table", "value_table", "BUILDING", "READY"]
+
+BUILDING, READY = "building", "ready"
+
+
+def index_table(table: str) -> str:
+    """The key-value table holding every global index of `table`."""
+    return f"__idx__{table}"
+
+
+def value_table(table: str) -> str:
+    """The key-value table holding the value tables (value -> row count) of `table`'s indexes."""
+    return f"__val__{table}"
+
+
+@dataclass
+class IndexSpec:
+    """One secondary index: its columns (in order), their types, covered columns, alias."""
+
+    name: str
+    table: str
+    columns: list[bytes]
+    types: list[codec.ColumnType]
+    covering: list[bytes] = field(default_factory=list)
+    alias: bytes = b"\x00\x00"
+    local: bool = False
+    state: str = BUILDING
+
+    @property
+    def needed(self) -> list[bytes]:
+        """Every column whose value the index rows depend on."""
+        return list(dict.fromkeys([*self.columns, *self.covering]))
+
+    # -- keys --------------------------------------------------------------------------------
+    def entry_key(self, values: Sequence[Any], row: bytes) -> bytes:
+        return self.alias + codec.encode_composite(self.types, values) + row
+
+    def value_key(self, values: Sequence[Any]) -> bytes:
+        return self.alias + codec.encode_composite(self.types, values)
+
+    def prefix_key(self, values: Sequence[Any]) -> bytes:
+        """Key prefix of every entry whose leading columns equal `values`."""
+        return self.alias + codec.encode_composite(self.types[:len(values)], values)
+
+    def split_entry(self, key: bytes) -> tuple[list[Any], bytes]:
+        """(values, user rowkey) of an index entry key."""
+        values, pos = codec.decode_composite(self.types, key, len(self.alias))
+        return values, key[pos:]
+
+    def entry_row(self, key: bytes, prefix_len: int = 0, known: int = 0) -> bytes:
+        """The user rowkey of an entry key; when the first `known` values' encoding length
+        (`prefix_len`, alias included) is known, only the rest is decoded."""
+        if known == len(self.types):
+            return key[prefix_len:]
+        _, pos = codec.decode_composite(self.types[known:], key, prefix_len or len(self.alias))
+        return key[pos:]
+
+    # -- persistence -------------------------------------------------------------------------
+    def to_json(self) -> bytes:
+        return json.dumps({
+            "name": self.name, "table": self.table,
+            "columns": [c.decode() for c in self.columns],
+            "types": [str(t) for t in self.types],
+            "covering": [c.decode() for c in self.covering],
+            "alias": self.alias.hex(), "local": self.local, "state": self.state,
+        }).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> "IndexSpec":
+        d = json.loads(raw)
+        return cls(d["name"], d["table"], [c.encode() for c in d["columns"]],
+                   [codec.parse_type(t) for t in d["types"]],
+                   [c.encode() for c in d["covering"]], bytes.fromhex(d["alias"]),
+                   d["local"], d["state"])
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "table": self.table,
+                "columns": [c.decode() for c in self.columns],
+                "types": [str(t) for t in self.types],
+                "covering": [c.decode() for c in self.covering],
+                "local": self.local, "state": self.state, "alias": self.alias.hex()}
