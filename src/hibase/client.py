@@ -9,6 +9,8 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from . import errors
 from .index.manager import IndexManager
+from .query import engine
+from .query.ast import Select
 from .store.base import Mutation
 from .store.embedded import EmbeddedStore
 from .store.filters import compile_filter
@@ -155,6 +157,18 @@ class Connection:
         """Rebuild an index from the table (writes wait meanwhile)."""
         return self.indexer.build(self._full(table), name, processes, progress)
 
+    def sql(self, statement: str, range_method: str = "auto") -> list | str:
+        """Run `SELECT ... FROM t WHERE ... [LIMIT n]` (Phoenix's spelling: family.qualifier,
+        ROWKEY): a list of (rowkey, {column: value}); `EXPLAIN SELECT ...` returns the plan."""
+        if not isinstance(statement, str):
+            raise errors.InvalidArgument("sql() takes the statement as a str")
+        select = engine.parse_select(statement)
+        select = Select(self._full(select.table), select.columns, select.where, select.limit,
+                        select.explain)
+        if select.explain:
+            return engine.prepare(select, self.store, self.indexer, range_method)[0].explain()
+        return list(engine.run(select, self.store, self.indexer, range_method))
+
     def verify_index(self, table: str | bytes, name: str, repair: bool = False) -> dict:
         """Compare an index with the table; with repair, fix missing / extra entries."""
         return self.indexer.verify(self._full(table), name, repair)
@@ -285,6 +299,31 @@ class Table:
             n += 1
             if limit is not None and n >= limit:
                 return
+
+    # -- queries -----------------------------------------------------------------------------
+    def where(self, condition: str, columns: Iterable[bytes] | None = None,
+              limit: int | None = None, range_method: str = "auto"
+              ) -> Iterator[tuple[bytes, dict]]:
+        """Rows matching an SQL condition (`"f.dest = 'IAH' AND f.delay > 10"`), answered through
+        the secondary indexes when they apply; `columns` limits the columns returned."""
+        select = self._select(condition, columns, limit)
+        return engine.run(select, self._store, self.connection.indexer, range_method)
+
+    def explain(self, condition: str, columns: Iterable[bytes] | None = None,
+                limit: int | None = None, range_method: str = "auto") -> str:
+        """The plan where() would follow, as text."""
+        select = self._select(condition, columns, limit)
+        return engine.prepare(select, self._store, self.connection.indexer,
+                              range_method)[0].explain()
+
+    def _select(self, condition: str, columns: Any, limit: Any) -> Select:
+        if not isinstance(condition, str):
+            raise errors.InvalidArgument("where() takes the condition as a str")
+        if limit is not None and (not isinstance(limit, int) or limit < 1):
+            raise errors.InvalidArgument("'limit' must be an int >= 1")
+        cols = None if columns is None else tuple(self._columns(columns))  # type: ignore[arg-type]
+        node = engine.parse_condition(condition) if condition.strip() else None
+        return Select(self._name, cols, node, limit)
 
     # -- writes ------------------------------------------------------------------------------
     def put(self, row: bytes, data: Mapping[bytes, bytes], timestamp: int | None = None,

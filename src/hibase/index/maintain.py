@@ -17,7 +17,7 @@ from .. import codec
 from ..store import cells as C
 from .spec import IndexSpec, index_table, value_table
 
-__all__ = ["index_writes", "entry_writes", "Change"]
+__all__ = ["index_writes", "entry_writes", "Change", "decode_count"]
 
 _COUNT = struct.Struct(">q")
 
@@ -32,7 +32,10 @@ def _values(spec: IndexSpec, state: dict) -> list[Any] | None:
         cell = state.get(col)
         if cell is None:
             return None  # a row missing an indexed column has no entry
-        out.append(codec.decode_cell(t, cell[1]))
+        v = codec.decode_cell(t, cell[1])
+        if v != v:
+            return None  # NaN is unordered: like the query evaluator, treat it as NULL
+        out.append(v)
     return out
 
 

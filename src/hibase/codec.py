@@ -1,0 +1,494 @@
+"""Typed column values: cell layouts (shell-style text or HBase ``Bytes.toBytes`` binary) and the
+order-preserving, self-delimiting key encodings that index row keys are built from."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+import struct
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple, Sequence
+
+from .errors import InvalidArgument, SchemaError, ValueTypeError
+
+__all__ = [
+    "TYPE_NAMES", "ColumnType", "parse_type",
+    "decode_cell", "encode_cell", "validate_cell",
+    "encode_key", "decode_key", "encode_composite", "decode_composite",
+    "escape_bytes", "escape_prefix", "unescape_bytes", "prefix_successor",
+    "value_from_literal",
+]
+
+TYPE_NAMES: tuple[str, ...] = (
+    "char", "byte", "short", "int", "long", "float", "double", "string", "bytes")
+_INT_WIDTHS = {"byte": 1, "short": 2, "int": 4, "long": 8}
+
+
+@dataclass(frozen=True)
+class ColumnType:
+    """A declared column type; ``binary`` selects HBase ``Bytes.toBytes`` cells over UTF-8 text."""
+
+    name: str
+    binary: bool = False
+
+    def __post_init__(self) -> None:
+        c = _CODECS.get(self.name) if isinstance(self.name, str) else None
+        if c is None:
+            raise SchemaError(f"unknown column type {self.name!r}; {_VALID}")
+        if not isinstance(self.binary, bool):
+            raise SchemaError(f"ColumnType.binary must be a bool, not {self.binary!r}")
+        # The codec functions are bound per instance: one attribute load per call on hot paths.
+        set_ = object.__setattr__
+        set_(self, "_dec", c.dec_bin if self.binary else c.dec_text)
+        set_(self, "_enc", c.enc_bin if self.binary else c.enc_text)
+        set_(self, "_kenc", c.enc_key)
+        set_(self, "_kdec", c.dec_key)
+
+    def __reduce__(self) -> tuple[Any, tuple[str, bool]]:
+        return ColumnType, (self.name, self.binary)
+
+    def __str__(self) -> str:
+        return f"{self.name} binary" if self.binary else self.name
+
+
+_VALID = "valid types: " + ", ".join(TYPE_NAMES) + " (optionally followed by ' binary')"
+
+
+def parse_type(spec: str | ColumnType) -> ColumnType:
+    """Parse a column type spec such as ``"double"`` or ``"Long  Binary"``."""
+    if isinstance(spec, ColumnType):
+        return spec
+    if not isinstance(spec, str):
+        raise SchemaError(f"column type must be a string, not {type(spec).__name__}; {_VALID}")
+    parts = spec.lower().split()
+    if not parts or len(parts) > 2 or parts[0] not in _CODECS or parts[1:] not in ([], ["binary"]):
+        raise SchemaError(f"invalid column type {spec!r}; {_VALID}")
+    return ColumnType(parts[0], len(parts) == 2)
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+def _show(value: Any) -> str:
+    r = repr(value)
+    return r if len(r) <= 40 else r[:37] + "..."
+
+
+def _fail(t: ColumnType, value: Any, why: str) -> ValueTypeError:
+    return ValueTypeError(f"invalid {t} value {_show(value)}: {why}")
+
+
+def _as_bytes(t: ColumnType, raw: Any) -> bytes:
+    if isinstance(raw, (bytearray, memoryview)):
+        return bytes(raw)
+    raise _fail(t, raw, f"expected bytes, got {type(raw).__name__}")
+
+
+def _as_int(t: ColumnType, v: Any) -> int:
+    if type(v) is int:
+        return v
+    if not isinstance(v, bool) and hasattr(type(v), "__index__"):  # e.g. numpy integers
+        return operator.index(v)
+    raise _fail(t, v, f"expected int, got {type(v).__name__}")
+
+
+def _as_float(t: ColumnType, v: Any) -> float:
+    if type(v) is float:
+        return v
+    if isinstance(v, numbers.Real) and not isinstance(v, bool):
+        try:
+            return float(v)
+        except OverflowError:
+            raise _fail(t, v, "out of range") from None
+    raise _fail(t, v, f"expected float, got {type(v).__name__}")
+
+
+def _as_str(t: ColumnType, v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    raise _fail(t, v, f"expected str, got {type(v).__name__}")
+
+
+# -- escaped byte strings (string / bytes keys, also used for rowkeys) --------------------------
+
+def escape_bytes(b: bytes) -> bytes:
+    """Escape 0x00 as 0x00 0xFF and append the terminator 0x00 0x00 (order-preserving)."""
+    return b.replace(b"\x00", b"\x00\xff") + b"\x00\x00"
+
+
+def escape_prefix(b: bytes) -> bytes:
+    """Escape without the terminator: every escape_bytes(b + x) starts with this (for LIKE 'p%')."""
+    return b.replace(b"\x00", b"\x00\xff")
+
+
+def unescape_bytes(buf: bytes, pos: int = 0) -> tuple[bytes, int]:
+    """Inverse of escape_bytes: the raw bytes at ``buf[pos:]`` and the position after them."""
+    # Inside a valid escaped run every 0x00 is followed by 0xFF, so the first 0x00 0x00 is the end.
+    end = buf.find(b"\x00\x00", pos)
+    if end < 0:
+        raise ValueTypeError(f"unterminated escaped string in key {_show(bytes(buf[pos:]))}")
+    seg = buf[pos:end]
+    if b"\x00" in seg:
+        if seg.count(b"\x00") != seg.count(b"\x00\xff"):
+            raise ValueTypeError(f"bad escape in key {_show(bytes(seg))}")
+        seg = seg.replace(b"\x00\xff", b"\x00")
+    return bytes(seg), end + 2
+
+
+def prefix_successor(prefix: bytes) -> bytes | None:
+    """The smallest byte string above every string that starts with ``prefix``; None if none."""
+    p = prefix.rstrip(b"\xff")
+    if not p:
+        return None
+    return p[:-1] + bytes((p[-1] + 1,))
+
+
+# -- per-type codecs ------------------------------------------------------------------------------
+
+class _Codec(NamedTuple):
+    dec_text: Callable[[ColumnType, bytes], Any]
+    dec_bin: Callable[[ColumnType, bytes], Any]
+    enc_text: Callable[[ColumnType, Any], bytes]
+    enc_bin: Callable[[ColumnType, Any], bytes]
+    enc_key: Callable[[ColumnType, Any], bytes]
+    dec_key: Callable[[ColumnType, bytes, int], tuple[Any, int]]
+
+
+# Every byte of a float literal is one of these; float() checks the grammar, and the set leaves
+# out the whitespace and underscores that float() would also accept.
+_FLOAT_CHARS = b"0123456789.+-eEinfatyINFATY"
+
+
+def _make_int(width: int) -> _Codec:
+    bits = 8 * width
+    lo, hi, bias = -(1 << (bits - 1)), (1 << (bits - 1)) - 1, 1 << (bits - 1)
+    signed = struct.Struct(">" + {1: "b", 2: "h", 4: "i", 8: "q"}[width])
+    unsigned = struct.Struct(">" + {1: "B", 2: "H", 4: "I", 8: "Q"}[width])
+
+    def dec_text(t: ColumnType, raw: bytes) -> int:
+        if not raw.isdigit() and not (raw[1:].isdigit() and raw[:1] in (b"-", b"+")):
+            raise _fail(t, raw, "not a decimal integer")
+        try:
+            v = int(raw)
+        except ValueError:  # more digits than int() accepts
+            raise _fail(t, raw, "out of range") from None
+        if not lo <= v <= hi:
+            raise _fail(t, raw, f"out of range {lo}..{hi}")
+        return v
+
+    def dec_bin(t: ColumnType, raw: bytes) -> int:
+        if len(raw) != width:
+            raise _fail(t, raw, f"expected {width} bytes, got {len(raw)}")
+        return signed.unpack(raw)[0]
+
+    def checked(t: ColumnType, v: Any) -> int:
+        v = _as_int(t, v)
+        if not lo <= v <= hi:
+            raise _fail(t, v, f"out of range {lo}..{hi}")
+        return v
+
+    def enc_text(t: ColumnType, v: Any) -> bytes:
+        if type(v) is not int or not lo <= v <= hi:
+            v = checked(t, v)
+        return b"%d" % v
+
+    def enc_bin(t: ColumnType, v: Any) -> bytes:
+        if type(v) is not int or not lo <= v <= hi:
+            v = checked(t, v)
+        return signed.pack(v)
+
+    def enc_key(t: ColumnType, v: Any) -> bytes:
+        if type(v) is not int or not lo <= v <= hi:
+            v = checked(t, v)
+        return unsigned.pack(v + bias)
+
+    def dec_key(t: ColumnType, buf: bytes, pos: int) -> tuple[int, int]:
+        try:
+            return unsigned.unpack_from(buf, pos)[0] - bias, pos + width
+        except struct.error:
+            raise _fail(t, bytes(buf[pos:]), "truncated key") from None
+
+    return _Codec(dec_text, dec_bin, enc_text, enc_bin, enc_key, dec_key)
+
+
+_F32 = struct.Struct(">f")
+_INVERT = bytes(range(255, -1, -1))
+_FLIP_SIGN = [bytes((i ^ 0x80,)) for i in range(256)]
+
+
+def _round_f32(v: float) -> float:
+    """Round to the nearest float32 (raises OverflowError past the float32 range)."""
+    return _F32.unpack(_F32.pack(v))[0]
+
+
+def _make_float(width: int) -> _Codec:
+    is32 = width == 4
+    fmt = struct.Struct(">f" if is32 else ">d")
+
+    def narrow(t: ColumnType, v: float, shown: Any) -> float:
+        if is32:
+            try:
+                return _round_f32(v)
+            except OverflowError:
+                raise _fail(t, shown, "out of float32 range") from None
+        return v
+
+    def dec_text(t: ColumnType, raw: bytes) -> float:
+        try:
+            if raw.translate(None, _FLOAT_CHARS):
+                raise ValueError
+            v = float(raw)
+        except ValueError:
+            raise _fail(t, raw, "not a number") from None
+        # A finite literal that overflowed to inf (e.g. 1e400) is out of range, not infinity.
+        if v - v != 0.0 and v == v and raw.lstrip(b"+-")[:1] not in (b"i", b"I"):
+            raise _fail(t, raw, "out of range")
+        if is32:
+            try:
+                return _F32.unpack(_F32.pack(v))[0]
+            except OverflowError:
+                raise _fail(t, raw, "out of float32 range") from None
+        return v
+
+    def dec_bin(t: ColumnType, raw: bytes) -> float:
+        if len(raw) != width:
+            raise _fail(t, raw, f"expected {width} bytes, got {len(raw)}")
+        return fmt.unpack(raw)[0]
+
+    def enc_text(t: ColumnType, v: Any) -> bytes:
+        v = narrow(t, _as_float(t, v), v)
+        if is32 and math.isfinite(v):
+            # Shortest decimal that reads back as the same float32 (Float.toString-like).
+            for p in (6, 7, 8, 9):
+                s = "%.*g" % (p, v)
+                if _round_f32(float(s)) == v:
+                    return repr(float(s)).encode("ascii")
+        return repr(v).encode("ascii")
+
+    def enc_bin(t: ColumnType, v: Any) -> bytes:
+        try:
+            return fmt.pack(_as_float(t, v))
+        except OverflowError:
+            raise _fail(t, v, "out of float32 range") from None
+
+    def enc_key(t: ColumnType, v: Any) -> bytes:
+        f = v if type(v) is float else _as_float(t, v)
+        if f != f:
+            raise _fail(t, v, "NaN cannot be indexed")
+        try:
+            b = fmt.pack(f + 0.0)  # + 0.0 turns -0.0 into 0.0
+        except OverflowError:
+            raise _fail(t, v, "out of float32 range") from None
+        # Negative: invert every bit; positive: set the sign bit.
+        return b.translate(_INVERT) if b[0] & 0x80 else _FLIP_SIGN[b[0]] + b[1:]
+
+    def dec_key(t: ColumnType, buf: bytes, pos: int) -> tuple[float, int]:
+        end = pos + width
+        b = buf[pos:end]
+        if len(b) != width:
+            raise _fail(t, bytes(b), "truncated key")
+        b = _FLIP_SIGN[b[0]] + b[1:] if b[0] & 0x80 else b.translate(_INVERT)
+        return fmt.unpack(b)[0], end
+
+    return _Codec(dec_text, dec_bin, enc_text, enc_bin, enc_key, dec_key)
+
+
+# char: a Java char, i.e. one UTF-16 code unit; as text one BMP character in UTF-8.
+def _char_dec_text(t: ColumnType, raw: bytes) -> str:
+    try:
+        s = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _fail(t, raw, "not valid UTF-8") from None
+    if len(s) != 1 or ord(s) > 0xFFFF:
+        raise _fail(t, raw, "expected exactly one character U+0000..U+FFFF")
+    return s
+
+
+def _char_dec_bin(t: ColumnType, raw: bytes) -> str:
+    if len(raw) != 2:
+        raise _fail(t, raw, f"expected 2 bytes, got {len(raw)}")
+    return chr(int.from_bytes(raw, "big"))
+
+
+def _char_checked(t: ColumnType, v: Any) -> str:
+    s = _as_str(t, v)
+    if len(s) != 1 or ord(s) > 0xFFFF:
+        raise _fail(t, v, "expected exactly one character U+0000..U+FFFF")
+    return s
+
+
+def _char_enc_text(t: ColumnType, v: Any) -> bytes:
+    try:
+        return _char_checked(t, v).encode("utf-8")
+    except UnicodeEncodeError:
+        raise _fail(t, v, "a lone surrogate has no UTF-8 text form") from None
+
+
+def _char_enc_bin(t: ColumnType, v: Any) -> bytes:
+    return ord(_char_checked(t, v)).to_bytes(2, "big")
+
+
+def _char_dec_key(t: ColumnType, buf: bytes, pos: int) -> tuple[str, int]:
+    if len(buf) - pos < 2:
+        raise _fail(t, bytes(buf[pos:]), "truncated key")
+    return chr(int.from_bytes(buf[pos:pos + 2], "big")), pos + 2
+
+
+def _str_dec(t: ColumnType, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _fail(t, raw, "not valid UTF-8") from None
+
+
+def _str_enc(t: ColumnType, v: Any) -> bytes:
+    try:
+        return _as_str(t, v).encode("utf-8")
+    except UnicodeEncodeError:
+        raise _fail(t, v, "not encodable as UTF-8") from None
+
+
+def _str_enc_key(t: ColumnType, v: Any) -> bytes:
+    return _str_enc(t, v).replace(b"\x00", b"\x00\xff") + b"\x00\x00"
+
+
+def _str_dec_key(t: ColumnType, buf: bytes, pos: int) -> tuple[str, int]:
+    raw, pos = unescape_bytes(buf, pos)
+    return _str_dec(t, raw), pos
+
+
+def _bytes_dec(t: ColumnType, raw: bytes) -> bytes:
+    return raw
+
+
+def _bytes_enc(t: ColumnType, v: Any) -> bytes:
+    if type(v) is bytes:
+        return v
+    if isinstance(v, (bytearray, memoryview)):
+        return bytes(v)
+    if isinstance(v, str):
+        return _str_enc(t, v)
+    raise _fail(t, v, f"expected bytes, got {type(v).__name__}")
+
+
+def _bytes_enc_key(t: ColumnType, v: Any) -> bytes:
+    return _bytes_enc(t, v).replace(b"\x00", b"\x00\xff") + b"\x00\x00"
+
+
+def _bytes_dec_key(t: ColumnType, buf: bytes, pos: int) -> tuple[bytes, int]:
+    return unescape_bytes(buf, pos)
+
+
+_CODECS: dict[str, _Codec] = {
+    "char": _Codec(_char_dec_text, _char_dec_bin, _char_enc_text, _char_enc_bin,
+                   _char_enc_bin, _char_dec_key),
+    **{name: _make_int(w) for name, w in _INT_WIDTHS.items()},
+    "float": _make_float(4),
+    "double": _make_float(8),
+    "string": _Codec(_str_dec, _str_dec, _str_enc, _str_enc, _str_enc_key, _str_dec_key),
+    "bytes": _Codec(_bytes_dec, _bytes_dec, _bytes_enc, _bytes_enc, _bytes_enc_key,
+                    _bytes_dec_key),
+}
+
+
+# -- cells -------------------------------------------------------------------------------------
+
+def decode_cell(t: ColumnType, raw: bytes) -> Any:
+    """The value (int / float / str / bytes) of a stored cell; ValueTypeError if malformed."""
+    if type(raw) is not bytes:
+        raw = _as_bytes(t, raw)
+    return t._dec(t, raw)  # type: ignore[attr-defined]
+
+
+def encode_cell(t: ColumnType, value: Any) -> bytes:
+    """The cell bytes for a Python value; bytes-like input is validated and passed through.
+
+    Text columns write ints in decimal and floats in the shortest form that reads back exactly
+    (``repr``; for float32 the shortest digits that round-trip through float32)."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        decode_cell(t, raw)
+        return raw
+    return t._enc(t, value)  # type: ignore[attr-defined]
+
+
+def validate_cell(t: ColumnType, raw: bytes) -> None:
+    """Raise ValueTypeError unless ``raw`` is a well-formed cell of type ``t``."""
+    if type(raw) is not bytes:
+        raw = _as_bytes(t, raw)
+    t._dec(t, raw)  # type: ignore[attr-defined]
+
+
+# -- keys --------------------------------------------------------------------------------------
+
+def encode_key(t: ColumnType, value: Any) -> bytes:
+    """Order-preserving, self-delimiting encoding of ``value`` (independent of ``t.binary``).
+
+    Ints must be ints in the type's range; float/double accept int or float (float is rounded to
+    float32, -0.0 encodes as 0.0, NaN is rejected); char/string take str, bytes take bytes (or str,
+    as UTF-8). No encoding is a prefix of another of the same type."""
+    return t._kenc(t, value)  # type: ignore[attr-defined]
+
+
+def decode_key(t: ColumnType, buf: bytes, pos: int = 0) -> tuple[Any, int]:
+    """Decode one value at ``buf[pos:]``; returns it and the position just after it."""
+    return t._kdec(t, buf, pos)  # type: ignore[attr-defined]
+
+
+def encode_composite(types: Sequence[ColumnType], values: Sequence[Any]) -> bytes:
+    """Concatenated key encodings; sorts like the tuple of values."""
+    if len(types) != len(values):
+        raise InvalidArgument(f"{len(values)} values for {len(types)} key columns")
+    return b"".join([t._kenc(t, v) for t, v in zip(types, values)])  # type: ignore[attr-defined]
+
+
+def decode_composite(types: Sequence[ColumnType], buf: bytes, pos: int = 0) -> tuple[list, int]:
+    """Decode ``len(types)`` consecutive key values; returns them and the end position."""
+    out = []
+    for t in types:
+        v, pos = t._kdec(t, buf, pos)  # type: ignore[attr-defined]
+        out.append(v)
+    return out, pos
+
+
+# -- query literals ----------------------------------------------------------------------------
+
+_INT_NAMES = frozenset(_INT_WIDTHS)
+
+
+def value_from_literal(t: ColumnType, literal: Any) -> Any:
+    """Convert a query literal to the column's value type so it compares like decoded cells.
+
+    The literal is read the way a cell holding its text would be: an int for a double column
+    becomes a float (3 -> 3.0), a number for a float column is rounded to float32, a str for a
+    bytes column becomes its UTF-8 bytes. When the literal lies outside the column's domain it is
+    returned unchanged so the comparison keeps its meaning: a float for an int column (``x > 2.5``
+    stays 2.5), an int beyond the type's range, a number beyond float32/double range, a str of
+    other than one character for a char column. Such values are not valid for encode_key; a range
+    planner must clamp or round them itself (e.g. ``x > 2.5`` on an int index starts at 3).
+    A literal of the wrong kind (str for a number column, number for a string column, bool, None)
+    raises ValueTypeError."""
+    name = t.name
+    if isinstance(literal, bool) or literal is None:
+        raise _fail(t, literal, "not a comparable literal for this column")
+    if name in _INT_NAMES:
+        if isinstance(literal, (int, float)):
+            return literal
+    elif name == "double" or name == "float":
+        if isinstance(literal, (int, float)):
+            try:
+                v = float(literal)
+            except OverflowError:
+                return literal
+            if name == "float":
+                try:
+                    return _round_f32(v)
+                except OverflowError:
+                    return v
+            return v
+    elif name == "bytes":
+        if isinstance(literal, (bytes, bytearray, memoryview, str)):
+            return _bytes_enc(t, literal)
+    elif isinstance(literal, str):  # char, string
+        return literal
+    raise _fail(t, literal, f"a {type(literal).__name__} literal cannot be compared with it")

@@ -1,0 +1,53 @@
+"""The query layer's face: SQL text or a condition in, planned and executed rows out."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from .. import errors
+from .ast import ROWKEY, Select
+from .evaluate import referenced_columns
+from .execute import execute
+from .normalize import normalize, typed
+from .parse import parse_condition, parse_select
+from .plan import Plan, plan_query
+
+__all__ = ["parse_select", "parse_condition", "prepare", "run"]
+
+RANGE_METHODS = ("auto", "scan", "walk")
+
+
+def _check_columns(schema, columns) -> None:
+    for col in columns:
+        if col == ROWKEY:
+            continue
+        fam = col.split(b":", 1)[0]
+        if fam not in schema.families:
+            raise errors.ColumnNotFound(
+                f"table {schema.name!r} has no column {col.decode(errors='replace')!r} "
+                f"(families: {', '.join(f.decode() for f in schema.families)})")
+
+
+def prepare(select: Select, store, indexer, range_method: str = "auto") -> tuple[Plan, Any]:
+    """Validate and plan a query; returns (plan, normalized conjuncts or None)."""
+    if range_method not in RANGE_METHODS:
+        raise errors.InvalidArgument(f"range_method must be one of {RANGE_METHODS}")
+    schema = store.schema(select.table)
+    types = schema.columns
+    if select.columns is not None:
+        _check_columns(schema, select.columns)
+    conjuncts = None
+    where = None
+    if select.where is not None:
+        _check_columns(schema, referenced_columns(select.where))
+        where = typed(select.where, types)
+        conjuncts = normalize(where, types)
+    plan = plan_query(select, conjuncts, store, types, indexer.ready(select.table),
+                      range_method, where)
+    return plan, conjuncts
+
+
+def run(select: Select, store, indexer, range_method: str = "auto"
+        ) -> Iterator[tuple[bytes, dict]]:
+    plan, conjuncts = prepare(select, store, indexer, range_method)
+    return execute(plan, store, store.schema(select.table).columns, conjuncts)

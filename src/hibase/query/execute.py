@@ -1,0 +1,163 @@
+"""Running a plan: per conjunct its access path, covered values or one multi-get of the rows,
+the residual predicates, then the union of conjuncts without duplicates."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterator
+
+from ..index import lookup
+from .ast import ROWKEY, And
+from .evaluate import matches, matches_dnf
+from .plan import IndexLookup, Intersect, Plan, RowGet, RowRange, Step
+
+__all__ = ["execute"]
+
+_FETCH_CHUNK = 1000
+
+
+def _lookup_rows(store, lk: IndexLookup) -> Iterator[tuple[bytes, list]]:
+    """(rowkey, covered values) from one index lookup, by ordered scan or value-table walk."""
+    spec = lk.spec
+    if lk.method != "walk":
+        for rng in lk.ranges:
+            yield from lookup.scan_entries(store, spec, rng)
+        return
+    vkeys = [vkey for rng in lk.ranges for vkey, _ in lookup.walk_values(store, spec, rng)]
+    if len(vkeys) <= 1:
+        for vkey in vkeys:
+            yield from lookup.entries_for_value(store, spec, vkey)
+        return
+    with ThreadPoolExecutor(max_workers=min(8, len(vkeys))) as pool:
+        for entries in pool.map(lambda v: lookup.entries_for_value(store, spec, v), vkeys):
+            yield from entries
+
+
+def _candidates(store, table: str, step: Step) -> Iterator[tuple[bytes, dict | None]]:
+    """(rowkey, covered cells or None) of the rows the step's path yields."""
+    path = step.path
+    if isinstance(path, RowGet):
+        for row in path.rows:
+            yield row, None
+    elif isinstance(path, RowRange):
+        for row, _ in store.scan(table, path.start, path.stop, [_first_family(store, table)]):
+            yield row, None
+    elif isinstance(path, IndexLookup):
+        cover = path.spec.covering
+        for row, values in _lookup_rows(store, path):
+            yield row, {c: v for c, v in zip(cover, values) if v is not None}
+    elif isinstance(path, Intersect):
+        first, *rest = path.lookups
+        keep: set[bytes] | None = None
+        for lk in rest:
+            rows = {row for row, _ in _lookup_rows(store, lk)}
+            keep = rows if keep is None else keep & rows
+        cover = first.spec.covering
+        for row, values in _lookup_rows(store, first):
+            if keep is None or row in keep:
+                yield row, {c: v for c, v in zip(cover, values) if v is not None}
+    else:  # pragma: no cover - full scans are planned as a whole
+        raise AssertionError(path)
+
+
+def _first_family(store, table: str) -> bytes:
+    return next(iter(store.schema(table).families))
+
+
+def _project(cells: dict, columns: list[bytes] | None) -> dict:
+    if columns is None:
+        return cells
+    out = {}
+    for col in columns:
+        if b":" in col:
+            if col in cells:
+                out[col] = cells[col]
+        else:
+            prefix = col + b":"
+            out.update((c, v) for c, v in cells.items() if c.startswith(prefix))
+    return out
+
+
+def _fetch_columns(plan: Plan, step_residual_cols: set[bytes]) -> list[bytes] | None:
+    if plan.columns is None:
+        return None
+    cols = set(plan.columns) | step_residual_cols
+    cols.discard(ROWKEY)
+    return sorted(cols)
+
+
+def _run_step(store, table: str, plan: Plan, step: Step, types) -> Iterator[tuple[bytes, dict]]:
+    node = And(tuple(step.residual)) if step.residual else None
+    cols_needed = {a.column.name for a in step.residual}
+    if not step.fetch:
+        for row, covered in _candidates(store, table, step):
+            if node is None or matches(node, row, covered or {}, types):
+                yield row, _project(covered or {}, plan.columns)
+        return
+    fetch_cols = _fetch_columns(plan, cols_needed)
+    read = store.read_row
+    batch: list[bytes] = []
+
+    def flush() -> Iterator[tuple[bytes, dict]]:
+        for row in batch:
+            got = read(table, row, fetch_cols)
+            if not got:
+                continue
+            cells = {c: vs[0][1] for c, vs in got.items()}
+            if node is None or matches(node, row, cells, types):
+                data = _project(cells, plan.columns)
+                if data or plan.columns is not None:
+                    yield row, data
+        batch.clear()
+
+    for row, _ in _candidates(store, table, step):
+        batch.append(row)
+        if len(batch) >= _FETCH_CHUNK:
+            yield from flush()
+    yield from flush()
+
+
+def execute(plan: Plan, store, types, conjuncts=None) -> Iterator[tuple[bytes, dict]]:
+    """Rows (rowkey, {column: value}) matching the plan's query, each once; a single conjunct
+    streams in its access path's order, several come back in rowkey order."""
+    table = plan.select.table
+    limit = plan.select.limit
+    if plan.full_scan:
+        yield from _full_scan(plan, store, types, conjuncts, limit)
+        return
+    if len(plan.steps) == 1:
+        n = 0
+        seen: set[bytes] = set()
+        for row, data in _run_step(store, table, plan, plan.steps[0], types):
+            if row in seen:  # IN lists on several ranges can meet one row once each
+                continue
+            seen.add(row)
+            yield row, data
+            n += 1
+            if limit is not None and n >= limit:
+                return
+        return
+    found: dict[bytes, dict] = {}
+    for step in plan.steps:
+        for row, data in _run_step(store, table, plan, step, types):
+            found.setdefault(row, data)
+    for i, row in enumerate(sorted(found)):
+        if limit is not None and i >= limit:
+            return
+        yield row, found[row]
+
+
+def _full_scan(plan: Plan, store, types, conjuncts, limit) -> Iterator[tuple[bytes, dict]]:
+    n = 0
+    for row, got in store.scan(plan.select.table):
+        cells = {c: vs[0][1] for c, vs in got.items()}
+        if conjuncts is not None and not matches_dnf(conjuncts, row, cells, types):
+            continue
+        data = _project(cells, plan.columns)
+        if not data and plan.columns is None:
+            continue
+        yield row, data
+        n += 1
+        if limit is not None and n >= limit:
+            return
+

@@ -1,0 +1,372 @@
+"""The planner: per DNF conjunct the cheapest access path, chosen by ordered rules.
+
+Paths, cheapest first: rowkey gets, a rowkey range, an index lookup (equal prefix of a composite
+index plus a range on the next column; IN lists expand to several ranges), an intersection of
+several indexes' rowkey sets, and, when some conjunct has none of these, one filtered full scan
+for the whole condition. Index choice uses the value table's exact row counts. Every atom a path
+does not answer exactly stays a residual predicate, checked on the covered values or the fetched
+row, so plans only ever change speed, never results.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from .. import codec
+from ..index import lookup
+from ..index.spec import IndexSpec
+from .ast import ROWKEY, And, Atom, Compare, In, IsNotNull, Like, Select
+
+__all__ = ["Plan", "RowGet", "RowRange", "IndexLookup", "Intersect", "FullScan", "plan_query"]
+
+MAX_POINTS = 256  # IN-list expansion limit for one index lookup (cartesian product)
+_INT_BOUNDS = {"byte": 8, "short": 16, "int": 32, "long": 64}
+
+
+@dataclass
+class RowGet:
+    rows: list[bytes]
+
+    def describe(self) -> str:
+        shown = ", ".join(repr(r) for r in self.rows[:3]) + (" ..." if len(self.rows) > 3 else "")
+        return f"ROWKEY GET {len(self.rows)} row(s) [{shown}]"
+
+
+@dataclass
+class RowRange:
+    start: bytes | None
+    stop: bytes | None
+
+    def describe(self) -> str:
+        return f"ROWKEY RANGE SCAN [{self.start!r}, {self.stop!r})"
+
+
+@dataclass
+class IndexLookup:
+    spec: IndexSpec
+    ranges: list[lookup.KeyRange]
+    estimate: int
+    exact_estimate: bool
+    used: list[Atom]
+    method: str = "scan"  # "scan": ordered index scan; "walk": value table then point lookups
+
+    def describe(self) -> str:
+        cols = ", ".join(c.decode() for c in self.spec.columns)
+        how = ("VALUE-TABLE WALK + PARALLEL POINT LOOKUPS" if self.method == "walk"
+               else "RANGE SCAN" if any(not _is_point(self.spec, r) for r in self.ranges)
+               else "POINT LOOKUP")
+        est = ("" if self.exact_estimate else ">=") + str(self.estimate)
+        return (f"INDEX {self.spec.name} ({cols}) {how} over {len(self.ranges)} key range(s), "
+                f"est. {est} row(s) by value table; answers {_atoms(self.used)}")
+
+
+@dataclass
+class Intersect:
+    lookups: list[IndexLookup]
+
+    def describe(self) -> str:
+        return "INTERSECT rowkeys of: " + "; ".join(lk.describe() for lk in self.lookups)
+
+    @property
+    def used(self) -> list[Atom]:
+        return [a for lk in self.lookups for a in lk.used]
+
+
+@dataclass
+class FullScan:
+    def describe(self) -> str:
+        return "FULL TABLE SCAN"
+
+
+Path = RowGet | RowRange | IndexLookup | Intersect | FullScan
+
+
+@dataclass
+class Step:
+    """One conjunct: its access path, the atoms left to check, whether rows are fetched."""
+
+    conjunct: tuple[Atom, ...]
+    path: Path
+    residual: list[Atom]
+    fetch: bool
+
+
+@dataclass
+class Plan:
+    select: Select
+    steps: list[Step]
+    columns: list[bytes] | None  # what to return (None: every column)
+    full_scan: bool = False
+    where: Any = None
+    notes: list[str] = field(default_factory=list)
+
+    def explain(self) -> str:
+        s = self.select
+        lines = [f"PLAN for {Select(s.table, s.columns, s.where, s.limit)}"]
+        if self.full_scan:
+            lines.append(f"  FULL TABLE SCAN of {self.select.table} filtered by "
+                         f"{self.where if self.where is not None else 'TRUE'}")
+        else:
+            if len(self.steps) > 1:
+                lines.append(f"  UNION (no duplicates) of {len(self.steps)} conjuncts")
+            for i, s in enumerate(self.steps, 1):
+                lines.append(f"  [{i}] {_atoms(s.conjunct)}")
+                lines.append(f"      {s.path.describe()}")
+                if s.residual:
+                    lines.append(f"      FILTER {_atoms(s.residual)}")
+                lines.append("      FETCH rows from table" if s.fetch
+                             else "      COVERED by index (no table read)")
+        if self.select.limit is not None:
+            lines.append(f"  LIMIT {self.select.limit}")
+        lines += [f"  NOTE {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    __str__ = explain
+
+
+def _atoms(atoms: Sequence[Atom]) -> str:
+    return " AND ".join(str(a) for a in atoms) if atoms else "TRUE"
+
+
+def _is_point(spec: IndexSpec, rng: lookup.KeyRange) -> bool:
+    return rng.known == len(spec.types) and rng.stop == codec.prefix_successor(rng.start)
+
+
+# -- constraints of one conjunct --------------------------------------------------------------
+@dataclass
+class _Bounds:
+    eq: set | None = None
+    lo: Any = None
+    lo_inc: bool = True
+    hi: Any = None
+    hi_inc: bool = True
+    like: Any = None
+    atoms: list = field(default_factory=list)
+    empty: bool = False
+
+
+def _int_adjust(t: codec.ColumnType, op: str, v: Any) -> tuple[str, Any] | None:
+    """Rewrite a comparison of an integer column with a float / out-of-range literal into an
+    exact integer one; None when it can match nothing. Returns (op, value) or ("all", None)."""
+    bits = _INT_BOUNDS.get(t.name)
+    if bits is None or isinstance(v, int):
+        if bits is not None:
+            lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+            if v < lo:
+                return ("all", None) if op in (">", ">=", "<>") else None
+            if v > hi:
+                return ("all", None) if op in ("<", "<=", "<>") else None
+        return op, v
+    if isinstance(v, float):
+        if math.isnan(v):
+            return None
+        if math.isinf(v):
+            if (v > 0 and op in ("<", "<=")) or (v < 0 and op in (">", ">=")):
+                return ("all", None)
+            return None if op != "<>" else ("all", None)
+        if v == int(v):
+            return _int_adjust(t, op, int(v))
+        if op == "=":
+            return None
+        if op == "<>":
+            return ("all", None)
+        f = math.floor(v)
+        return _int_adjust(t, {">": ">", ">=": ">", "<": "<=", "<=": "<="}[op], f)
+    return op, v
+
+
+def _constraints(conjunct: Sequence[Atom], types: dict[bytes, codec.ColumnType]
+                 ) -> dict[bytes, _Bounds]:
+    out: dict[bytes, _Bounds] = {}
+    for atom in conjunct:
+        col = atom.column.name
+        if col != ROWKEY and col not in types:
+            continue  # undeclared columns are never indexed
+        b = out.setdefault(col, _Bounds())
+        t = types.get(col)
+        # float32 columns: literals round, so their atoms bound the range but stay residual
+        exact = t is None or t.name != "float"
+        if isinstance(atom, Compare) and atom.op != "<>":
+            op, v = atom.op, atom.value
+            if t is not None and t.name == "float":
+                # float32 columns: bounds widened to inclusive; the residual check is exact
+                if op in ("<", ">"):
+                    op += "="
+            if t is not None:
+                adj = _int_adjust(t, op, v)
+                if adj is None:
+                    b.empty = True
+                    continue
+                op, v = adj
+                if op == "all":
+                    continue
+            if exact:
+                b.atoms.append(atom)
+            if op == "=":
+                b.eq = {v} if b.eq is None else b.eq & {v}
+            elif op in (">", ">="):
+                if b.lo is None or v > b.lo or (v == b.lo and op == ">"):
+                    b.lo, b.lo_inc = v, op == ">="
+            else:
+                if b.hi is None or v < b.hi or (v == b.hi and op == "<"):
+                    b.hi, b.hi_inc = v, op == "<="
+        elif isinstance(atom, In):
+            vals = set()
+            for v in atom.values:
+                adj = _int_adjust(t, "=", v) if t is not None else ("=", v)
+                if adj is not None and adj[0] == "=":
+                    vals.add(adj[1])
+            b.eq = vals if b.eq is None else b.eq & vals
+            if exact:
+                b.atoms.append(atom)
+        elif isinstance(atom, Like) and (col == ROWKEY or (t is not None and t.name in
+                                                            ("string", "bytes"))):
+            b.like = atom.prefix if b.like is None or len(atom.prefix) > len(b.like) else b.like
+            b.atoms.append(atom)
+        elif isinstance(atom, IsNotNull):
+            b.atoms.append(atom)
+        if b.eq is not None and not b.eq:
+            b.empty = True
+    return out
+
+
+# -- paths ------------------------------------------------------------------------------------
+def _rowkey_path(b: _Bounds) -> RowGet | RowRange | None:
+    if b.eq is not None:
+        return RowGet(sorted(v for v in b.eq if isinstance(v, bytes) and v))
+    start = stop = None
+    if b.lo is not None:
+        start = b.lo if b.lo_inc else b.lo + b"\x00"
+    if b.hi is not None:
+        stop = b.hi + b"\x00" if b.hi_inc else b.hi
+    if b.like is not None:
+        p = b.like if isinstance(b.like, bytes) else b.like.encode()
+        if p:
+            start = max(start or p, p)
+            succ = codec.prefix_successor(p)
+            stop = succ if stop is None or (succ is not None and succ < stop) else stop
+    if start is None and stop is None:
+        return None
+    return RowRange(start, stop)
+
+
+def _index_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds]) -> IndexLookup | None:
+    eq_lists: list[list] = []
+    used: list[Atom] = []
+    tail: _Bounds | None = None
+    for col in spec.columns:
+        b = cons.get(col)
+        if b is None:
+            break
+        if b.eq is not None:
+            eq_lists.append(sorted(b.eq))
+            used += b.atoms
+            continue
+        if b.lo is not None or b.hi is not None or b.like is not None:
+            tail = b
+            used += b.atoms
+        elif b.atoms:  # IS NOT NULL alone: every entry qualifies
+            tail = b
+            used += b.atoms
+        break
+    if not eq_lists and tail is None:
+        return None
+    combos = 1
+    for vals in eq_lists:
+        combos *= len(vals)
+    if combos > MAX_POINTS:
+        return None
+    ranges = []
+    for eq in itertools.product(*eq_lists):
+        if tail is None or (tail.lo is None and tail.hi is None and tail.like is None):
+            ranges.append(lookup.key_range(spec, list(eq)))
+        elif tail.like is not None and tail.lo is None and tail.hi is None:
+            ranges.append(lookup.key_range(spec, list(eq), like_prefix=tail.like))
+        else:
+            ranges.append(lookup.key_range(spec, list(eq), tail.lo, tail.hi, tail.lo_inc,
+                                           tail.hi_inc))
+            if tail.like is not None:  # keep the LIKE as a residual; the range is a superset
+                used = [a for a in used if not isinstance(a, Like)]
+    estimate, exact = 0, True
+    for rng in ranges:
+        n, ex = lookup.count_values(store, spec, rng)
+        estimate += n
+        exact &= ex
+    return IndexLookup(spec, ranges, estimate, exact, used)
+
+
+def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
+            range_method: str) -> Path | None:
+    cons = _constraints(conjunct, types)
+    if any(b.empty for b in cons.values()):
+        return RowGet([])
+    if ROWKEY in cons:
+        path = _rowkey_path(cons[ROWKEY])
+        if isinstance(path, RowGet):
+            return path
+    else:
+        path = None
+    lookups = [lk for lk in (_index_path(store, s, cons) for s in specs) if lk is not None]
+    lookups.sort(key=lambda lk: (lk.estimate, not lk.exact_estimate, -len(lk.used)))
+    if not lookups:
+        return path
+    best = lookups[0]
+    if isinstance(path, RowRange) and best.estimate > 10_000:
+        return path
+    for lk in lookups:
+        if range_method == "walk" or (range_method == "auto" and _walk_pays(lk)):
+            lk.method = "walk"
+    # Intersect when reading a second index's entries costs less than fetching the rows the
+    # first one alone would bring (an entry read is ~10x cheaper than a row fetch).
+    others = [lk for lk in lookups[1:] if set(lk.spec.columns[:1]) != set(best.spec.columns[:1])]
+    chosen = [best] + [lk for lk in others if lk.estimate < 5 * best.estimate][:2]
+    if len(chosen) > 1 and best.estimate > 20:
+        return Intersect(chosen)
+    return best
+
+
+def _walk_pays(lk: IndexLookup) -> bool:
+    """The value-table walk pays off when the hot cache can answer values (issue: cache layer);
+    without one, the ordered index scan reads the same entries with fewer seeks."""
+    return False
+
+
+def _answered(path: Path) -> set[Atom]:
+    if isinstance(path, (IndexLookup, Intersect)):
+        return set(path.used)
+    return set()
+
+
+def plan_query(select: Select, conjuncts: list[tuple[Atom, ...]] | None, store,
+               types: dict[bytes, codec.ColumnType], specs: list[IndexSpec],
+               range_method: str = "auto", where: Any = None) -> Plan:
+    """Choose access paths for a normalized query (conjuncts None: no WHERE)."""
+    columns = list(select.columns) if select.columns is not None else None
+    if conjuncts is None:
+        return Plan(select, [], columns, full_scan=True, where=where)
+    steps = []
+    for conj in conjuncts:
+        path = _choose(store, conj, types, specs, range_method)
+        if path is None:
+            return Plan(select, [], columns, full_scan=True, where=where,
+                        notes=[f"no rowkey or index path for {_atoms(conj)}"])
+        answered = _answered(path)
+        residual = [a for a in conj if a not in answered]
+        steps.append(Step(conj, path, residual, _needs_fetch(path, residual, columns)))
+    return Plan(select, steps, columns, where=where)
+
+
+def _needs_fetch(path: Path, residual: list[Atom], columns: list[bytes] | None) -> bool:
+    if not isinstance(path, IndexLookup) or columns is None:
+        return True
+    have = set(path.spec.covering) | {ROWKEY}
+    need = set(columns) | {a.column.name for a in residual}
+    return not need <= have
+
+
+def conjunct_filter(residual: list[Atom]) -> Callable | None:
+    """The residual predicate of one conjunct as a node for the evaluator (None: nothing)."""
+    return And(tuple(residual)) if residual else None  # type: ignore[return-value]
