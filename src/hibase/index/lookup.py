@@ -28,25 +28,26 @@ class KeyRange:
 
 def key_range(spec: IndexSpec, equal: Sequence[Any], low: Any = None, high: Any = None,
               low_inclusive: bool = True, high_inclusive: bool = True,
-              like_prefix: str | bytes | None = None) -> KeyRange:
+              like_prefix: str | bytes | None = None, not_null: bool = False) -> KeyRange:
     """Bounds of entries whose first len(equal) columns equal `equal` and whose next column is
-    within [low, high] (either side open when None), or starts with `like_prefix`."""
+    within [low, high] (either side open when None), starts with `like_prefix`, or (not_null)
+    is merely present."""
     prefix = spec.prefix_key(equal)
     known = len(equal)
-    stop = codec.prefix_successor(prefix)
-    start = prefix
+    flag = b"" if known == 0 else b"\x01"  # later columns carry a present / NULL flag
     if like_prefix is not None:
         raw = like_prefix.encode() if isinstance(like_prefix, str) else like_prefix
-        p = prefix + codec.escape_prefix(raw)
+        p = prefix + flag + codec.escape_prefix(raw)
         return KeyRange(p, codec.prefix_successor(p), known, len(prefix))
     if low is None and high is None:
-        return KeyRange(start, stop, known, len(prefix))
-    t = spec.types[known]
+        p = prefix + flag if not_null else prefix
+        return KeyRange(p, codec.prefix_successor(p), known, len(prefix))
+    start, stop = prefix + flag, codec.prefix_successor(prefix + flag)
     if low is not None:
-        lo = prefix + codec.encode_key(t, low)
+        lo = prefix + spec.column_bound(known, low)
         start = lo if low_inclusive else (codec.prefix_successor(lo) or lo)
     if high is not None:
-        hi = prefix + codec.encode_key(t, high)
+        hi = prefix + spec.column_bound(known, high)
         stop = codec.prefix_successor(hi) if high_inclusive else hi
     return KeyRange(start, stop, known, len(prefix))
 

@@ -27,16 +27,14 @@ class Change(tuple):
 
 
 def _values(spec: IndexSpec, state: dict) -> list[Any] | None:
+    """The row's index values; None (no entry) when the first indexed column is NULL. NaN is
+    unordered, so like the query evaluator the index treats it as NULL."""
     out = []
     for col, t in zip(spec.columns, spec.types):
         cell = state.get(col)
-        if cell is None:
-            return None  # a row missing an indexed column has no entry
-        v = codec.decode_cell(t, cell[1])
-        if v != v:
-            return None  # NaN is unordered: like the query evaluator, treat it as NULL
-        out.append(v)
-    return out
+        v = None if cell is None else codec.decode_cell(t, cell[1])
+        out.append(None if v != v else v)
+    return None if out[0] is None else out
 
 
 def _covered(spec: IndexSpec, state: dict) -> list[bytes | None]:

@@ -7,6 +7,10 @@ Global index row (in the table's index key-value table, one per user table):
 Value-table row (per index, HiBase's value table): alias | encoded value(s) -> row count (8 bytes).
 Encoded values are codec's order-preserving, self-delimiting keys, so a composite index answers any
 prefix of its columns with one range scan, and the rowkey is simply the rest of the key.
+
+A row has an entry when its first indexed column is present. Later columns may be missing: each
+of them is written as 0x00 (NULL, sorting first) or 0x01 + its encoding, so a lookup on a prefix of
+a composite index also finds the rows that lack the trailing columns.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .. import codec
+
+NULL, PRESENT = b"\x00", b"\x01"
 
 __all__ = ["IndexSpec", "index_table", "value_table", "BUILDING", "READY"]
 
@@ -51,19 +57,45 @@ class IndexSpec:
         return list(dict.fromkeys([*self.columns, *self.covering]))
 
     # -- keys --------------------------------------------------------------------------------
+    def encode_values(self, values: Sequence[Any]) -> bytes:
+        """Leading values (the first required; later ones may be None) as key bytes."""
+        types = self.types
+        out = [codec.encode_key(types[0], values[0])] if values else []
+        for t, v in zip(types[1:], values[1:]):
+            out.append(NULL if v is None else PRESENT + codec.encode_key(t, v))
+        return b"".join(out)
+
+    def column_bound(self, position: int, value: Any) -> bytes:
+        """The key bytes of `value` in column `position`, for range bounds."""
+        enc = codec.encode_key(self.types[position], value)
+        return enc if position == 0 else PRESENT + enc
+
     def entry_key(self, values: Sequence[Any], row: bytes) -> bytes:
-        return self.alias + codec.encode_composite(self.types, values) + row
+        return self.alias + self.encode_values(values) + row
 
     def value_key(self, values: Sequence[Any]) -> bytes:
-        return self.alias + codec.encode_composite(self.types, values)
+        return self.alias + self.encode_values(values)
 
     def prefix_key(self, values: Sequence[Any]) -> bytes:
         """Key prefix of every entry whose leading columns equal `values`."""
-        return self.alias + codec.encode_composite(self.types[:len(values)], values)
+        return self.alias + self.encode_values(values)
+
+    def _decode(self, key: bytes, pos: int, first: int) -> tuple[list[Any], int]:
+        values = []
+        for i in range(first, len(self.types)):
+            if i > 0:
+                flag = key[pos:pos + 1]
+                pos += 1
+                if flag == NULL:
+                    values.append(None)
+                    continue
+            v, pos = codec.decode_key(self.types[i], key, pos)
+            values.append(v)
+        return values, pos
 
     def split_entry(self, key: bytes) -> tuple[list[Any], bytes]:
         """(values, user rowkey) of an index entry key."""
-        values, pos = codec.decode_composite(self.types, key, len(self.alias))
+        values, pos = self._decode(key, len(self.alias), 0)
         return values, key[pos:]
 
     def entry_row(self, key: bytes, prefix_len: int = 0, known: int = 0) -> bytes:
@@ -71,7 +103,7 @@ class IndexSpec:
         (`prefix_len`, alias included) is known, only the rest is decoded."""
         if known == len(self.types):
             return key[prefix_len:]
-        _, pos = codec.decode_composite(self.types[known:], key, prefix_len or len(self.alias))
+        _, pos = self._decode(key, prefix_len or len(self.alias), known)
         return key[pos:]
 
     # -- persistence -------------------------------------------------------------------------

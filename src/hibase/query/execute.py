@@ -39,9 +39,6 @@ def _candidates(store, table: str, step: Step) -> Iterator[tuple[bytes, dict | N
     if isinstance(path, RowGet):
         for row in path.rows:
             yield row, None
-    elif isinstance(path, RowRange):
-        for row, _ in store.scan(table, path.start, path.stop, [_first_family(store, table)]):
-            yield row, None
     elif isinstance(path, IndexLookup):
         cover = path.spec.covering
         for row, values in _lookup_rows(store, path):
@@ -58,10 +55,6 @@ def _candidates(store, table: str, step: Step) -> Iterator[tuple[bytes, dict | N
                 yield row, {c: v for c, v in zip(cover, values) if v is not None}
     else:  # pragma: no cover - full scans are planned as a whole
         raise AssertionError(path)
-
-
-def _first_family(store, table: str) -> bytes:
-    return next(iter(store.schema(table).families))
 
 
 def _project(cells: dict, columns: list[bytes] | None) -> dict:
@@ -89,6 +82,14 @@ def _fetch_columns(plan: Plan, step_residual_cols: set[bytes]) -> list[bytes] | 
 def _run_step(store, table: str, plan: Plan, step: Step, types) -> Iterator[tuple[bytes, dict]]:
     node = And(tuple(step.residual)) if step.residual else None
     cols_needed = {a.column.name for a in step.residual}
+    if isinstance(step.path, RowRange):
+        for row, got in store.scan(table, step.path.start, step.path.stop):
+            cells = {c: vs[0][1] for c, vs in got.items()}
+            if node is None or matches(node, row, cells, types):
+                yield row, _project(cells, plan.columns)
+        return
+    # index entries prove the row exists; a rowkey get must check it when no column came back
+    check_exists = isinstance(step.path, RowGet) and plan.columns is not None
     if not step.fetch:
         for row, covered in _candidates(store, table, step):
             if node is None or matches(node, row, covered or {}, types):
@@ -101,13 +102,11 @@ def _run_step(store, table: str, plan: Plan, step: Step, types) -> Iterator[tupl
     def flush() -> Iterator[tuple[bytes, dict]]:
         for row in batch:
             got = read(table, row, fetch_cols)
-            if not got:
+            if not got and (plan.columns is None or (check_exists and not read(table, row))):
                 continue
             cells = {c: vs[0][1] for c, vs in got.items()}
             if node is None or matches(node, row, cells, types):
-                data = _project(cells, plan.columns)
-                if data or plan.columns is not None:
-                    yield row, data
+                yield row, _project(cells, plan.columns)
         batch.clear()
 
     for row, _ in _candidates(store, table, step):

@@ -281,8 +281,10 @@ def _index_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds]) -> IndexLook
         return None
     ranges = []
     for eq in itertools.product(*eq_lists):
-        if tail is None or (tail.lo is None and tail.hi is None and tail.like is None):
+        if tail is None:
             ranges.append(lookup.key_range(spec, list(eq)))
+        elif tail.lo is None and tail.hi is None and tail.like is None:
+            ranges.append(lookup.key_range(spec, list(eq), not_null=True))
         elif tail.like is not None and tail.lo is None and tail.hi is None:
             ranges.append(lookup.key_range(spec, list(eq), like_prefix=tail.like))
         else:

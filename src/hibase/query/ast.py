@@ -1,0 +1,212 @@
+"""The predicate tree that SQL and ``Table.where()`` conditions parse into.
+
+Nodes are frozen, hashable dataclasses, so plans and results can be cached by condition, and
+each prints in a compact SQL-like form used by EXPLAIN: ``(f:dest = 'IAH' AND f:delay > 10)``.
+
+Columns are named by their HBase bytes, ``b"family:qualifier"``; the rowkey is the column named
+``ROWKEY`` (``b"ROWKEY"``), which no real column can collide with since real names contain ``:``.
+Literals are int / float / str as parsed; ``normalize.typed`` converts them to the column's value
+type (bytes for the rowkey and for undeclared columns).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+__all__ = [
+    "ROWKEY", "Value", "Column", "Compare", "Between", "In", "Like", "NotLike", "IsNull",
+    "IsNotNull", "And", "Or", "Not", "TrueNode", "FalseNode", "TRUE", "FALSE", "Atom", "Node",
+    "Select", "COMPARE_OPS", "NEGATED_OP", "FLIPPED_OP", "format_value",
+]
+
+ROWKEY = b"ROWKEY"
+"""The name of the rowkey pseudo-column (``Column(ROWKEY)``); it compares as raw bytes."""
+
+Value = Union[int, float, str, bytes]
+
+COMPARE_OPS = ("=", "<>", "<", "<=", ">", ">=")
+NEGATED_OP = {"=": "<>", "<>": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+"""NOT (c op v) <=> c NEGATED_OP[op] v, also under three-valued logic (both UNKNOWN on NULL)."""
+FLIPPED_OP = {"=": "=", "<>": "<>", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
+"""v op c <=> c FLIPPED_OP[op] v."""
+
+
+def format_value(v: Value) -> str:
+    """A literal as SQL-ish text: 'it''s' for str, b'..' for bytes, repr for numbers."""
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    return repr(v)
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column reference: ``b"family:qualifier"``, or ``ROWKEY`` for the rowkey."""
+
+    name: bytes
+
+    @property
+    def is_rowkey(self) -> bool:
+        return self.name == ROWKEY
+
+    def __str__(self) -> str:
+        return self.name.decode("utf-8", "backslashreplace")
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``column op value`` with op one of ``= <> < <= > >=``."""
+
+    column: Column
+    op: str
+    value: Value
+
+    def __post_init__(self) -> None:
+        if self.op not in NEGATED_OP:
+            raise ValueError(f"unknown comparison operator {self.op!r}")
+
+    def __str__(self) -> str:
+        return f"{self.column} {self.op} {format_value(self.value)}"
+
+
+@dataclass(frozen=True)
+class Between:
+    """``column BETWEEN low AND high`` (inclusive); normalize desugars it into two Compares."""
+
+    column: Column
+    low: Value
+    high: Value
+
+    def __str__(self) -> str:
+        return f"{self.column} BETWEEN {format_value(self.low)} AND {format_value(self.high)}"
+
+
+@dataclass(frozen=True)
+class In:
+    """``column IN (values...)``; kept as one atom (a multi-point lookup for the planner)."""
+
+    column: Column
+    values: tuple[Value, ...]
+
+    def __str__(self) -> str:
+        return f"{self.column} IN ({', '.join(map(format_value, self.values))})"
+
+
+@dataclass(frozen=True)
+class Like:
+    """``column LIKE 'prefix%'``: only prefix patterns are supported (prefix may be empty)."""
+
+    column: Column
+    prefix: str | bytes
+
+    def __str__(self) -> str:
+        return f"{self.column} LIKE {_pattern(self.prefix)}"
+
+
+@dataclass(frozen=True)
+class NotLike:
+    """``column NOT LIKE 'prefix%'``: an atom of its own, so NOT never survives normalization."""
+
+    column: Column
+    prefix: str | bytes
+
+    def __str__(self) -> str:
+        return f"{self.column} NOT LIKE {_pattern(self.prefix)}"
+
+
+def _pattern(prefix: str | bytes) -> str:
+    return format_value(prefix + ("%" if isinstance(prefix, str) else b"%"))
+
+
+@dataclass(frozen=True)
+class IsNull:
+    """``column IS NULL``: the cell is missing (or does not decode as its declared type)."""
+
+    column: Column
+
+    def __str__(self) -> str:
+        return f"{self.column} IS NULL"
+
+
+@dataclass(frozen=True)
+class IsNotNull:
+    """``column IS NOT NULL``."""
+
+    column: Column
+
+    def __str__(self) -> str:
+        return f"{self.column} IS NOT NULL"
+
+
+@dataclass(frozen=True)
+class And:
+    items: tuple["Node", ...]
+
+    def __str__(self) -> str:
+        return _join(" AND ", self.items, "TRUE")
+
+
+@dataclass(frozen=True)
+class Or:
+    items: tuple["Node", ...]
+
+    def __str__(self) -> str:
+        return _join(" OR ", self.items, "FALSE")
+
+
+def _join(sep: str, items: tuple["Node", ...], empty: str) -> str:
+    if not items:
+        return empty
+    if len(items) == 1:
+        return str(items[0])
+    return "(" + sep.join(map(str, items)) + ")"
+
+
+@dataclass(frozen=True)
+class Not:
+    item: "Node"
+
+    def __str__(self) -> str:
+        s = str(self.item)
+        return f"NOT {s}" if s.startswith("(") or s.startswith("NOT ") else f"NOT ({s})"
+
+
+@dataclass(frozen=True)
+class TrueNode:
+    def __str__(self) -> str:
+        return "TRUE"
+
+
+@dataclass(frozen=True)
+class FalseNode:
+    def __str__(self) -> str:
+        return "FALSE"
+
+
+TRUE = TrueNode()
+FALSE = FalseNode()
+
+Atom = Union[Compare, In, Like, NotLike, IsNull, IsNotNull]
+"""What a normalized conjunct is made of (no Between, And, Or, Not, TRUE, FALSE)."""
+Node = Union[Atom, Between, And, Or, Not, TrueNode, FalseNode]
+
+
+@dataclass(frozen=True)
+class Select:
+    """A parsed ``[EXPLAIN] SELECT``; ``columns`` None means ``*``, ``()`` means keys only."""
+
+    table: str
+    columns: tuple[bytes, ...] | None = None
+    where: Node | None = None
+    limit: int | None = None
+    explain: bool = False
+
+    def __str__(self) -> str:
+        cols = "*" if self.columns is None else (
+            ", ".join(c.decode("utf-8", "backslashreplace") for c in self.columns) or "ROWKEY")
+        s = f"SELECT {cols} FROM {self.table}"
+        if self.where is not None:
+            s += f" WHERE {self.where}"
+        if self.limit is not None:
+            s += f" LIMIT {self.limit}"
+        return "EXPLAIN " + s if self.explain else s

@@ -1,0 +1,136 @@
+"""Brute-force evaluation of a condition on one row, in SQL's three-valued logic.
+
+The reference the planner is tested against, and the residual-predicate step of execution.
+A cell that is missing, does not decode as its declared type, or decodes to NaN is NULL; any
+comparison with NULL is UNKNOWN (None), NOT UNKNOWN is UNKNOWN, AND/OR follow Kleene, and a row
+matches iff the whole condition is TRUE. The rowkey and undeclared columns compare as raw bytes.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable, Iterable, Mapping
+
+from ..codec import ColumnType, decode_cell
+from ..errors import ValueTypeError
+from .ast import (
+    ROWKEY, And, Between, Column, Compare, FalseNode, In, IsNotNull, IsNull, Like, Node, Not,
+    NotLike, Or, TrueNode,
+)
+from .normalize import Conjunct, coerce_literal, coerce_prefix
+
+__all__ = ["evaluate", "matches", "matches_dnf", "referenced_columns", "cell_value"]
+
+Truth = bool | None
+Cells = Mapping[bytes, bytes]
+SchemaTypes = Mapping[bytes, ColumnType]
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "=": operator.eq, "<>": operator.ne, "<": operator.lt,
+    "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+}
+_EMPTY: dict[bytes, ColumnType] = {}
+
+
+def cell_value(column: Column, row: bytes, cells: Cells, schema_types: SchemaTypes) -> Any:
+    """The column's value in this row (decoded by its declared type), or None for NULL."""
+    if column.name == ROWKEY:
+        return row
+    raw = cells.get(column.name)
+    if raw is None:
+        return None
+    t = schema_types.get(column.name)
+    if t is None:
+        return bytes(raw)
+    try:
+        v = decode_cell(t, raw)
+    except ValueTypeError:
+        return None
+    return None if v != v else v  # NaN is unordered: treat it as NULL
+
+
+def evaluate(node: Node | None, row: bytes, cells: Cells,
+             schema_types: SchemaTypes | None = None) -> Truth:
+    """TRUE / FALSE / UNKNOWN (None) of ``node`` on one row; None as node is TRUE."""
+    if node is None:
+        return True
+    return _eval(node, row, cells, schema_types or _EMPTY)
+
+
+def matches(node: Node | None, row: bytes, cells: Cells,
+            schema_types: SchemaTypes | None = None) -> bool:
+    """Does the row satisfy the condition (evaluates to TRUE, not FALSE or UNKNOWN)?"""
+    return evaluate(node, row, cells, schema_types) is True
+
+
+def matches_dnf(conjuncts: Iterable[Conjunct], row: bytes, cells: Cells,
+                schema_types: SchemaTypes | None = None) -> bool:
+    """Does the row satisfy a normalized condition (every atom TRUE in some conjunct)?"""
+    types = schema_types or _EMPTY
+    return any(all(_eval(a, row, cells, types) is True for a in c) for c in conjuncts)
+
+
+def _eval(node: Node, row: bytes, cells: Cells, types: SchemaTypes) -> Truth:
+    if isinstance(node, And):
+        result: Truth = True
+        for item in node.items:
+            r = _eval(item, row, cells, types)
+            if r is False:
+                return False
+            if r is None:
+                result = None
+        return result
+    if isinstance(node, Or):
+        result = False
+        for item in node.items:
+            r = _eval(item, row, cells, types)
+            if r is True:
+                return True
+            if r is None:
+                result = None
+        return result
+    if isinstance(node, Not):
+        r = _eval(node.item, row, cells, types)
+        return None if r is None else not r
+    if isinstance(node, TrueNode):
+        return True
+    if isinstance(node, FalseNode):
+        return False
+    if isinstance(node, In) and not node.values:
+        return False
+    v = cell_value(node.column, row, cells, types)  # type: ignore[union-attr]
+    if isinstance(node, IsNull):
+        return v is None
+    if isinstance(node, IsNotNull):
+        return v is not None
+    if v is None:
+        return None
+    col = node.column  # type: ignore[union-attr]
+    if isinstance(node, Compare):
+        return _OPS[node.op](v, coerce_literal(col, node.value, types))
+    if isinstance(node, Between):
+        return coerce_literal(col, node.low, types) <= v <= coerce_literal(col, node.high, types)
+    if isinstance(node, In):
+        return any(v == coerce_literal(col, x, types) for x in node.values)
+    if isinstance(node, (Like, NotLike)):
+        hit = v.startswith(coerce_prefix(col, node.prefix, types))
+        return hit if isinstance(node, Like) else not hit
+    raise TypeError(f"not a condition node: {node!r}")
+
+
+def referenced_columns(condition: Node | Iterable[Conjunct] | None, *,
+                       include_rowkey: bool = False) -> set[bytes]:
+    """The columns a condition (tree or conjunct list) reads; the rowkey only if asked."""
+    out: set[bytes] = set()
+    stack: list[Any] = [condition]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (And, Or)):
+            stack.extend(n.items)
+        elif isinstance(n, Not):
+            stack.append(n.item)
+        elif isinstance(n, (list, tuple)):
+            stack.extend(n)
+        elif hasattr(n, "column"):
+            if include_rowkey or not n.column.is_rowkey:
+                out.add(n.column.name)
+    return out

@@ -1,0 +1,259 @@
+"""Predicate tree -> disjunctive normal form, as an ordered tuple of rules (tree in, tree out).
+
+The planner gives each conjunct its own access path, so every rule must keep exactly the rows
+for which the condition is TRUE under SQL's three-valued logic (a comparison with a missing cell
+is UNKNOWN, and so is its negation). ``typed`` converts literals to the columns' value types.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Callable, Mapping
+
+from ..codec import ColumnType, value_from_literal
+from ..errors import QueryPlanError, ValueTypeError
+from .ast import (
+    FALSE, NEGATED_OP, TRUE, And, Atom, Between, Column, Compare, FalseNode, In, IsNotNull,
+    IsNull, Like, Node, Not, NotLike, Or, TrueNode, Value,
+)
+
+__all__ = [
+    "MAX_CONJUNCTS", "Conjunct", "Rule", "RULES", "normalize", "conjuncts", "typed",
+    "coerce_literal", "coerce_prefix", "desugar_between", "push_not_down", "to_dnf", "simplify",
+]
+
+MAX_CONJUNCTS = 256
+"""More conjuncts than this in the DNF of a condition raises QueryPlanError."""
+
+Conjunct = tuple[Atom, ...]
+Rule = Callable[[Node], Node]
+SchemaTypes = Mapping[bytes, ColumnType]
+_ATOMS = (Compare, In, Like, NotLike, IsNull, IsNotNull)
+
+
+# -- literals -------------------------------------------------------------------------------
+
+def _column_type(column: Column, schema_types: SchemaTypes | None) -> ColumnType | None:
+    return None if column.is_rowkey or not schema_types else schema_types.get(column.name)
+
+
+@lru_cache(maxsize=4096, typed=True)
+def _coerce(t: ColumnType | None, value: Value) -> Value:
+    if t is not None:
+        return value_from_literal(t, value)
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return b"%d" % value
+    if isinstance(value, float):
+        return repr(value).encode("ascii")
+    raise ValueTypeError(f"cannot compare {value!r} with a byte-string column")
+
+
+def coerce_literal(column: Column, value: Value, schema_types: SchemaTypes | None) -> Value:
+    """The literal as the column's value type (codec.value_from_literal); for the rowkey and for
+    undeclared columns, bytes: str as UTF-8, int as decimal text, float as repr text."""
+    return _coerce(_column_type(column, schema_types), value)
+
+
+def coerce_prefix(column: Column, prefix: str | bytes,
+                  schema_types: SchemaTypes | None) -> str | bytes:
+    """A LIKE prefix as the column's value type; only string, char and bytes columns qualify."""
+    t = _column_type(column, schema_types)
+    if t is not None and t.name not in ("string", "char", "bytes"):
+        raise ValueTypeError(f"LIKE needs a string, char or bytes column; {column} is {t}")
+    if t is not None and t.name != "bytes":
+        if not isinstance(prefix, str):
+            raise ValueTypeError(f"LIKE on {t} column {column} needs a str pattern")
+        return prefix
+    return _coerce(t, prefix)  # type: ignore[return-value]
+
+
+def typed(node: Node, schema_types: SchemaTypes | None) -> Node:
+    """Convert every literal to its column's declared type (see coerce_literal).
+
+    A literal of the wrong kind, such as a string for an int column, raises ValueTypeError."""
+    def lit(c: Column, v: Value) -> Value:
+        return coerce_literal(c, v, schema_types)
+
+    if isinstance(node, Compare):
+        return Compare(node.column, node.op, lit(node.column, node.value))
+    if isinstance(node, Between):
+        return Between(node.column, lit(node.column, node.low), lit(node.column, node.high))
+    if isinstance(node, In):
+        return In(node.column, tuple(dict.fromkeys(lit(node.column, v) for v in node.values)))
+    if isinstance(node, (Like, NotLike)):
+        return type(node)(node.column, coerce_prefix(node.column, node.prefix, schema_types))
+    return _map_children(node, lambda n: typed(n, schema_types))
+
+
+def _map_children(node: Node, fn: Callable[[Node], Node]) -> Node:
+    if isinstance(node, (And, Or)):
+        return type(node)(tuple(fn(i) for i in node.items))
+    if isinstance(node, Not):
+        return Not(fn(node.item))
+    return node
+
+
+# -- rules ----------------------------------------------------------------------------------
+
+def desugar_between(node: Node) -> Node:
+    """``c BETWEEN lo AND hi`` -> ``(c >= lo AND c <= hi)``."""
+    if isinstance(node, Between):
+        return And((Compare(node.column, ">=", node.low), Compare(node.column, "<=", node.high)))
+    return _map_children(node, desugar_between)
+
+
+def push_not_down(node: Node) -> Node:
+    """Move every NOT into the atoms (De Morgan; ``NOT c < 1`` -> ``c >= 1``, ``NOT IN`` -> a
+    conjunction of ``<>``, NOT LIKE -> NotLike, NOT IS NULL -> IsNotNull), valid in 3VL."""
+    if isinstance(node, Not):
+        return _negate(node.item)
+    return _map_children(node, push_not_down)
+
+
+def _negate(node: Node) -> Node:
+    if isinstance(node, Not):
+        return push_not_down(node.item)
+    if isinstance(node, And):
+        return Or(tuple(_negate(i) for i in node.items))
+    if isinstance(node, Or):
+        return And(tuple(_negate(i) for i in node.items))
+    if isinstance(node, Compare):
+        return Compare(node.column, NEGATED_OP[node.op], node.value)
+    if isinstance(node, In):
+        return And(tuple(Compare(node.column, "<>", v) for v in node.values))
+    if isinstance(node, Between):
+        return Or((Compare(node.column, "<", node.low), Compare(node.column, ">", node.high)))
+    if isinstance(node, Like):
+        return NotLike(node.column, node.prefix)
+    if isinstance(node, NotLike):
+        return Like(node.column, node.prefix)
+    if isinstance(node, IsNull):
+        return IsNotNull(node.column)
+    if isinstance(node, IsNotNull):
+        return IsNull(node.column)
+    if isinstance(node, TrueNode):
+        return FALSE
+    if isinstance(node, FalseNode):
+        return TRUE
+    raise TypeError(f"not a condition node: {node!r}")
+
+
+def to_dnf(node: Node) -> Node:
+    """Distribute AND over OR: the result is an Or of Ands of atoms (raises QueryPlanError past
+    MAX_CONJUNCTS conjuncts)."""
+    return Or(tuple(And(c) for c in _dnf(node)))
+
+
+def _dnf(node: Node) -> list[Conjunct]:
+    if isinstance(node, TrueNode):
+        return [()]
+    if isinstance(node, FalseNode):
+        return []
+    if isinstance(node, (Not, Between)):  # rules applied out of order: do their work here
+        return _dnf(push_not_down(desugar_between(node)))
+    if isinstance(node, Or):
+        out: list[Conjunct] = []
+        for item in node.items:
+            out.extend(_dnf(item))
+            _check_size(len(out))
+        return out
+    if isinstance(node, And):
+        parts = [_dnf(item) for item in node.items]
+        if any(not p for p in parts):
+            return []
+        size = 1
+        for p in parts:
+            size *= len(p)
+            _check_size(size)
+        acc: list[Conjunct] = [()]
+        for p in parts:
+            acc = [a + b for a in acc for b in p]
+        return acc
+    if isinstance(node, _ATOMS):
+        return [(node,)]
+    raise TypeError(f"not a condition node: {node!r}")
+
+
+def _check_size(n: int) -> None:
+    if n > MAX_CONJUNCTS:
+        raise QueryPlanError(
+            f"condition too complex: its disjunctive normal form has more than {MAX_CONJUNCTS} "
+            "conjuncts; use IN lists or split the query")
+
+
+def simplify(node: Node) -> Node:
+    """Flatten nested AND/OR, fold TRUE/FALSE, drop duplicates, absorb ``a OR (a AND b)`` -> a,
+    one-value IN -> ``=``. Each step holds in three-valued logic."""
+    if isinstance(node, (And, Or)):
+        kind = type(node)
+        unit, zero = (TRUE, FALSE) if kind is And else (FALSE, TRUE)
+        items: list[Node] = []
+        for item in node.items:
+            s = simplify(item)
+            for x in (s.items if isinstance(s, kind) else (s,)):
+                if x == zero:
+                    return zero
+                if x != unit and x not in items:
+                    items.append(x)
+        if kind is Or:
+            items = _absorb(items)
+        if not items:
+            return unit
+        return items[0] if len(items) == 1 else kind(tuple(items))
+    if isinstance(node, Not):
+        s = simplify(node.item)
+        if isinstance(s, (TrueNode, FalseNode)):
+            return _negate(s)
+        return s.item if isinstance(s, Not) else Not(s)
+    if isinstance(node, In):
+        values = tuple(dict.fromkeys(node.values))
+        if not values:
+            return FALSE
+        return Compare(node.column, "=", values[0]) if len(values) == 1 else In(node.column, values)
+    return node
+
+
+def _absorb(items: list[Node]) -> list[Node]:
+    sets = [frozenset(i.items) if isinstance(i, And) else frozenset((i,)) for i in items]
+    return [item for j, item in enumerate(items)
+            if not any(sets[i] < sets[j] or (sets[i] == sets[j] and i < j)
+                       for i in range(len(items)) if i != j)]
+
+
+RULES: tuple[Rule, ...] = (desugar_between, push_not_down, to_dnf, simplify)
+
+
+# -- entry point ----------------------------------------------------------------------------
+
+def normalize(node: Node | None, schema_types: SchemaTypes | None = None) -> list[Conjunct]:
+    """The condition as a list of conjuncts (tuples of atoms); a row matches iff all atoms of
+    some conjunct are TRUE. ``[]`` matches nothing, ``[()]`` everything (also for ``None``).
+
+    With ``schema_types`` (even empty) literals are typed first (see ``typed``); with None they
+    stay as parsed and the evaluator converts them when it compares."""
+    if node is None:
+        return [()]
+    if schema_types is not None:
+        node = typed(node, schema_types)
+    for rule in RULES:
+        node = rule(node)
+    return conjuncts(node)
+
+
+def conjuncts(node: Node) -> list[Conjunct]:
+    """Read a DNF tree (the output of the rules) as a list of conjuncts."""
+    if isinstance(node, TrueNode):
+        return [()]
+    if isinstance(node, FalseNode):
+        return []
+    out = []
+    for item in (node.items if isinstance(node, Or) else (node,)):
+        atoms = item.items if isinstance(item, And) else (item,)
+        if not all(isinstance(a, _ATOMS) for a in atoms):
+            raise TypeError(f"not in disjunctive normal form: {node}")
+        out.append(atoms)
+    return out

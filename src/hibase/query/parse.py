@@ -1,0 +1,318 @@
+"""SQL text -> predicate tree (``ast``), with sqlglot doing the parsing.
+
+Phoenix spelling: ``family.qualifier`` (or a quoted ``"family:qualifier"``) names a column and
+``ROWKEY`` the rowkey. Malformed SQL raises QuerySyntaxError with the 0-based offset of the
+problem; well-formed SQL that hibase cannot answer (joins, GROUP BY, functions, ...) raises
+QueryPlanError. No table schema is consulted here: literals stay int / float / str.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NoReturn
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from ..errors import QueryPlanError, QuerySyntaxError
+from .ast import (
+    FALSE, FLIPPED_OP, ROWKEY, TRUE, And, Between, Column, Compare, In, IsNotNull, IsNull, Like,
+    Node, Not, Or, Select, Value,
+)
+
+__all__ = ["parse_select", "parse_condition"]
+
+_EXPLAIN = re.compile(r"\s*EXPLAIN\b\s*", re.IGNORECASE)
+_COMPARE = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+_SELECT_ARGS = {"expressions", "from", "from_", "where", "limit", "hint"}
+_CLAUSE_NAMES = {"joins": "JOIN", "group": "GROUP BY", "having": "HAVING", "order": "ORDER BY",
+                 "offset": "OFFSET", "distinct": "DISTINCT", "with": "WITH", "with_": "WITH",
+                 "qualify": "QUALIFY", "windows": "WINDOW", "laterals": "LATERAL"}
+
+
+def parse_select(sql: str) -> Select:
+    """Parse ``[EXPLAIN] SELECT * | col, ... FROM table [WHERE cond] [LIMIT n]``."""
+    m = _EXPLAIN.match(sql)
+    offset = m.end() if m else 0
+    tree = _parse(sql[offset:], offset)
+    if not isinstance(tree, exp.Select):
+        _unsupported(f"only SELECT statements are supported, not {tree.key.upper()}", tree, offset)
+    for key, val in tree.args.items():
+        if val and key not in _SELECT_ARGS:
+            name = _CLAUSE_NAMES.get(key, key.upper())
+            found = re.search(r"\b" + name.replace(" ", r"\s+") + r"\b", _mask_quotes(sql),
+                              re.IGNORECASE)
+            if found:
+                raise QueryPlanError(f"{name} is not supported (at position {found.start()})")
+            _unsupported(f"{name} is not supported", val[0] if isinstance(val, list) else val,
+                         offset)
+    source = tree.args.get("from_") or tree.args.get("from")
+    if source is None:
+        raise QuerySyntaxError("SELECT needs FROM <table>", len(sql))
+    where = tree.args.get("where")
+    return Select(
+        table=_table(source.this, offset),
+        columns=_select_list(tree.expressions, offset),
+        where=_condition(where.this, offset) if where is not None else None,
+        limit=_limit(tree.args.get("limit"), offset),
+        explain=m is not None,
+    )
+
+
+def parse_condition(text: str) -> Node:
+    """Parse a WHERE condition alone, e.g. ``"f.dest = 'IAH' AND f.delay > 10"``."""
+    tree = _parse(text, 0)
+    if isinstance(tree, exp.Query):
+        _unsupported("expected a condition, not a statement", tree, 0)
+    return _condition(tree, 0)
+
+
+# -- sqlglot plumbing ------------------------------------------------------------------------
+
+def _parse(sql: str, offset: int) -> exp.Expression:
+    try:
+        trees = [t for t in sqlglot.parse(sql, error_message_context=len(sql) + 1) if t is not None]
+    except ParseError as e:
+        err = e.errors[0] if e.errors else {}
+        pos = len(err["start_context"]) if "start_context" in err else None
+        raise QuerySyntaxError(_describe(err, e), None if pos is None else pos + offset) from None
+    except TokenError:
+        pos = _unterminated_quote(sql)
+        what = "unterminated quoted string" if pos is not None else "cannot tokenize the query"
+        raise QuerySyntaxError(what, None if pos is None else pos + offset) from None
+    if not trees:
+        raise QuerySyntaxError("empty query", offset)
+    if len(trees) > 1:
+        semicolon = _mask_quotes(sql).find(";")
+        raise QuerySyntaxError("only one statement is allowed",
+                               semicolon + offset if semicolon >= 0 else None)
+    return trees[0]
+
+
+def _describe(err: dict[str, Any], e: ParseError) -> str:
+    desc = str(err.get("description") or str(e).splitlines()[0])
+    token = err.get("highlight")
+    if desc.startswith("Required keyword"):
+        return f"incomplete expression at {token!r}" if token else "incomplete expression"
+    if desc.startswith("Invalid expression / Unexpected token"):
+        return f"unexpected {token!r}" if token else "unexpected token"
+    return f"{desc} at {token!r}" if token else desc
+
+
+def _scan_quotes(sql: str) -> tuple[str, int | None]:
+    """``sql`` with quoted text blanked out, and where an unterminated quote starts (if any)."""
+    out, quote, start, i = list(sql), None, 0, 0
+    while i < len(sql):
+        c = sql[i]
+        if quote is None:
+            if c in "'\"`":
+                quote, start = c, i
+        elif c == quote:
+            if sql[i + 1:i + 2] == quote:  # doubled quote inside the string
+                out[i] = out[i + 1] = " "
+                i += 1
+            else:
+                quote = None
+        else:
+            out[i] = " "
+        i += 1
+    return "".join(out), (start if quote is not None else None)
+
+
+def _mask_quotes(sql: str) -> str:
+    return _scan_quotes(sql)[0]
+
+
+def _unterminated_quote(sql: str) -> int | None:
+    return _scan_quotes(sql)[1]
+
+
+def _position(node: exp.Expression, offset: int) -> int | None:
+    starts = [n.meta["start"] for n in node.walk() if "start" in n.meta]
+    return min(starts) + offset if starts else None
+
+
+def _unsupported(message: str, node: Any, offset: int) -> NoReturn:
+    pos = _position(node, offset) if isinstance(node, exp.Expression) else None
+    raise QueryPlanError(message if pos is None else f"{message} (at position {pos})")
+
+
+def _syntax(message: str, node: exp.Expression, offset: int) -> NoReturn:
+    raise QuerySyntaxError(message, _position(node, offset))
+
+
+# -- statement parts ---------------------------------------------------------------------------
+
+def _table(node: exp.Expression, offset: int) -> str:
+    if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier) \
+            or node.args.get("catalog") or node.args.get("alias"):
+        _unsupported("FROM takes a single table name", node, offset)
+    db = node.args.get("db")
+    return f"{db.name}:{node.name}" if db else node.name  # ns.table -> HBase "ns:table"
+
+
+def _select_list(items: list[exp.Expression], offset: int) -> tuple[bytes, ...] | None:
+    if len(items) == 1 and isinstance(items[0], exp.Star):
+        return None
+    cols: list[bytes] = []
+    for item in items:
+        if isinstance(item, exp.Star):
+            _unsupported("* cannot be mixed with columns", item, offset)
+        name = _column(item, offset).name
+        if name != ROWKEY and name not in cols:  # every result row carries its key anyway
+            cols.append(name)
+    return tuple(cols)
+
+
+def _limit(node: exp.Expression | None, offset: int) -> int | None:
+    if node is None:
+        return None
+    value = node.args.get("expression") or node.this
+    if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
+        _syntax("LIMIT takes a non-negative integer", node, offset)
+    return int(value.this)
+
+
+def _column(node: exp.Expression, offset: int) -> Column:
+    """``f.q`` -> b"f:q"; ``"f:q"`` -> b"f:q"; ``ROWKEY`` (any case) -> the rowkey."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if not isinstance(node, exp.Column):
+        if isinstance(node, exp.Alias):
+            _unsupported("column aliases (AS) are not supported", node, offset)
+        if isinstance(node, (exp.Func, exp.Binary, exp.Unary)):
+            _unsupported(f"expressions such as {node.sql()!r} are not supported; "
+                         "name a column as family.qualifier", node, offset)
+        _syntax(f"expected a column (family.qualifier or ROWKEY), got {node.sql()!r}", node,
+                offset)
+    if not isinstance(node.this, exp.Identifier) or node.args.get("db") \
+            or node.args.get("catalog"):
+        _syntax(f"bad column reference {node.sql()!r}; use family.qualifier", node, offset)
+    family = node.args.get("table")
+    if family is not None:
+        return Column(f"{family.name}:{node.name}".encode("utf-8"))
+    if node.name.upper() == "ROWKEY" or ":" not in node.name:
+        if node.name.upper() == "ROWKEY":
+            return Column(ROWKEY)
+        _syntax(f"column {node.name!r} needs a family: write family.qualifier", node, offset)
+    return Column(node.name.encode("utf-8"))
+
+
+def _literal(node: exp.Expression) -> Value | None:
+    """The Python value of a literal (number or single-quoted string), else None."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Neg):
+        v = _literal(node.this)
+        return -v if isinstance(v, (int, float)) else None
+    if not isinstance(node, exp.Literal):
+        return None
+    if node.is_string:
+        return node.this
+    text = node.this
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def _value(node: exp.Expression, offset: int, parent: exp.Expression) -> Value:
+    """A literal operand of ``parent`` (which gives the error position when ``node`` has none)."""
+    v = _literal(node)
+    if v is None:
+        at = node if _position(node, 0) is not None else parent
+        if isinstance(node, exp.Null):
+            _unsupported("comparison with NULL is always unknown; use IS [NOT] NULL", at, offset)
+        _unsupported(f"expected a literal (number or 'string'), got {node.sql()!r}", at, offset)
+    return v
+
+
+def _is_column(node: exp.Expression) -> bool:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return isinstance(node, exp.Column)
+
+
+# -- conditions ------------------------------------------------------------------------------
+
+def _condition(node: exp.Expression, offset: int) -> Node:
+    if isinstance(node, exp.Paren):
+        return _condition(node.this, offset)
+    if isinstance(node, (exp.And, exp.Or)):
+        kind = And if isinstance(node, exp.And) else Or
+        items: list[Node] = []
+        for side in (node.this, node.expression):
+            sub = _condition(side, offset)
+            items.extend(sub.items if isinstance(sub, kind) else (sub,))
+        return kind(tuple(items))
+    if isinstance(node, exp.Not):
+        inner = node.this
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if isinstance(inner, exp.Is):  # NOT x IS NULL == x IS NOT NULL
+            return IsNotNull(_is_null_column(inner, offset))
+        return Not(_condition(inner, offset))
+    if isinstance(node, exp.Boolean):
+        return TRUE if node.this else FALSE
+    if type(node) in _COMPARE:
+        return _compare(node, _COMPARE[type(node)], offset)
+    if isinstance(node, exp.Between):
+        return Between(_column(node.this, offset), _value(node.args["low"], offset, node),
+                       _value(node.args["high"], offset, node))
+    if isinstance(node, exp.In):
+        if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
+            _unsupported("IN takes a list of literals; subqueries are not supported", node, offset)
+        if not node.expressions:
+            _syntax("IN needs at least one value", node, offset)
+        values = tuple(dict.fromkeys(_value(v, offset, node) for v in node.expressions))
+        return In(_column(node.this, offset), values)
+    if isinstance(node, exp.Like):
+        pred = _like(node, offset)
+        return Not(pred) if node.args.get("negate") else pred
+    if isinstance(node, exp.Is):
+        return IsNull(_is_null_column(node, offset))
+    if isinstance(node, (exp.Column, exp.Literal, exp.Neg)):
+        _syntax(f"expected a condition, got {node.sql()!r}", node, offset)
+    if isinstance(node, exp.Query) or node.find(exp.Query):
+        _unsupported("subqueries are not supported", node, offset)
+    _unsupported(f"unsupported condition {node.sql()!r}", node, offset)
+
+
+def _compare(node: exp.Binary, op: str, offset: int) -> Node:
+    left, right = node.this, node.expression
+    if _is_column(left):
+        return Compare(_column(left, offset), op, _value(right, offset, node))
+    if _is_column(right):
+        return Compare(_column(right, offset), FLIPPED_OP[op], _value(left, offset, node))
+    a, b = _literal(left), _literal(right)
+    for side, v in ((left, a), (right, b)):
+        if v is None:
+            _column(side, offset)  # raises the specific error for a function, NULL, ...
+    if a is None or b is None:
+        _unsupported(f"a comparison needs a column on one side and a literal on the other: "
+                     f"{node.sql()!r}", node, offset)
+    if isinstance(a, str) != isinstance(b, str):
+        _unsupported(f"cannot compare a string with a number: {node.sql()!r}", node, offset)
+    truth = {"=": a == b, "<>": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}
+    return TRUE if truth[op] else FALSE  # type: ignore[operator]
+
+
+def _like(node: exp.Like, offset: int) -> Node:
+    pattern = _literal(node.expression)
+    if not isinstance(pattern, str):
+        _unsupported("LIKE takes a string pattern", node.expression, offset)
+    column = _column(node.this, offset)
+    body = pattern[:-1] if pattern.endswith("%") else pattern
+    if "%" in body or "_" in body:
+        _unsupported(f"only prefix LIKE patterns ('prefix%') are supported, not {pattern!r}",
+                     node.expression, offset)
+    if body == pattern:  # no wildcard at all: plain equality
+        return Compare(column, "=", pattern)
+    return Like(column, body)
+
+
+def _is_null_column(node: exp.Is, offset: int) -> Column:
+    if not isinstance(node.expression, exp.Null):
+        _unsupported(f"only IS [NOT] NULL is supported: {node.sql()!r}", node, offset)
+    return _column(node.this, offset)
