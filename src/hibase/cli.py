@@ -1,0 +1,626 @@
+"""The `hibase` command line: a thin click layer over the Python API.
+
+Other modules add commands to the same group and reuse the shared pieces:
+
+    from hibase.cli import cli, store_argument, table_argument, output_options, open_store, emit
+
+    @cli.command()
+    @store_argument
+    @output_options
+    def mycommand(dir, fmt):
+        '''What it does.
+
+        Example:
+
+        \\b
+            hibase mycommand data/
+        '''
+        db = open_store(dir, read_only=True)      # closed when the command ends
+        emit(fmt, ["name"], [("x",)])
+
+A module that defines commands this way must be imported before `main()` runs (see the end of
+this file). Subgroups (`@cli.group()`, e.g. `hibase index create`) are HibaseGroups too. Any
+hibase.errors.HibaseError raised by a command becomes `Error: <message>` on stderr with exit code
+1 (HibaseGroup.invoke), never a traceback.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import sys
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import click
+from tqdm import tqdm
+
+from . import __version__, errors
+from .client import Connection, Table, connect
+from .load import FORMATS, LoadError, cell_to_text, load_file, text_to_cell
+from .store.schema import FamilyOptions
+
+__all__ = ["cli", "main", "HibaseGroup", "store_argument", "table_argument", "output_options",
+           "columns_option", "open_store", "emit", "show_bytes", "parse_bytes"]
+
+BYTES_HELP = """Rowkeys, column names and values are bytes. They print as UTF-8 text, except that a
+byte that is not part of valid UTF-8 or is a control character prints as \\xNN (\\t, \\n, \\r
+for those three) and a backslash prints as \\\\, the same in --table, --json and --csv output,
+so each printed string stands for exactly one byte string. Arguments that name rows, columns or
+values (ROW, --start, --stop, --prefix, --columns, COL=VALUE, --row) accept the same escapes.
+Cells of columns declared binary (e.g. 'long binary') are read and written as their text (42)."""
+
+
+# -- bytes on the command line -------------------------------------------------------------------
+
+_NEEDS_ESCAPE = re.compile("[\x00-\x1f\x7f\\\\\udc80-\udcff]")
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\\": "\\\\"}
+_UNESCAPE = re.compile(rb"\\(x[0-9a-fA-F]{2}|[\\ntr])")
+_UNNAMED = {b"\\": b"\\", b"n": b"\n", b"t": b"\t", b"r": b"\r"}
+
+
+def _escape_char(m: re.Match) -> str:
+    c = m.group()
+    if c in _NAMED:
+        return _NAMED[c]
+    code = ord(c)
+    return f"\\x{code - 0xDC00 if code >= 0xDC80 else code:02x}"
+
+
+def show_bytes(b: bytes) -> str:
+    """Bytes as printable text: UTF-8, with \\xNN for undecodable bytes and control characters,
+    \\t \\n \\r, and \\\\ for a backslash (the inverse of parse_bytes)."""
+    text = b.decode("utf-8", "surrogateescape")
+    return _NEEDS_ESCAPE.sub(_escape_char, text) if _NEEDS_ESCAPE.search(text) else text
+
+
+def parse_bytes(text: str) -> bytes:
+    """A command-line string as bytes: UTF-8, with \\xNN, \\t, \\n, \\r and \\\\ unescaped
+    (any other backslash is kept as is)."""
+    raw = text.encode("utf-8", "surrogateescape")
+    if b"\\" not in raw:
+        return raw
+    return _UNESCAPE.sub(lambda m: (bytes([int(m.group(1)[1:], 16)]) if m.group(1)[:1] == b"x"
+                                    else _UNNAMED[m.group(1)]), raw)
+
+
+# -- the group, errors, shared decorators ----------------------------------------------------
+
+class HibaseGroup(click.Group):
+    """A click group that turns library errors into `Error: ...` and exit code 1."""
+
+    group_class = type  # subgroups made with @cli.group() are HibaseGroups as well
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except errors.HibaseError as exc:
+            raise click.ClickException(_one_line(exc)) from None
+        except BrokenPipeError:
+            raise
+        except OSError as exc:  # a file that cannot be read, a full disk...
+            raise click.ClickException(_one_line(exc)) from None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split("\n")).strip()
+    return text or type(exc).__name__
+
+
+@click.group(cls=HibaseGroup, help=f"""hibase: HBase-style tables (column families, versioned
+cells, regions) in a folder, on RocksDB.
+
+Every command takes the store folder DIR first; `hibase COMMAND --help` explains each one.
+
+{BYTES_HELP}
+
+Example:
+
+\b
+    hibase create-table data/ flights -f f -c f:delay=double
+    hibase put data/ flights k1 f:dest=IAH f:delay=12.5
+    hibase scan data/ flights --prefix k --json
+""")
+@click.version_option(__version__, prog_name="hibase")
+def cli() -> None:
+    pass
+
+
+def main(argv: Sequence[str] | None = None) -> Any:
+    """The console script: `hibase ...` and `python -m hibase ...`."""
+    try:
+        return cli.main(args=argv, prog_name="hibase")
+    except BrokenPipeError:  # `hibase scan ... | head`: stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(1)
+
+
+def store_argument(f: Callable) -> Callable:
+    """The store folder, every command's first argument (as `dir`)."""
+    return click.argument("dir", metavar="DIR", type=click.Path(file_okay=False))(f)
+
+
+def table_argument(f: Callable) -> Callable:
+    """A table name (as `table`)."""
+    return click.argument("table", metavar="TABLE")(f)
+
+
+def output_options(f: Callable) -> Callable:
+    """--table (the default) / --json / --csv, passed as `fmt` ("table", "json", "csv")."""
+    for flag, help_ in reversed([
+            ("table", "Print an aligned text table (the default)."),
+            ("json", "Print JSON lines, one object per row."),
+            ("csv", "Print CSV with a header row.")]):
+        f = click.option(f"--{flag}", "fmt", flag_value=flag, default=(flag == "table"),
+                         help=help_)(f)
+    return f
+
+
+def columns_option(f: Callable) -> Callable:
+    """--columns / -c, repeatable or comma-separated, passed as `columns` (list of bytes or
+    None)."""
+    def convert(ctx: click.Context, param: click.Parameter, value: tuple) -> list[bytes] | None:
+        cols = [parse_bytes(c) for v in value for c in v.split(",") if c]
+        return cols or None
+    return click.option("--columns", "-c", multiple=True, callback=convert, metavar="COLS",
+                        help="Only these columns: 'family' or 'family:qualifier', repeated "
+                             "or comma-separated.")(f)
+
+
+def open_store(path: str, *, read_only: bool = False, create: bool = False) -> Connection:
+    """Connect to the store folder for the running command; closed when the command ends.
+
+    Read-only opens work while another process writes; only commands that make tables
+    (create=True) create a missing folder, others say there is no store."""
+    db = connect(path, create=create and not read_only, read_only=read_only)
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(db.close)
+    return db
+
+
+def emit(fmt: str, headers: Sequence[str], items: Iterable[Any],
+         rows: Callable[[Any], Iterable[Sequence[Any]]] | None = None,
+         obj: Callable[[Any], dict] | None = None) -> int:
+    """Print `items` as fmt ("table", "json" or "csv"); returns how many items were printed.
+
+    `rows(item)` gives the item's lines for table/CSV (default: the item itself is one line of
+    values matching `headers`); `obj(item)` its JSON object (default: each line as a dict keyed by
+    `headers`). JSON and CSV stream; the table is aligned once all items are in."""
+    to_rows = rows or (lambda item: [item])
+    n = 0
+    if fmt == "json":
+        for item in items:
+            objs = [obj(item)] if obj else [dict(zip(headers, r)) for r in to_rows(item)]
+            for o in objs:
+                click.echo(json.dumps(o, ensure_ascii=False))
+            n += 1
+        return n
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(headers)
+        for item in items:
+            for r in to_rows(item):
+                writer.writerow(r)
+            n += 1
+            click.echo(buf.getvalue(), nl=False)
+            buf.seek(0)
+            buf.truncate()
+        click.echo(buf.getvalue(), nl=False)
+        return n
+    lines = [list(map(str, headers))]
+    for item in items:
+        lines.extend([["" if v is None else str(v) for v in r] for r in to_rows(item)])
+        n += 1
+    widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
+    lines.insert(1, ["-" * w for w in widths])
+    for line in lines:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip())
+    return n
+
+
+def _note(message: str) -> None:
+    click.echo(message, err=True)
+
+
+# -- tables ------------------------------------------------------------------------------------
+
+@cli.command()
+@store_argument
+@output_options
+def tables(dir: str, fmt: str) -> None:
+    """List the tables of a store: families, declared columns, regions.
+
+    Example:
+
+    \b
+        hibase tables data/
+        hibase tables data/ --json
+    """
+    db = open_store(dir, read_only=True)
+    docs = ({**db.table(n).schema.to_json(), "regions": len(db.store.regions(n.decode()))}
+            for n in db.tables())
+    emit(fmt, ["table", "families", "columns", "regions"], docs,
+         lambda d: [[d["name"], ",".join(d["families"]),
+                     " ".join(f"{c}={t}" for c, t in d["columns"].items()), d["regions"]]],
+         lambda d: {"table": d["name"], **{k: v for k, v in d.items() if k != "name"}})
+
+
+# -- create-table / drop-table ---------------------------------------------------------------
+
+_FAMILY_FIELDS = FamilyOptions.__dataclass_fields__
+
+
+def _option_value(family: str, key: str, text: str) -> Any:
+    field = _FAMILY_FIELDS.get(key)
+    kind = type(field.default) if field is not None else str
+    if kind is bool:
+        low = text.lower()
+        if low not in ("true", "false", "1", "0", "yes", "no"):
+            raise click.BadParameter(f"family {family!r}: {key} takes true or false, not {text!r}")
+        return low in ("true", "1", "yes")
+    if kind is int:
+        try:
+            return int(text)
+        except ValueError:
+            raise click.BadParameter(f"family {family!r}: {key} takes a number, not {text!r}")
+    return text
+
+
+def _parse_family(ctx: click.Context, param: click.Parameter, value: tuple) -> dict:
+    families: dict[str, dict] = {}
+    for spec in value:
+        name, _, opts = spec.partition(":")
+        if not name:
+            raise click.BadParameter(f"{spec!r}: write FAMILY or FAMILY:opt=val,...")
+        options: dict[str, Any] = {}
+        for pair in filter(None, opts.split(",")):
+            key, eq, text = pair.partition("=")
+            if not eq:
+                raise click.BadParameter(f"{spec!r}: option {pair!r} needs '=value'")
+            options[key.strip()] = _option_value(name, key.strip(), text.strip())
+        families[name] = options
+    return families
+
+
+def _parse_pairs(ctx: click.Context, param: click.Parameter, value: tuple) -> dict:
+    out = {}
+    for pair in value:
+        key, eq, val = pair.partition("=")
+        if not eq or not key:
+            raise click.BadParameter(f"{pair!r}: write NAME=VALUE")
+        out[key] = val
+    return out
+
+
+def _parse_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    if value is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)i?b?\s*", value.lower())
+    if not m:
+        raise click.BadParameter(f"{value!r}: write bytes, e.g. 1048576 or 64M")
+    return int(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " ")
+
+
+@cli.command("create-table")
+@store_argument
+@table_argument
+@click.option("--family", "-f", "families", multiple=True, required=True,
+              callback=_parse_family, metavar="FAMILY[:opt=val,...]",
+              help="A column family and its options: max_versions, compression (NONE, GZ, "
+                   "SNAPPY, LZ4, ZSTD, BZIP2), in_memory, bloom_filter_type, time_to_live "
+                   "(seconds), block_cache_enabled. Repeat for more families.")
+@click.option("--column", "-c", "columns", multiple=True, callback=_parse_pairs,
+              metavar="FAMILY:QUALIFIER=TYPE",
+              help="Declare a column's type, checked on every put: char, byte, short, int, "
+                   "long, float, double, string, bytes; add ' binary' for HBase Bytes.toBytes "
+                   "cells (e.g. 'long binary').")
+@click.option("--split-size", callback=_parse_size, metavar="BYTES",
+              help="Split a region when it grows past this size (e.g. 64M; default 64 MiB).")
+def create_table(dir: str, table: str, families: dict, columns: dict,
+                 split_size: int | None) -> None:
+    """Create a table with its column families (and the store folder if missing).
+
+    Example:
+
+    \b
+        hibase create-table data/ calls -f f:max_versions=1,compression=ZSTD \\
+            -c f:delay=double -c f:n='long binary' --split-size 64M
+    """
+    db = open_store(dir, create=True)
+    db.create_table(table, families, columns=columns or None, split_size=split_size)
+    _note(f"Created table {table!r} (families: {', '.join(families)}).")
+
+
+@cli.command("drop-table")
+@store_argument
+@table_argument
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+def drop_table(dir: str, table: str, yes: bool) -> None:
+    """Delete a table and all its data (asks first unless --yes).
+
+    Example:
+
+    \b
+        hibase drop-table data/ calls --yes
+    """
+    db = open_store(dir)
+    db.table(table)  # an unknown table fails before the question
+    if not yes:
+        click.confirm(f"Drop table {table!r} and all its data?", abort=True, err=True)
+    db.delete_table(table, disable=True)
+    _note(f"Dropped table {table!r}.")
+
+
+# -- put / get / scan --------------------------------------------------------------------------
+
+def _cell_text(t: Table, column: bytes, value: bytes) -> str:
+    return show_bytes(cell_to_text(t.schema.columns.get(column), value))
+
+
+@cli.command()
+@store_argument
+@table_argument
+@click.argument("row")
+@click.argument("cells", nargs=-1, required=True, metavar="COL=VALUE...")
+@click.option("--timestamp", type=click.IntRange(min=0), metavar="MS",
+              help="Cell timestamp in milliseconds (default: now).")
+def put(dir: str, table: str, row: str, cells: tuple, timestamp: int | None) -> None:
+    """Write cells into one row (atomically): COL is family:qualifier.
+
+    Values are text; a column declared binary takes its value as text (f:n=42) and stores its
+    Bytes.toBytes layout. A value that does not parse as its column's declared type fails and
+    nothing is written.
+
+    Example:
+
+    \b
+        hibase put data/ flights k1 f:dest=IAH f:delay=12.5
+    """
+    data = {}
+    for pair in cells:
+        col, eq, value = pair.partition("=")
+        if not eq:
+            raise click.BadParameter(f"{pair!r}: write family:qualifier=value", param_hint="COL")
+        data[parse_bytes(col)] = parse_bytes(value)
+    db = open_store(dir)
+    t = db.table(table)
+    types = t.schema.columns
+    for col, value in data.items():
+        try:
+            data[col] = text_to_cell(types.get(col), value)
+        except errors.ValueTypeError as exc:
+            raise errors.ValueTypeError(f"column {show_bytes(col)!r}: {exc}") from None
+    t.put(parse_bytes(row), data, timestamp=timestamp)
+
+
+def _row_json(t: Table, row: bytes, data: dict) -> dict:
+    return {"row": show_bytes(row),
+            "columns": {show_bytes(c): _cell_text(t, c, v) for c, v in sorted(data.items())}}
+
+
+def _row_lines(t: Table, row: bytes, data: dict) -> list:
+    r = show_bytes(row)
+    return [[r, show_bytes(c), _cell_text(t, c, v)] for c, v in sorted(data.items())]
+
+
+@cli.command()
+@store_argument
+@table_argument
+@click.argument("row")
+@columns_option
+@click.option("--versions", type=click.IntRange(min=1), metavar="N",
+              help="Up to N versions of each cell, newest first, with their timestamps.")
+@output_options
+def get(dir: str, table: str, row: str, columns: list | None, versions: int | None,
+        fmt: str) -> None:
+    """Print one row: a line per cell (--table, --csv) or one JSON object (--json).
+
+    JSON: {"row": ..., "columns": {"f:q": value}}; with --versions each value becomes a list of
+    {"timestamp": ms, "value": ...}. A missing row prints no cells. Bytes print as `hibase
+    --help` describes (UTF-8, else \\xNN escapes).
+
+    Example:
+
+    \b
+        hibase get data/ flights k1
+        hibase get data/ flights k1 --columns f:dest,f:delay --versions 3 --json
+    """
+    db = open_store(dir, read_only=True)
+    t = db.table(table)
+    key = parse_bytes(row)
+    data = t.row(key, columns=columns)
+    items = [(key, data)] if data else []
+    if versions is None:
+        emit(fmt, ["row", "column", "value"], items, lambda it: _row_lines(t, *it),
+             lambda it: _row_json(t, *it))
+        return
+    cells = {c: t.cells(key, c, versions=versions, include_timestamp=True) for c in sorted(data)}
+    r = show_bytes(key)
+    emit(fmt, ["row", "column", "timestamp", "value"], items,
+         lambda it: [[r, show_bytes(c), ts, _cell_text(t, c, v)]
+                     for c, vs in cells.items() for v, ts in vs],
+         lambda it: {"row": r, "columns": {
+             show_bytes(c): [{"timestamp": ts, "value": _cell_text(t, c, v)} for v, ts in vs]
+             for c, vs in cells.items()}})
+
+
+@cli.command()
+@store_argument
+@table_argument
+@click.option("--start", help="First rowkey (inclusive).")
+@click.option("--stop", help="Last rowkey (exclusive).")
+@click.option("--prefix", help="Only rows whose key starts with this (not with --start/--stop).")
+@columns_option
+@click.option("--filter", "filter_", metavar="FILTER",
+              help="An HBase filter-language string, e.g. \"PrefixFilter('a')\" or "
+                   "\"SingleColumnValueFilter('f', 'dest', =, 'binary:IAH')\".")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N rows.")
+@click.option("--reverse", is_flag=True, help="Rows in descending key order.")
+@output_options
+def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str | None,
+         columns: list | None, filter_: str | None, limit: int | None, reverse: bool,
+         fmt: str) -> None:
+    """Print rows in key order: a line per cell (--table, --csv) or a JSON object per row
+    (--json: {"row": ..., "columns": {"f:q": value}}).
+
+    JSON lines and CSV stream; --table waits for the last row to align the columns. Bytes
+    print as `hibase --help` describes (UTF-8, else \\xNN escapes).
+
+    Example:
+
+    \b
+        hibase scan data/ flights --prefix k --limit 10
+        hibase scan data/ flights --filter "PrefixFilter('k1')" --json
+    """
+    db = open_store(dir, read_only=True)
+    t = db.table(table)
+    conv = (lambda s: None if s is None else parse_bytes(s))
+    rows = t.scan(row_start=conv(start), row_stop=conv(stop), row_prefix=conv(prefix),
+                  columns=columns, filter=filter_, limit=limit, reverse=reverse)
+    emit(fmt, ["row", "column", "value"], rows, lambda it: _row_lines(t, *it),
+         lambda it: _row_json(t, *it))
+
+
+# -- load --------------------------------------------------------------------------------------
+
+@cli.command()
+@store_argument
+@table_argument
+@click.argument("file", type=click.Path(dir_okay=False, exists=True, allow_dash=True))
+@click.option("--format", "format_", type=click.Choice(FORMATS),
+              help="Input format (default: jsonl for .jsonl/.ndjson/.json files, else csv).")
+@click.option("--rowkey-column", metavar="NAME",
+              help="The input column holding the rowkey (not stored as a cell).")
+@click.option("--rowkey", "rowkey_template", metavar="TEMPLATE",
+              help="Build the rowkey from columns, e.g. '{mdn}:{ts}' ({{ and }} for braces); "
+                   "these columns are stored as cells too.")
+@click.option("--family", "-f", metavar="FAMILY",
+              help="Family of the input columns not in --map (default: the table's only one).")
+@click.option("--map", "maps", multiple=True, callback=_parse_pairs, metavar="NAME=FAMILY:QUAL",
+              help="Store input column NAME as FAMILY:QUAL. Repeatable.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Cells per write batch.")
+@click.option("--create", is_flag=True,
+              help="Create the table (and store) if missing, families from --family and --map.")
+@click.option("--strict", is_flag=True,
+              help="Stop at the first bad row with exit code 1 (rows before it stay written).")
+@click.option("--delimiter", default=",", show_default=True, help="CSV field delimiter.")
+@click.option("--progress/--no-progress", default=True, show_default=True,
+              help="Show a progress bar on stderr.")
+def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: str | None,
+         rowkey_template: str | None, family: str | None, maps: dict, batch_size: int,
+         create: bool, strict: bool, delimiter: str, progress: bool) -> None:
+    """Load a CSV file (its header row names the columns) or JSON lines into a table, like
+    HBase's ImportTsv. FILE may be - for stdin.
+
+    The rowkey comes from one column (--rowkey-column) or a template of columns (--rowkey).
+    Every other input column NAME becomes the cell FAMILY:NAME (--family), unless --map says
+    otherwise; a column already named fam:qual for a family of the table keeps its name. Empty
+    CSV fields and JSON nulls make no cell; other JSON values that are not strings are stored as
+    their JSON text.
+
+    A bad row (missing rowkey column, a value that does not parse as its column's declared type,
+    malformed line) is reported on stderr with its line number and counted as rejected; the load
+    goes on. With --strict the load stops at the first bad row and exits 1: every row before it
+    is written (the pending batch is sent), nothing from that row on. A summary ends the load:
+    rows loaded, rows rejected, seconds, rows/s.
+
+    Example:
+
+    \b
+        hibase load data/ calls calls.csv --rowkey '{mdn}:{ts}' --family f --create
+        hibase load data/ flights flights.jsonl --rowkey-column id --map dest=f:dest --strict
+    """
+    if (rowkey_column is None) == (rowkey_template is None):
+        raise click.UsageError("give one of --rowkey-column NAME and --rowkey TEMPLATE")
+    if len(delimiter) != 1:
+        raise click.BadParameter("must be one character", param_hint="--delimiter")
+    db = open_store(dir, create=create)
+    if create and table.encode() not in db.tables():
+        fams = {family} if family else set()
+        fams |= {col.partition(":")[0] for col in maps.values()}
+        if not fams:
+            raise click.UsageError("--create needs --family or --map to know the families")
+        db.create_table(table, {f: {} for f in sorted(fams)})
+        _note(f"Created table {table!r} (families: {', '.join(sorted(fams))}).")
+
+    def reject(line: int, message: str) -> None:
+        tqdm.write(f"line {line}: {message}", file=sys.stderr)
+
+    try:
+        stats = load_file(db.table(table), file, format_, rowkey_template, maps, batch_size,
+                          progress, rowkey_column=rowkey_column, family=family, strict=strict,
+                          delimiter=delimiter, on_reject=reject)
+    except LoadError as exc:
+        if exc.stats:
+            _summary(exc.stats, stopped=True)
+        raise
+    _summary(stats)
+
+
+def _summary(stats: dict, stopped: bool = False) -> None:
+    empty = f", {stats['empty']} without values" if stats.get("empty") else ""
+    end = " (stopped at the bad row)" if stopped else ""
+    _note(f"Rows loaded: {stats['rows']}, rejected: {stats['rejected']}{empty}, "
+          f"{stats['seconds']:.2f} s, {stats['rows_per_second']:.0f} rows/s{end}")
+
+
+# -- regions / split ---------------------------------------------------------------------------
+
+def _region_items(db: Connection, t: Table) -> Iterator[tuple]:
+    sizes = [r.size for r in db.store.regions(t.name.decode())]
+    for info, size in zip(t.regions(), sizes):
+        yield (show_bytes(info["start_key"]), show_bytes(info["end_key"]), info["id"],
+               show_bytes(info["name"]), size)
+
+
+@cli.command()
+@store_argument
+@table_argument
+@output_options
+def regions(dir: str, table: str, fmt: str) -> None:
+    """List a table's regions: rowkey ranges [start_key, end_key) and approximate bytes written.
+
+    An empty start_key is the table's beginning, an empty end_key its end.
+
+    Example:
+
+    \b
+        hibase regions data/ flights --json
+    """
+    db = open_store(dir, read_only=True)
+    emit(fmt, ["start_key", "end_key", "id", "name", "size"], _region_items(db, db.table(table)))
+
+
+@cli.command()
+@store_argument
+@table_argument
+@click.option("--row", metavar="ROW",
+              help="Split the region holding ROW at ROW (default: every region at its middle).")
+def split(dir: str, table: str, row: str | None) -> None:
+    """Split regions of a table, as HBase's admin split.
+
+    Without --row, every region with at least two rows splits at its middle row.
+
+    Example:
+
+    \b
+        hibase split data/ flights --row k5
+    """
+    db = open_store(dir)
+    t = db.table(table)
+    done = db.split(table, None if row is None else parse_bytes(row))
+    n = len(t.regions())
+    if done:
+        _note(f"Split {table!r}: {n} regions now.")
+    else:
+        _note(f"No region of {table!r} was split ({n} regions): the row is already a region "
+              "start, or no region has two rows to split between.")
+
+
+# -- commands defined in other modules register themselves on import: import them here ---------

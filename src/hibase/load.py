@@ -1,0 +1,356 @@
+"""Bulk loading of CSV and JSON-lines files into a table, in the manner of HBase's ImportTsv.
+
+    from hibase.load import load_file
+    stats = load_file(db.table("calls"), "calls.csv", "csv", rowkey="{mdn}:{ts}", family="f")
+    stats["rows"], stats["rejected"], stats["seconds"], stats["rows_per_second"]
+
+Rules:
+
+- The rowkey is one input column (`rowkey_column=`, which is then not stored as a cell unless it
+  is also in `columns_map`), or a template of columns (`rowkey="{mdn}:{ts}"`, `{{`/`}}` for
+  literal braces), whose columns are stored as cells too.
+- Every other input column `name` becomes the cell `family:name`, where `family` is the given
+  default (or the table's only family), unless `columns_map` maps it (`{"name": "f:q"}`); an input
+  column already named `fam:qual` for a family of the table keeps that name.
+- CSV: the header row names the columns; empty fields make no cell (as ImportTsv). JSON lines:
+  one object per line; `null` makes no cell, strings are stored as UTF-8, other values as their
+  JSON text. Bytes that are not UTF-8 pass through unchanged.
+- Values are text; a column declared binary (`"long binary"`) gets its `Bytes.toBytes` layout.
+- A bad row (unparsable line, missing rowkey column, a value that does not parse as its column's
+  declared type...) is rejected with its line number and the load goes on; with `strict=True`
+  the load stops there with LoadError: every row before it is written, nothing from it on.
+- Writes go through `table.batch(batch_size=...)`; a tqdm bar on stderr follows the bytes read.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+import time
+from typing import IO, Any, Callable, Iterator, Mapping
+
+from tqdm import tqdm
+
+from . import codec, errors
+
+__all__ = ["load_file", "LoadError", "RowKeyTemplate", "text_to_cell", "cell_to_text",
+           "detect_format", "FORMATS"]
+
+FORMATS = ("csv", "jsonl")
+_MAX_ERRORS_KEPT = 100
+csv.field_size_limit(2**31 - 1)  # HBase cells can be large; the csv module's 128 KiB is not
+
+
+class LoadError(errors.InvalidArgument):
+    """A load stopped (strict mode, or bad setup); `line` is the input line, `stats` the counts
+    so far (rows already written stay written)."""
+
+    def __init__(self, message: str, line: int | None = None, stats: dict | None = None):
+        super().__init__(message if line is None else f"line {line}: {message}")
+        self.line = line
+        self.stats = stats or {}
+
+
+class _Reject(Exception):
+    """One input row cannot be loaded."""
+
+
+class RowKeyTemplate:
+    """An ImportTsv-like rowkey built from columns: ``"{mdn}:{ts}"``."""
+
+    def __init__(self, template: str):
+        self.template = template
+        self.parts: list[tuple[bool, str]] = []  # (is_field, text)
+        lit: list[str] = []
+        i = 0
+        while i < len(template):
+            c = template[i]
+            if c in "{}" and template.startswith(c * 2, i):
+                lit.append(c)
+                i += 2
+            elif c == "{":
+                j = template.find("}", i + 1)
+                if j < 0 or j == i + 1:
+                    raise errors.InvalidArgument(
+                        f"rowkey template {template!r}: '{{' at {i} needs a column name and '}}'")
+                if lit:
+                    self.parts.append((False, "".join(lit)))
+                    lit = []
+                self.parts.append((True, template[i + 1:j]))
+                i = j + 1
+            elif c == "}":
+                raise errors.InvalidArgument(
+                    f"rowkey template {template!r}: single '}}' at {i} (write '}}}}')")
+            else:
+                lit.append(c)
+                i += 1
+        if lit:
+            self.parts.append((False, "".join(lit)))
+        self.fields = [text for is_field, text in self.parts if is_field]
+        if not self.fields:
+            raise errors.InvalidArgument(
+                f"rowkey template {template!r} names no column; write e.g. '{{id}}' or "
+                "'{a}:{b}'")
+        self._parts = [(f, t if f else t.encode("utf-8", "surrogateescape"))
+                       for f, t in self.parts]
+
+    @classmethod
+    def column(cls, name: str) -> "RowKeyTemplate":
+        """The rowkey is exactly one column's value."""
+        t = cls.__new__(cls)
+        t.template, t.parts, t.fields, t._parts = name, [(True, name)], [name], [(True, name)]
+        return t
+
+    def render(self, record: Mapping[str, bytes | None]) -> bytes:
+        out = []
+        for is_field, part in self._parts:
+            if is_field:
+                value = record.get(part)  # type: ignore[call-overload]
+                if not value:
+                    raise _Reject(f"rowkey column {part!r} is missing or empty")
+                out.append(value)
+            else:
+                out.append(part)
+        return b"".join(out)
+
+
+def text_to_cell(ctype: codec.ColumnType | None, raw: bytes) -> bytes:
+    """The cell bytes for a value given as text: unchanged, except for a column declared binary,
+    whose text (``42``) is parsed and written in its ``Bytes.toBytes`` layout."""
+    if ctype is None or not ctype.binary:
+        return raw
+    value = codec.decode_cell(codec.ColumnType(ctype.name, False), raw)
+    return codec.encode_cell(ctype, value)
+
+
+def cell_to_text(ctype: codec.ColumnType | None, raw: bytes) -> bytes:
+    """The inverse of text_to_cell, for display; cells that do not decode are returned as is."""
+    if ctype is None or not ctype.binary:
+        return raw
+    try:
+        value = codec.decode_cell(ctype, raw)
+        return codec.encode_cell(codec.ColumnType(ctype.name, False), value)
+    except errors.HibaseError:
+        return raw
+
+
+def detect_format(path: str) -> str:
+    """'jsonl' for .jsonl / .ndjson / .json files, else 'csv'."""
+    return "jsonl" if path.lower().endswith((".jsonl", ".ndjson", ".json")) else "csv"
+
+
+# -- readers: (line number, record or None, error or None) --------------------------------------
+
+class _Progress:
+    """Counts the bytes read; feeds a tqdm bar once one is attached (after the header)."""
+
+    def __init__(self, stats: dict):
+        self.stats, self.bar, self.pending = stats, None, 0
+
+    def add(self, n: int) -> None:
+        self.stats["bytes"] += n
+        self.pending += n
+        if self.bar is not None and self.pending >= 1 << 16:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.bar is not None:
+            self.bar.update(self.pending)
+            self.pending = 0
+
+
+def _lines(fh: IO[bytes], progress: _Progress) -> Iterator[str]:
+    first = True
+    for raw in fh:
+        progress.add(len(raw))
+        line = raw.decode("utf-8", "surrogateescape")
+        if first:
+            line, first = line.removeprefix("\ufeff"), False
+        yield line
+    progress.flush()
+
+
+def _csv_records(lines: Iterator[str], delimiter: str) -> tuple[list[str], Iterator[tuple]]:
+    reader = csv.reader(lines, delimiter=delimiter)
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise LoadError("the CSV file is empty (it needs a header row naming the columns)")
+    except csv.Error as exc:
+        raise LoadError(f"cannot read the CSV header: {exc}", 1) from None
+    names = [h.strip() for h in header]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if "" in names or dup:
+        raise LoadError(f"the CSV header needs distinct, non-empty column names: {header!r}", 1)
+
+    def records() -> Iterator[tuple]:
+        while True:
+            line = reader.line_num + 1
+            try:
+                fields = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                yield line, None, f"malformed CSV: {exc}"
+                continue
+            if not fields:
+                continue  # blank line
+            if len(fields) != len(names):
+                yield line, None, f"{len(fields)} fields, the header has {len(names)}"
+                continue
+            yield line, {n: f.encode("utf-8", "surrogateescape") if f else None
+                         for n, f in zip(names, fields)}, None
+
+    return names, records()
+
+
+def _json_value(v: Any) -> bytes | None:
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v.encode("utf-8", "surrogateescape")
+    return json.dumps(v, ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8", "surrogateescape")
+
+
+def _jsonl_records(lines: Iterator[str]) -> Iterator[tuple]:
+    for line, text in enumerate(lines, 1):
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except ValueError as exc:
+            yield line, None, f"invalid JSON: {exc}"
+            continue
+        if not isinstance(obj, dict):
+            yield line, None, f"expected a JSON object, got {type(obj).__name__}"
+            continue
+        yield line, {str(k): _json_value(v) for k, v in obj.items()}, None
+
+
+# -- the loader --------------------------------------------------------------------------------
+
+def load_file(table: Any, path: str, format: str | None = None, rowkey: str | None = None,
+              columns_map: Mapping[str, str] | None = None, batch_size: int = 1000,
+              progress: bool = False, *, rowkey_column: str | None = None,
+              family: str | None = None, strict: bool = False, delimiter: str = ",",
+              on_reject: Callable[[int, str], None] | None = None) -> dict:
+    """Load a CSV or JSON-lines file (``"-"``: stdin) into `table` (a hibase Table).
+
+    Exactly one of `rowkey` (a template such as ``"{mdn}:{ts}"``) and `rowkey_column` is given.
+    Returns ``{"rows", "rejected", "empty", "lines", "bytes", "seconds", "rows_per_second",
+    "errors"}`` (`errors`: the first rejected rows as (line, message); every one also goes to
+    `on_reject(line, message)` when given). Raises LoadError for a bad setup (before anything is
+    written) and, with `strict`, at the first bad row."""
+    if (rowkey is None) == (rowkey_column is None):
+        raise errors.InvalidArgument("give exactly one of rowkey (a template) and rowkey_column")
+    fmt = format or detect_format(path)
+    if fmt not in FORMATS:
+        raise errors.InvalidArgument(f"unknown format {fmt!r}; use one of {FORMATS}")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise errors.InvalidArgument("batch_size must be an int >= 1")
+    key = RowKeyTemplate(rowkey) if rowkey is not None else RowKeyTemplate.column(rowkey_column)
+    schema = table.schema
+    families = {f.decode() for f in schema.families}
+    if family is None and len(families) == 1:
+        family = next(iter(families))
+    if family is not None:
+        schema.check_family(family.encode())
+    mapped: dict[str, bytes] = {}
+    for name, col in (columns_map or {}).items():
+        fam, sep, qual = col.partition(":")
+        if not sep or not qual:
+            raise errors.InvalidArgument(f"map {name}={col}: the target must be 'family:qualifier'")
+        schema.check_family(fam.encode())
+        mapped[name] = col.encode("utf-8", "surrogateescape")
+    types = schema.columns
+    skip = {rowkey_column} - set(mapped) if rowkey_column is not None else set()
+    resolved: dict[str, bytes | None] = {}
+
+    def resolve(name: str) -> bytes:
+        col = resolved.get(name)
+        if col is None:
+            if name in mapped:
+                col = mapped[name]
+            elif ":" in name and name.partition(":")[0] in families and name.partition(":")[2]:
+                col = name.encode("utf-8", "surrogateescape")
+            elif family is not None:
+                col = f"{family}:{name}".encode("utf-8", "surrogateescape")
+            else:
+                raise _Reject(f"column {name!r} has no family: pass a default family or map it "
+                              f"(families: {', '.join(sorted(families))})")
+            resolved[name] = col
+        return col
+
+    stats: dict[str, Any] = {"rows": 0, "rejected": 0, "empty": 0, "lines": 0, "bytes": 0,
+                             "seconds": 0.0, "rows_per_second": 0.0, "errors": []}
+    started = time.perf_counter()
+
+    def finish() -> dict:
+        secs = time.perf_counter() - started
+        stats["seconds"] = secs
+        stats["rows_per_second"] = stats["rows"] / secs if secs > 0 else 0.0
+        return stats
+
+    stdin = path == "-"
+    fh: IO[bytes] = sys.stdin.buffer if stdin else open(path, "rb")
+    counter = _Progress(stats)
+    try:
+        lines = _lines(fh, counter)
+        if fmt == "csv":
+            names, records = _csv_records(lines, delimiter)
+            missing = [f for f in key.fields if f not in names]
+            if missing:
+                raise LoadError(f"rowkey column(s) {missing} not in the CSV header {names}", 1)
+            for name in names:
+                if name not in skip:
+                    try:
+                        resolve(name)
+                    except _Reject as exc:
+                        raise LoadError(str(exc), 1) from None
+        else:
+            records = _jsonl_records(lines)
+        if progress:
+            counter.bar = tqdm(total=None if stdin else os.fstat(fh.fileno()).st_size,
+                               initial=stats["bytes"], unit="B", unit_scale=True,
+                               unit_divisor=1024, file=sys.stderr, mininterval=0.25,
+                               desc=f"load {table.name.decode()}")
+            counter.pending = 0  # already in `initial`
+        with table.batch(batch_size=batch_size) as batch:
+            for line, record, problem in records:
+                stats["lines"] = line
+                data: dict[bytes, bytes] = {}
+                try:
+                    if problem is not None:
+                        raise _Reject(problem)
+                    row = key.render(record)
+                    for name, raw in record.items():
+                        if raw is None or name in skip:
+                            continue
+                        col = resolve(name)
+                        try:
+                            data[col] = text_to_cell(types.get(col), raw)
+                        except errors.ValueTypeError as exc:
+                            raise errors.ValueTypeError(f"column {col.decode()!r}: {exc}") from None
+                    batch.put(row, data)
+                except (_Reject, errors.InvalidArgument) as exc:
+                    stats["rejected"] += 1
+                    if strict:
+                        batch.send()  # every row before the bad one is written
+                        finish()
+                        raise LoadError(str(exc), line, stats) from None
+                    if len(stats["errors"]) < _MAX_ERRORS_KEPT:
+                        stats["errors"].append((line, str(exc)))
+                    if on_reject is not None:
+                        on_reject(line, str(exc))
+                    continue
+                stats["rows" if data else "empty"] += 1
+    finally:
+        if counter.bar is not None:
+            counter.flush()
+            counter.bar.close()
+        if not stdin:
+            fh.close()
+    return finish()
