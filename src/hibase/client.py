@@ -213,6 +213,7 @@ class Table:
     def row(self, row: bytes, columns: Iterable[bytes] | None = None,
             timestamp: int | None = None, include_timestamp: bool = False) -> dict:
         check_row(row)
+        _check_ts(timestamp)
         cells = self._store.read_row(self._name, row, self._columns(columns), timestamp)
         return _data(cells, include_timestamp)
 
@@ -221,6 +222,7 @@ class Table:
         if isinstance(rows, (bytes, str)):
             raise errors.InvalidArgument("rows() takes a list of rowkeys")
         rows = [check_row(r) for r in rows]
+        _check_ts(timestamp)
         cols = self._columns(columns)
         out = []
         read = self._store.read_row
@@ -233,6 +235,7 @@ class Table:
     def cells(self, row: bytes, column: bytes, versions: int | None = None,
               timestamp: int | None = None, include_timestamp: bool = False) -> list:
         check_row(row)
+        _check_ts(timestamp)
         if versions is None:
             versions = 1 << 31
         elif not isinstance(versions, int) or versions < 1:
@@ -256,6 +259,7 @@ class Table:
             raise errors.InvalidArgument("'limit' must be >= 1")
         if scan_batching is not None and scan_batching < 1:
             raise errors.InvalidArgument("'scan_batching' must be >= 1")
+        _check_ts(timestamp)
         for arg in (row_start, row_stop, row_prefix):
             if arg is not None and not isinstance(arg, bytes):
                 raise errors.InvalidArgument(f"row bounds must be bytes, not {type(arg).__name__}")
@@ -382,6 +386,8 @@ class Table:
     def _check_counter(self, column: bytes, value: Any) -> None:
         if not isinstance(value, int) or isinstance(value, bool):
             raise errors.InvalidArgument(f"counter value must be an int, not {value!r}")
+        if not -(1 << 63) <= value < (1 << 63):
+            raise errors.InvalidArgument(f"counter value {value} does not fit in 64 bits")
         fam, qual = _split(column)
         ctype = self.schema.columns.get(column)
         if qual is None:
@@ -397,9 +403,11 @@ def _split(column: bytes) -> tuple[bytes, bytes | None]:
 
 
 def _check_ts(timestamp: Any) -> None:
+    """A cell timestamp is a Java long of milliseconds: 0 <= ts < 2**63."""
     if timestamp is not None and (not isinstance(timestamp, int) or isinstance(timestamp, bool)
-                                  or timestamp < 0):
-        raise errors.InvalidArgument(f"timestamp must be a non-negative int, not {timestamp!r}")
+                                  or not 0 <= timestamp < (1 << 63)):
+        raise errors.InvalidArgument(
+            f"timestamp must be an int of milliseconds in [0, 2**63), not {timestamp!r}")
 
 
 def _prefix_range(prefix: bytes, reverse: bool) -> tuple[bytes | None, bytes | None]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import json
 import os
 import threading
@@ -65,7 +66,11 @@ class EmbeddedStore:
         if not os.path.isdir(self.path):
             if not create or read_only:
                 raise errors.BackendUnavailable(f"no store at {self.path!r}")
-            os.makedirs(self.path, exist_ok=True)
+            try:
+                os.makedirs(self.path, exist_ok=True)
+            except OSError as exc:  # a file in the way, no permission...
+                raise errors.BackendUnavailable(
+                    f"cannot create store folder {self.path!r}: {exc}") from None
         self._cache = rd.Cache(block_cache_mb * 1024 * 1024)
         self._db = self._open()
         wo = rd.WriteOptions()
@@ -233,7 +238,7 @@ class EmbeddedStore:
         for col in columns:
             fam, qual = split_column(col)
             t.schema.check_family(fam)
-            if qual is None:
+            if not qual:  # b"f" or b"f:" names the whole family (happybase's docs)
                 wanted[fam] = None
             elif fam not in wanted or wanted[fam] is not None:
                 wanted.setdefault(fam, set()).add(col)  # type: ignore[union-attr]
@@ -244,17 +249,19 @@ class EmbeddedStore:
         return out
 
     @contextmanager
-    def _views(self, plan: list[tuple]) -> Iterator[list[tuple]]:
-        """Consistent read views: one family reads live; several share an instant."""
+    def _views(self, plan: list[tuple], open_reader: Any) -> Iterator[list[tuple]]:
+        """(family options, open_reader(view), wanted) per family, all at one instant.
+
+        A RocksDB iterator reads the database as of its creation, so iterators created together
+        under the write lock see every write to all families or none of it. (Snapshots cannot do
+        this: rocksdict's Snapshot.iter() and .items() read live data, only its get() is pinned.)
+        """
         if len(plan) <= 1:
-            yield plan
+            yield [(fo, open_reader(view), wanted) for fo, view, wanted in plan]
             return
         with self._lock:
-            snaps = [(fo, view.snapshot(), wanted) for fo, view, wanted in plan]
-        try:
-            yield snaps
-        finally:
-            del snaps
+            readers = [(fo, open_reader(view), wanted) for fo, view, wanted in plan]
+        yield readers
 
     @staticmethod
     def _select(out: dict, cells: dict, fo: FamilyOptions, timestamp: int | None,
@@ -280,9 +287,8 @@ class EmbeddedStore:
         prefix = C.row_prefix(row)
         out: dict[bytes, list] = {}
         now = now_ms()
-        with self._views(self._plan(t, columns)) as views:
-            for fo, view, wanted in views:
-                it = view.iter()
+        with self._views(self._plan(t, columns), lambda view: view.iter()) as views:
+            for fo, it, wanted in views:
                 it.seek(prefix)
                 segs = []
                 while it.valid():
@@ -304,9 +310,15 @@ class EmbeddedStore:
         t = self.table(table)
         plan = self._plan(t, columns)
         now = now_ms()
-        with self._views(plan) as views:
-            streams = [self._family_rows(view, wanted, start, stop, reverse)
-                       for _, view, wanted in views]
+        if reverse:
+            first = C.row_prefix(start) + _MAX_SEQ_KEY if start else None
+            open_items = lambda view: view.items(backwards=True, from_key=first)  # noqa: E731
+        else:
+            first = C.row_prefix(start) if start else None
+            open_items = lambda view: view.items(from_key=first)  # noqa: E731
+        with self._views(plan, open_items) as views:
+            streams = [self._family_rows(items, wanted, stop, reverse)
+                       for _, items, wanted in views]
             fos = [fo for fo, _, _ in views]
             if len(streams) == 1:
                 fo = fos[0]
@@ -317,7 +329,9 @@ class EmbeddedStore:
                     if out:
                         yield C.row_of_key(prefix + _MAX_SEQ_KEY), out
                 return
-            tagged = [((p, i, c) for p, c in s) for i, s in enumerate(streams)]
+            # bind each stream's family index now (a bare generator would see the last i)
+            tagged = [((p, j, c) for (p, c), j in zip(s, itertools.repeat(i)))
+                      for i, s in enumerate(streams)]
             merged = heapq.merge(*tagged, key=lambda x: x[0], reverse=reverse)
             cur, out = None, {}
             for prefix, i, cells in merged:
@@ -330,15 +344,13 @@ class EmbeddedStore:
                 yield C.row_of_key(cur + _MAX_SEQ_KEY), out  # type: ignore[operator]
 
     @staticmethod
-    def _family_rows(view: Any, wanted: frozenset | None, start: bytes | None,
-                     stop: bytes | None, reverse: bool) -> Iterator[tuple[bytes, dict]]:
-        """(row prefix, merged cells) for each row of one family in the range."""
+    def _family_rows(items: Any, wanted: frozenset | None, stop: bytes | None,
+                     reverse: bool) -> Iterator[tuple[bytes, dict]]:
+        """(row prefix, merged cells) for each row of one family's (key, value) `items`, opened
+        at the range's start, up to `stop`."""
         if reverse:
-            items = view.items(backwards=True,
-                               from_key=C.row_prefix(start) + _MAX_SEQ_KEY if start else None)
             bound = C.row_prefix(stop) + _MAX_SEQ_KEY if stop else None
         else:
-            items = view.items(from_key=C.row_prefix(start) if start else None)
             bound = C.row_prefix(stop) if stop else None
         merge = C.merge_segments
         cur = None
@@ -443,7 +455,7 @@ class EmbeddedStore:
             self._db.write(wb)
             for t, region in grown.values():
                 if region.size > t.schema.split_size and region in t.regions:
-                    self._split(t, region, None)
+                    self._split(t, region, None, t.schema.split_size)
 
     # -- key-value tables: single-version rows written whole (index and value tables) --------
     def _kv_handle(self, name: str) -> Any:
@@ -558,8 +570,10 @@ class EmbeddedStore:
             if fam not in whole:
                 yield fam, pack([C.DELETE_COLUMNS, upto, cols])
 
-    def _compact_row(self, t: _Table, fo: FamilyOptions, row: bytes) -> None:
-        """Fold one row's segments in one family into a single segment."""
+    def _compact_row(self, t: _Table, fo: FamilyOptions, row: bytes,
+                     single: bool = False) -> None:
+        """Fold one row's segments in one family into a single segment (`single`: rewrite a lone
+        segment too, dropping what it holds that is dead: delete markers, expired versions)."""
         fam = next(f for f, (_, _, o) in t.fams.items() if o is fo)
         view, handle, _ = t.fams[fam]
         prefix = C.row_prefix(row)
@@ -570,11 +584,13 @@ class EmbeddedStore:
                     break
                 keys.append(key)
                 segs.append(value)
-            if len(keys) <= 1:
+            if len(keys) <= (0 if single else 1):
                 return
             ttl = fo.time_to_live
             floor = now_ms() - ttl * 1000 if ttl != FOREVER else -1
             folded = C.fold(C.merge_segments(segs, None), fo.max_versions, floor)
+            if folded == segs[0] and len(keys) == 1:
+                return
             wb = rd.WriteBatch(raw_mode=True)
             for key in keys[1:]:
                 wb.delete(key, handle)
@@ -585,22 +601,28 @@ class EmbeddedStore:
             self._db.write(wb)
 
     def compact(self, table: str) -> int:
-        """Fold every row with more than one segment; returns the rows folded."""
+        """Fold every row with more than one segment, and drop lone delete markers and (in
+        families with a TTL) expired versions, as HBase's major compaction; returns the rows
+        folded."""
+        self._check_writable()
         t = self.table(table)
         folded = 0
+        markers = (C.DELETE_COLUMNS, C.DELETE_FAMILY)
         for fam, (view, _, fo) in list(t.fams.items()):
-            cur, n, rows = None, 0, []
-            for key in view.keys():
+            ttl = fo.time_to_live != FOREVER
+            cur, n, rows, lone_dead = None, 0, [], False
+            for key, value in view.items():
                 prefix = key[:-8]
                 if prefix != cur:
-                    if n > 1:
+                    if n > 1 or lone_dead:
                         rows.append(cur)
                     cur, n = prefix, 0
+                    lone_dead = ttl or value[1] in markers  # [kind, ...]: a msgpack fixarray
                 n += 1
-            if n > 1:
+            if n > 1 or lone_dead:
                 rows.append(cur)
             for prefix in rows:
-                self._compact_row(t, fo, C.row_of_key(prefix + _MAX_SEQ_KEY))
+                self._compact_row(t, fo, C.row_of_key(prefix + _MAX_SEQ_KEY), single=True)
             folded += len(rows)
         return folded
 
@@ -623,39 +645,38 @@ class EmbeddedStore:
                 return self._split(t, t.region_of(row), row)
             return any([self._split(t, r, None) for r in list(t.regions)])
 
-    def _middle_row(self, t: _Table, region: Region) -> tuple[bytes | None, int]:
-        """The first row at or past half of the region's bytes, and the bytes before it."""
-        view = next(iter(t.fams.values()))[0]  # the first family decides, as a proxy
+    def _middle_row(self, t: _Table, region: Region) -> tuple[bytes | None, int, int]:
+        """The first row at or past half of the region's bytes (every family counted), the bytes
+        before it, and the region's total bytes as stored now."""
         lo = C.row_prefix(region.start)
         hi = C.row_prefix(region.end) if region.end else None
-        sizes: list[tuple[bytes, int]] = []
-        cur, acc = None, 0
-        for key, value in view.items(from_key=lo):
-            if hi is not None and key >= hi:
-                break
-            prefix = key[:-8]
-            if prefix != cur:
-                if cur is not None:
-                    sizes.append((cur, acc))
-                cur, acc = prefix, 0
-            acc += len(key) + len(value)
-        if cur is not None:
-            sizes.append((cur, acc))
+        by_row: dict[bytes, int] = {}
+        for view, _, _ in t.fams.values():
+            for key, value in view.items(from_key=lo):
+                if hi is not None and key >= hi:
+                    break
+                prefix = key[:-8]
+                by_row[prefix] = by_row.get(prefix, 0) + len(key) + len(value)
+        sizes = sorted(by_row.items())
+        total = sum(by_row.values())
         if len(sizes) < 2:
-            return None, 0
-        total = sum(s for _, s in sizes)
+            return None, 0, total
         before = 0
         for i, (prefix, size) in enumerate(sizes):
             if i and before * 2 >= total:
-                return C.row_of_key(prefix + _MAX_SEQ_KEY), before
+                return C.row_of_key(prefix + _MAX_SEQ_KEY), before, total
             before += size
-        return C.row_of_key(sizes[-1][0] + _MAX_SEQ_KEY), before - sizes[-1][1]
+        return C.row_of_key(sizes[-1][0] + _MAX_SEQ_KEY), before - sizes[-1][1], total
 
-    def _split(self, t: _Table, region: Region, at: bytes | None) -> bool:
+    def _split(self, t: _Table, region: Region, at: bytes | None, min_size: int = 0) -> bool:
+        """Split `region` at `at` (None: its middle row, only if it holds over `min_size`
+        bytes now: region.size counts bytes written, which folding and deletes shrink)."""
         if at is None:
-            at, left_size = self._middle_row(t, region)
-            if at is None:
+            at, left_size, total = self._middle_row(t, region)
+            if at is None or total <= min_size:
+                region.size = total  # re-measured; persisted with the region's next write
                 return False
+            region.size = total
         else:
             if at == region.start or not region.contains(at):
                 return False

@@ -136,8 +136,10 @@ class TableSchema:
         fams: dict[bytes, FamilyOptions] = {}
         for fam, opts in families.items():
             fname = _text(fam, "family")
-            if not _NAME.match(fname) or ":" in fname:
-                raise errors.SchemaError(f"invalid family name {fname!r}")
+            if fname.endswith(":"):  # happybase accepts 'cf' and 'cf:' alike
+                fname = fname[:-1]
+            if not _NAME.match(fname) or ":" in fname or fname.encode() in fams:
+                raise errors.SchemaError(f"invalid or duplicate family name {fname!r}")
             if opts is not None and not isinstance(opts, Mapping):
                 raise errors.SchemaError(f"family {fname!r}: options must be a dict")
             fams[fname.encode()] = FamilyOptions.from_dict(fname, opts)
