@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..store.base import Mutation
+from . import lookup
 from .build import build_index, verify_index
 from .catalog import IndexCatalog
 from .maintain import Change, index_writes
@@ -16,9 +17,20 @@ __all__ = ["IndexManager"]
 class IndexManager:
     """Keeps a store's global indexes exact; every write of the Connection goes through write()."""
 
-    def __init__(self, store):
+    def __init__(self, store, cache: Any = None):
         self.store = store
         self.catalog = IndexCatalog(store)
+        # The hot-index cache (cache layer), or None. It offers read(spec, vkey, loader) ->
+        # entries and apply(changes), called under the write lock right after each commit.
+        self.cache = cache
+
+    def read_value(self, spec: IndexSpec, vkey: bytes) -> list[tuple[bytes, list]]:
+        """Every entry (rowkey, covered values) of one full index value: HiBase's point
+        lookup, answered by the hot cache when it holds the set."""
+        if self.cache is None:
+            return lookup.entries_for_value(self.store, spec, vkey)
+        return self.cache.read(spec, vkey, lambda: lookup.entries_for_value(self.store, spec,
+                                                                            vkey))
 
     def specs(self, table: str) -> list[IndexSpec]:
         return self.catalog.for_table(table)
@@ -37,6 +49,8 @@ class IndexManager:
             prepared = self.store.prepare(mutations)
             kv_writes, changes = index_writes(self.store, specs, prepared)
             self.store.commit(prepared, kv_writes)
+            if self.cache is not None and changes:
+                self.cache.apply(changes)
         return changes
 
     def create(self, table: str, name: str, columns: Any, covering: Any = (),

@@ -43,11 +43,11 @@ def prepare(select: Select, store, indexer, range_method: str = "auto") -> tuple
         where = typed(select.where, types)
         conjuncts = normalize(where, types)
     plan = plan_query(select, conjuncts, store, types, indexer.ready(select.table),
-                      range_method, where)
+                      range_method, where, cached=indexer.cache is not None)
     return plan, conjuncts
 
 
 def run(select: Select, store, indexer, range_method: str = "auto"
         ) -> Iterator[tuple[bytes, dict]]:
     plan, conjuncts = prepare(select, store, indexer, range_method)
-    return execute(plan, store, store.schema(select.table).columns, conjuncts)
+    return execute(plan, indexer, store.schema(select.table).columns, conjuncts)

@@ -9,31 +9,35 @@ from typing import Iterator
 from ..index import lookup
 from .ast import ROWKEY, And
 from .evaluate import matches, matches_dnf
-from .plan import IndexLookup, Intersect, Plan, RowGet, RowRange, Step
+from .plan import IndexLookup, Intersect, Plan, RowGet, RowRange, Step, is_point
 
 __all__ = ["execute"]
 
 _FETCH_CHUNK = 1000
 
 
-def _lookup_rows(store, lk: IndexLookup) -> Iterator[tuple[bytes, list]]:
-    """(rowkey, covered values) from one index lookup, by ordered scan or value-table walk."""
-    spec = lk.spec
+def _lookup_rows(indexer, lk: IndexLookup) -> Iterator[tuple[bytes, list]]:
+    """(rowkey, covered values) from one index lookup: point lookups of full values through
+    the hot cache, ranges by ordered index scan or by value-table walk + point lookups."""
+    spec, store = lk.spec, indexer.store
     if lk.method != "walk":
         for rng in lk.ranges:
-            yield from lookup.scan_entries(store, spec, rng)
+            if is_point(spec, rng):
+                yield from indexer.read_value(spec, rng.start)
+            else:
+                yield from lookup.scan_entries(store, spec, rng)
         return
     vkeys = [vkey for rng in lk.ranges for vkey, _ in lookup.walk_values(store, spec, rng)]
     if len(vkeys) <= 1:
         for vkey in vkeys:
-            yield from lookup.entries_for_value(store, spec, vkey)
+            yield from indexer.read_value(spec, vkey)
         return
     with ThreadPoolExecutor(max_workers=min(8, len(vkeys))) as pool:
-        for entries in pool.map(lambda v: lookup.entries_for_value(store, spec, v), vkeys):
+        for entries in pool.map(lambda v: indexer.read_value(spec, v), vkeys):
             yield from entries
 
 
-def _candidates(store, table: str, step: Step) -> Iterator[tuple[bytes, dict | None]]:
+def _candidates(indexer, table: str, step: Step) -> Iterator[tuple[bytes, dict | None]]:
     """(rowkey, covered cells or None) of the rows the step's path yields."""
     path = step.path
     if isinstance(path, RowGet):
@@ -41,16 +45,16 @@ def _candidates(store, table: str, step: Step) -> Iterator[tuple[bytes, dict | N
             yield row, None
     elif isinstance(path, IndexLookup):
         cover = path.spec.covering
-        for row, values in _lookup_rows(store, path):
+        for row, values in _lookup_rows(indexer, path):
             yield row, {c: v for c, v in zip(cover, values) if v is not None}
     elif isinstance(path, Intersect):
         first, *rest = path.lookups
         keep: set[bytes] | None = None
         for lk in rest:
-            rows = {row for row, _ in _lookup_rows(store, lk)}
+            rows = {row for row, _ in _lookup_rows(indexer, lk)}
             keep = rows if keep is None else keep & rows
         cover = first.spec.covering
-        for row, values in _lookup_rows(store, first):
+        for row, values in _lookup_rows(indexer, first):
             if keep is None or row in keep:
                 yield row, {c: v for c, v in zip(cover, values) if v is not None}
     else:  # pragma: no cover - full scans are planned as a whole
@@ -79,7 +83,8 @@ def _fetch_columns(plan: Plan, step_residual_cols: set[bytes]) -> list[bytes] | 
     return sorted(cols)
 
 
-def _run_step(store, table: str, plan: Plan, step: Step, types) -> Iterator[tuple[bytes, dict]]:
+def _run_step(indexer, table: str, plan: Plan, step: Step, types) -> Iterator[tuple[bytes, dict]]:
+    store = indexer.store
     node = And(tuple(step.residual)) if step.residual else None
     cols_needed = {a.column.name for a in step.residual}
     if isinstance(step.path, RowRange):
@@ -91,7 +96,7 @@ def _run_step(store, table: str, plan: Plan, step: Step, types) -> Iterator[tupl
     # index entries prove the row exists; a rowkey get must check it when no column came back
     check_exists = isinstance(step.path, RowGet) and plan.columns is not None
     if not step.fetch:
-        for row, covered in _candidates(store, table, step):
+        for row, covered in _candidates(indexer, table, step):
             if node is None or matches(node, row, covered or {}, types):
                 yield row, _project(covered or {}, plan.columns)
         return
@@ -109,25 +114,25 @@ def _run_step(store, table: str, plan: Plan, step: Step, types) -> Iterator[tupl
                 yield row, _project(cells, plan.columns)
         batch.clear()
 
-    for row, _ in _candidates(store, table, step):
+    for row, _ in _candidates(indexer, table, step):
         batch.append(row)
         if len(batch) >= _FETCH_CHUNK:
             yield from flush()
     yield from flush()
 
 
-def execute(plan: Plan, store, types, conjuncts=None) -> Iterator[tuple[bytes, dict]]:
+def execute(plan: Plan, indexer, types, conjuncts=None) -> Iterator[tuple[bytes, dict]]:
     """Rows (rowkey, {column: value}) matching the plan's query, each once; a single conjunct
     streams in its access path's order, several come back in rowkey order."""
     table = plan.select.table
     limit = plan.select.limit
     if plan.full_scan:
-        yield from _full_scan(plan, store, types, conjuncts, limit)
+        yield from _full_scan(plan, indexer.store, types, conjuncts, limit)
         return
     if len(plan.steps) == 1:
         n = 0
         seen: set[bytes] = set()
-        for row, data in _run_step(store, table, plan, plan.steps[0], types):
+        for row, data in _run_step(indexer, table, plan, plan.steps[0], types):
             if row in seen:  # IN lists on several ranges can meet one row once each
                 continue
             seen.add(row)
@@ -138,7 +143,7 @@ def execute(plan: Plan, store, types, conjuncts=None) -> Iterator[tuple[bytes, d
         return
     found: dict[bytes, dict] = {}
     for step in plan.steps:
-        for row, data in _run_step(store, table, plan, step, types):
+        for row, data in _run_step(indexer, table, plan, step, types):
             found.setdefault(row, data)
     for i, row in enumerate(sorted(found)):
         if limit is not None and i >= limit:

@@ -56,7 +56,7 @@ class IndexLookup:
     def describe(self) -> str:
         cols = ", ".join(c.decode() for c in self.spec.columns)
         how = ("VALUE-TABLE WALK + PARALLEL POINT LOOKUPS" if self.method == "walk"
-               else "RANGE SCAN" if any(not _is_point(self.spec, r) for r in self.ranges)
+               else "RANGE SCAN" if any(not is_point(self.spec, r) for r in self.ranges)
                else "POINT LOOKUP")
         est = ("" if self.exact_estimate else ">=") + str(self.estimate)
         return (f"INDEX {self.spec.name} ({cols}) {how} over {len(self.ranges)} key range(s), "
@@ -131,7 +131,7 @@ def _atoms(atoms: Sequence[Atom]) -> str:
     return " AND ".join(str(a) for a in atoms) if atoms else "TRUE"
 
 
-def _is_point(spec: IndexSpec, rng: lookup.KeyRange) -> bool:
+def is_point(spec: IndexSpec, rng: lookup.KeyRange) -> bool:
     return rng.known == len(spec.types) and rng.stop == codec.prefix_successor(rng.start)
 
 
@@ -301,7 +301,7 @@ def _index_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds]) -> IndexLook
 
 
 def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
-            range_method: str) -> Path | None:
+            range_method: str, cached: bool) -> Path | None:
     cons = _constraints(conjunct, types)
     if any(b.empty for b in cons.values()):
         return RowGet([])
@@ -319,7 +319,7 @@ def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
     if isinstance(path, RowRange) and best.estimate > 10_000:
         return path
     for lk in lookups:
-        if range_method == "walk" or (range_method == "auto" and _walk_pays(lk)):
+        if range_method == "walk" or (range_method == "auto" and _walk_pays(lk, cached)):
             lk.method = "walk"
     # Intersect when reading a second index's entries costs less than fetching the rows the
     # first one alone would bring (an entry read is ~10x cheaper than a row fetch).
@@ -330,10 +330,11 @@ def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
     return best
 
 
-def _walk_pays(lk: IndexLookup) -> bool:
-    """The value-table walk pays off when the hot cache can answer values (issue: cache layer);
-    without one, the ordered index scan reads the same entries with fewer seeks."""
-    return False
+def _walk_pays(lk: IndexLookup, cached: bool) -> bool:
+    """The paper's range flow (value table, then a point lookup per value) pays off when a hot
+    cache answers the point lookups; without one, the ordered index scan reads the same
+    entries with fewer seeks."""
+    return cached
 
 
 def _answered(path: Path) -> set[Atom]:
@@ -344,14 +345,14 @@ def _answered(path: Path) -> set[Atom]:
 
 def plan_query(select: Select, conjuncts: list[tuple[Atom, ...]] | None, store,
                types: dict[bytes, codec.ColumnType], specs: list[IndexSpec],
-               range_method: str = "auto", where: Any = None) -> Plan:
+               range_method: str = "auto", where: Any = None, cached: bool = False) -> Plan:
     """Choose access paths for a normalized query (conjuncts None: no WHERE)."""
     columns = list(select.columns) if select.columns is not None else None
     if conjuncts is None:
         return Plan(select, [], columns, full_scan=True, where=where)
     steps = []
     for conj in conjuncts:
-        path = _choose(store, conj, types, specs, range_method)
+        path = _choose(store, conj, types, specs, range_method, cached)
         if path is None:
             return Plan(select, [], columns, full_scan=True, where=where,
                         notes=[f"no rowkey or index path for {_atoms(conj)}"])
