@@ -43,8 +43,8 @@ class Region:
         }
 
 
-# Called inside a split, before it is committed: (table, parent, left, right, add_write), where
-# add_write(family_or_None, key, value_or_None) adds a raw write to the split's atomic batch.
+# Called inside a split, before it is committed: (table, parent, left, right, batch), where batch
+# is the split's rocksdict WriteBatch: what the listener adds to it commits atomically with the split.
 SplitListener = Callable[[str, Region, Region, Region, Callable], None]
 
 

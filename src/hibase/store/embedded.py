@@ -674,7 +674,10 @@ class EmbeddedStore:
         if at is None:
             at, left_size, total = self._middle_row(t, region)
             if at is None or total <= min_size:
-                region.size = total  # re-measured; persisted with the region's next write
+                # re-measured (persisted with the region's next write); a region that cannot
+                # split (one big row) is measured again only after min_size / 2 more bytes, not
+                # on every write
+                region.size = min(total, min_size // 2) if min_size else total
                 return False
             region.size = total
         else:

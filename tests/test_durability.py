@@ -1,0 +1,254 @@
+"""Durability and concurrency of the embedded store: acknowledged writes survive kill -9, one
+writer process per folder (others get StoreLocked or open read-only), many threads in one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+import hibase
+from hibase import errors
+
+PY = sys.executable
+
+
+def run_py(code: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-c", textwrap.dedent(code), *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+WRITER = """
+import sys, hibase
+db = hibase.connect(sys.argv[1])
+t = db.table("t")
+i = 0
+while True:
+    key = b"k%07d" % i
+    if i % 3 == 2:
+        with t.batch() as b:   # a batch of rows: acknowledged when the block exits
+            b.put(key, {b"f:a": key, b"g:b": key})
+            b.put(key + b"-2", {b"f:a": key})
+    else:
+        t.put(key, {b"f:a": key, b"g:b": key})
+    t.counter_inc(b"counter", b"f:n")
+    print(i, flush=True)      # i is acknowledged: the put and the increment returned
+    i += 1
+"""
+
+
+def test_acknowledged_writes_survive_kill_9(db_path):
+    with hibase.connect(db_path) as db:
+        db.create_table("t", {"f": {}, "g": {}})
+    proc = subprocess.Popen([PY, "-c", textwrap.dedent(WRITER), db_path],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    acked = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(acked) < 400 and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            acked.append(int(line))
+        os.kill(proc.pid, signal.SIGKILL)  # mid-stream: the writer is still writing
+        proc.wait(30)
+        rest, err = proc.stdout.read(), proc.stderr.read()  # (through readline's buffer)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    acked += [int(x) for x in rest.split()]  # printed before it died: acknowledged too
+    assert proc.returncode == -signal.SIGKILL
+    assert len(acked) >= 400, err
+    with hibase.connect(db_path) as db:
+        t = db.table("t")
+        for i in acked:
+            key = b"k%07d" % i
+            assert t.row(key) == {b"f:a": key, b"g:b": key}, i
+            if i % 3 == 2:
+                assert t.row(key + b"-2") == {b"f:a": key}
+        n = t.counter_get(b"counter", b"f:n")
+        assert len(acked) <= n <= len(acked) + 1
+        # whatever the kill interrupted is all there or not there at all
+        for key, data in t.scan(columns=[b"f:a", b"g:b"]):
+            if key != b"counter" and not key.endswith(b"-2"):
+                assert data == {b"f:a": key, b"g:b": key}
+        t.put(b"after", {b"f:a": b"1"})  # and the store is writable again
+        assert t.row(b"after") == {b"f:a": b"1"}
+
+
+def test_second_process_gets_store_locked(db):
+    db.create_table("t", {"f": {}})
+    db.table("t").put(b"r", {b"f:a": b"1"})
+    got = run_py("""
+        import sys, hibase
+        try:
+            hibase.connect(sys.argv[1])
+        except hibase.errors.StoreLocked as exc:
+            print("StoreLocked", isinstance(exc, hibase.errors.BackendUnavailable), exc)
+        """, db.store.path)
+    assert got.stdout.startswith("StoreLocked True"), got.stdout + got.stderr
+    assert "read_only=True" in got.stdout  # the message says what to do
+    # the holder is unaffected
+    db.table("t").put(b"r2", {b"f:a": b"2"})
+    assert [k for k, _ in db.table("t").scan()] == [b"r", b"r2"]
+
+
+def test_same_process_second_open_is_store_locked(db, db_path):
+    with pytest.raises(errors.StoreLocked):
+        hibase.connect(db_path)
+
+
+def test_read_only_opens_alongside_a_writer(db):
+    # RocksDB's read-only open takes no lock: it reads the data as of its opening
+    db.create_table("t", {"f": {}, "g": {}})
+    t = db.table("t")
+    for i in range(50):
+        t.put(b"r%02d" % i, {b"f:a": b"%d" % i, b"g:b": b"x"})
+    got = run_py("""
+        import sys, hibase
+        db = hibase.connect(sys.argv[1], read_only=True)
+        t = db.table("t")
+        print(len(list(t.scan())), t.row(b"r07")[b"f:a"].decode(), db.tables())
+        try:
+            t.put(b"x", {b"f:a": b"1"})
+        except hibase.errors.BackendError as exc:
+            print("refused")
+        db.close()
+        """, db.store.path)
+    assert got.stdout.split("\n")[:2] == ["50 7 [b't']", "refused"], got.stdout + got.stderr
+    t.put(b"r99", {b"f:a": b"still writable"})
+    assert t.row(b"r99") == {b"f:a": b"still writable"}
+
+
+def test_read_only_store_refuses_every_write(db_path):
+    with hibase.connect(db_path) as db:
+        db.create_table("t", {"f": {}})
+        t = db.table("t")
+        for i in range(embedded_compact_after() + 2):
+            t.put(b"r", {b"f:a": b"%d" % i})
+    with hibase.connect(db_path, read_only=True) as db:
+        t = db.table("t")
+        assert t.row(b"r") == {b"f:a": b"%d" % (embedded_compact_after() + 1)}  # no fold
+        for call in (lambda: t.put(b"r", {b"f:a": b"1"}), lambda: t.delete(b"r"),
+                     lambda: t.counter_inc(b"r", b"f:n"), lambda: db.compact_table("t"),
+                     lambda: db.create_table("u", {"f": {}}), lambda: db.split("t")):
+            with pytest.raises(errors.BackendError):
+                call()
+
+
+def test_read_only_of_missing_store(tmp_path):
+    with pytest.raises(errors.BackendUnavailable):
+        hibase.connect(str(tmp_path / "nothing"), read_only=True)
+    assert not (tmp_path / "nothing").exists()
+
+
+def embedded_compact_after() -> int:
+    from hibase.store import embedded
+    return embedded.COMPACT_AFTER
+
+
+def test_many_threads(db):
+    db.create_table("t", {"f": {"max_versions": 1}, "g": {"max_versions": 1}})
+    t = db.table("t")
+    rows = [b"row%d" % i for i in range(8)]
+    for r in rows:
+        t.put(r, {b"f:a": b"0", b"f:b": b"0", b"g:c": b"0"})
+    stop = threading.Event()
+    failures: list[str] = []
+    n_writers, n_counters, incs = 4, 4, 300
+
+    def writer(w):
+        i = 0
+        while not stop.is_set():
+            v = b"%d-%d" % (w, i)
+            t.put(rows[i % len(rows)], {b"f:a": v, b"f:b": v, b"g:c": v})  # two families
+            if i % 10 == 0:
+                with t.batch() as b:
+                    b.put(rows[(i + 1) % len(rows)], {b"f:a": v, b"f:b": v})
+                    b.put(rows[(i + 1) % len(rows)], {b"g:c": v})
+            i += 1
+
+    def reader():
+        while not stop.is_set():
+            for r in rows:
+                data = t.row(r)
+                if len(data) != 3 or len(set(data.values())) != 1:
+                    failures.append(f"torn row {r!r}: {data}")
+            for r, data in t.scan():
+                if r in rows and (len(data) != 3 or len(set(data.values())) != 1):
+                    failures.append(f"torn scanned row {r!r}: {data}")
+            for r, data in t.rows(rows, columns=[b"f:a", b"g:c"]):
+                if len(set(data.values())) != 1:
+                    failures.append(f"torn rows() {r!r}: {data}")
+
+    def counter(c):
+        for _ in range(incs):
+            t.counter_inc(b"counters", b"f:n")
+            t.counter_inc(b"counters", b"g:%d" % c, 2)
+        t.counter_dec(b"counters", b"f:n", 0)
+
+    def guard(fn, *a):
+        def run():
+            try:
+                fn(*a)
+            except Exception as exc:  # pragma: no cover - reported below
+                failures.append(repr(exc))
+        return run
+
+    threads = [threading.Thread(target=guard(writer, w)) for w in range(n_writers)]
+    threads += [threading.Thread(target=guard(reader)) for _ in range(3)]
+    counters = [threading.Thread(target=guard(counter, c)) for c in range(n_counters)]
+    for th in threads + counters:
+        th.start()
+    for th in counters:
+        th.join(60)
+    stop.set()
+    for th in threads:
+        th.join(60)
+    assert not failures, failures[:5]
+    assert t.counter_get(b"counters", b"f:n") == n_counters * incs
+    for c in range(n_counters):
+        assert t.counter_get(b"counters", b"g:%d" % c) == 2 * incs
+    for r in rows:
+        data = t.row(r)
+        assert len(data) == 3 and len(set(data.values())) == 1
+
+
+def test_store_path_problems_are_clear_errors(tmp_path):
+    (tmp_path / "file").write_bytes(b"not a folder")
+    for path in (tmp_path / "file", tmp_path / "file" / "sub"):
+        with pytest.raises(errors.BackendUnavailable):
+            hibase.connect(str(path))
+    with pytest.raises(errors.BackendUnavailable):
+        hibase.connect(str(tmp_path / "missing"), create=False)
+    with pytest.raises(errors.InvalidArgument):
+        hibase.connect("")
+
+
+def test_closed_store_is_a_clear_error(db):
+    db.create_table("t", {"f": {}})
+    t = db.table("t")
+    db.close()
+    for call in (lambda: t.row(b"r"), lambda: t.put(b"r", {b"f:a": b"1"}),
+                 lambda: list(t.scan()), lambda: db.table("t")):
+        with pytest.raises(errors.BackendUnavailable):
+            call()
+    db.close()  # twice is fine
+
+
+def test_read_only_sees_the_store_as_of_its_opening(db, db_path):
+    db.create_table("t", {"f": {}})
+    t = db.table("t")
+    t.put(b"a", {b"f:x": b"1"})
+    with hibase.connect(db_path, read_only=True) as ro:
+        t.put(b"b", {b"f:x": b"2"})  # after the read-only open: not visible to it
+        assert [k for k, _ in ro.table("t").scan()] == [b"a"]
+    with hibase.connect(db_path, read_only=True) as ro:  # reopen to catch up
+        assert [k for k, _ in ro.table("t").scan()] == [b"a", b"b"]
