@@ -576,3 +576,18 @@ def test_unknown_table(db):
         t.put(b"r", {b"f:a": b"1"})
     with pytest.raises(errors.TableNotFound):
         t.row(b"r")
+
+
+def test_disabled_table_refuses_reads_and_writes(db):
+    db.create_table("dis", {"f": {}})
+    t = db.table("dis")
+    t.put(b"r", {b"f:a": b"1"})
+    db.disable_table("dis")
+    assert not db.is_table_enabled("dis")
+    for call in (lambda: t.row(b"r"), lambda: list(t.scan()), lambda: t.put(b"r", {b"f:a": b"2"}),
+                 lambda: t.delete(b"r"), lambda: t.counter_inc(b"r", b"f:c"),
+                 lambda: list(t.where("f.a = '1'"))):
+        with pytest.raises(hibase.errors.TableDisabled):
+            call()
+    db.enable_table("dis")
+    assert t.row(b"r") == {b"f:a": b"1"}

@@ -157,17 +157,22 @@ class Connection:
         """Rebuild an index from the table (writes wait meanwhile)."""
         return self.indexer.build(self._full(table), name, processes, progress)
 
-    def sql(self, statement: str, range_method: str = "auto") -> list | str:
+    def sql(self, statement: str, range_method: str = "auto", full_scan: bool = False
+            ) -> list | str:
         """Run `SELECT ... FROM t WHERE ... [LIMIT n]` (Phoenix's spelling: family.qualifier,
-        ROWKEY): a list of (rowkey, {column: value}); `EXPLAIN SELECT ...` returns the plan."""
+        ROWKEY): a list of (rowkey, {column: value}); `EXPLAIN SELECT ...` returns the plan.
+
+        full_scan=True ignores rowkey and index paths and evaluates the condition over a full
+        table scan: the same rows, the baseline the indexes are measured against."""
         if not isinstance(statement, str):
             raise errors.InvalidArgument("sql() takes the statement as a str")
         select = engine.parse_select(statement)
         select = Select(self._full(select.table), select.columns, select.where, select.limit,
                         select.explain)
         if select.explain:
-            return engine.prepare(select, self.store, self.indexer, range_method)[0].explain()
-        return list(engine.run(select, self.store, self.indexer, range_method))
+            return engine.prepare(select, self.store, self.indexer, range_method,
+                                  full_scan)[0].explain()
+        return list(engine.run(select, self.store, self.indexer, range_method, full_scan))
 
     def verify_index(self, table: str | bytes, name: str, repair: bool = False) -> dict:
         """Compare an index with the table; with repair, fix missing / extra entries."""
@@ -206,9 +211,17 @@ class Table:
     def regions(self) -> list[dict]:
         return [r.info() for r in self._store.regions(self._name)]
 
+    def _enabled_schema(self) -> TableSchema:
+        """The schema, after checking the table is enabled (HBase refuses disabled tables)."""
+        schema = self._store.schema(self._name)
+        if not schema.enabled:
+            raise errors.TableDisabled(
+                f"table {self._name!r} is disabled; enable_table() it to read or write")
+        return schema
+
     # -- reads -------------------------------------------------------------------------------
     def _columns(self, columns: Any) -> list[bytes] | None:
-        return self.schema.check_columns(columns)
+        return self._enabled_schema().check_columns(columns)
 
     def row(self, row: bytes, columns: Iterable[bytes] | None = None,
             timestamp: int | None = None, include_timestamp: bool = False) -> dict:
@@ -306,23 +319,26 @@ class Table:
 
     # -- queries -----------------------------------------------------------------------------
     def where(self, condition: str, columns: Iterable[bytes] | None = None,
-              limit: int | None = None, range_method: str = "auto"
+              limit: int | None = None, range_method: str = "auto", full_scan: bool = False
               ) -> Iterator[tuple[bytes, dict]]:
         """Rows matching an SQL condition (`"f.dest = 'IAH' AND f.delay > 10"`), answered through
-        the secondary indexes when they apply; `columns` limits the columns returned."""
+        the secondary indexes when they apply; `columns` limits the columns returned.
+        full_scan=True evaluates the condition over a full table scan instead (the baseline)."""
         select = self._select(condition, columns, limit)
-        return engine.run(select, self._store, self.connection.indexer, range_method)
+        return engine.run(select, self._store, self.connection.indexer, range_method, full_scan)
 
     def explain(self, condition: str, columns: Iterable[bytes] | None = None,
-                limit: int | None = None, range_method: str = "auto") -> str:
+                limit: int | None = None, range_method: str = "auto",
+                full_scan: bool = False) -> str:
         """The plan where() would follow, as text."""
         select = self._select(condition, columns, limit)
         return engine.prepare(select, self._store, self.connection.indexer,
-                              range_method)[0].explain()
+                              range_method, full_scan)[0].explain()
 
     def _select(self, condition: str, columns: Any, limit: Any) -> Select:
         if not isinstance(condition, str):
             raise errors.InvalidArgument("where() takes the condition as a str")
+        self._enabled_schema()
         if limit is not None and (not isinstance(limit, int) or limit < 1):
             raise errors.InvalidArgument("'limit' must be an int >= 1")
         cols = None if columns is None else tuple(self._columns(columns))  # type: ignore[arg-type]
@@ -334,7 +350,7 @@ class Table:
             wal: bool = True) -> None:
         """Store `data` ({b"f:q": value}) in `row`; nothing is written if any part is invalid."""
         _check_ts(timestamp)
-        self.schema.check_put(row, data)
+        self._enabled_schema().check_put(row, data)
         if data:
             self.connection._write([Mutation("put", self._name, row, dict(data), timestamp)])
 
@@ -441,7 +457,7 @@ class Batch:
         self._count = 0
 
     def put(self, row: bytes, data: Mapping[bytes, bytes], wal: bool | None = None) -> None:
-        self._table.schema.check_put(row, data)
+        self._table._enabled_schema().check_put(row, data)
         if data:
             self._add(Mutation("put", self._table._name, row, dict(data), self._timestamp),
                       len(data))

@@ -9,6 +9,7 @@
     │   ├── FamilyNotFound
     │   ├── ColumnNotFound
     │   └── IndexNotFound
+    ├── TableDisabled           the table is disabled (enable_table() it first)
     ├── AlreadyExists
     │   ├── TableExists
     │   └── IndexExists
@@ -29,7 +30,7 @@ from __future__ import annotations
 __all__ = [
     "HibaseError", "BackendError", "BackendUnavailable", "StoreLocked",
     "NotFound", "TableNotFound", "FamilyNotFound", "ColumnNotFound", "IndexNotFound",
-    "AlreadyExists", "TableExists", "IndexExists",
+    "TableDisabled", "AlreadyExists", "TableExists", "IndexExists",
     "InvalidArgument", "InvalidRowKey", "SchemaError", "ValueTypeError",
     "FilterError", "FilterSyntaxError", "UnsupportedFilter",
     "QueryError", "QuerySyntaxError", "QueryPlanError",
@@ -73,6 +74,10 @@ class ColumnNotFound(NotFound):
 
 class IndexNotFound(NotFound):
     pass
+
+
+class TableDisabled(HibaseError):
+    """The table is disabled: HBase refuses reads and writes until it is enabled again."""
 
 
 class AlreadyExists(HibaseError):
