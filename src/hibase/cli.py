@@ -170,12 +170,15 @@ def columns_option(f: Callable) -> Callable:
                              "or comma-separated.")(f)
 
 
-def open_store(path: str, *, read_only: bool = False, create: bool = False) -> Connection:
+def open_store(path: str, *, read_only: bool = False, create: bool = False,
+               cache: str | None = None) -> Connection:
     """Connect to the store folder for the running command; closed when the command ends.
 
     Read-only opens work while another process writes; only commands that make tables
-    (create=True) create a missing folder, others say there is no store."""
-    db = connect(path, create=create and not read_only, read_only=read_only)
+    (create=True) create a missing folder, others say there is no store. `cache` is
+    connect()'s hot-cache option; by default None (no cache): an in-process cache dies with
+    the command, so it would only cost (and steer range queries to value-table walks)."""
+    db = connect(path, create=create and not read_only, read_only=read_only, cache=cache)
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
         ctx.call_on_close(db.close)
@@ -623,4 +626,29 @@ def split(dir: str, table: str, row: str | None) -> None:
               "start, or no region has two rows to split between.")
 
 
-# -- commands defined in other modules register themselves on import: import them here ---------
+# -- commands defined in other modules ---------------------------------------------------------
+# The package's own command modules define their commands on import (with @cli.command() or on
+# a group of theirs). Imported last: they import the shared pieces above.
+from . import cli_bench, cli_query  # noqa: E402, F401  (index, query; demo, bench)
+
+# Extensions: a module listed here defines `register(cli)`, which adds its commands to `cli`
+# or to the bench group (`cli_bench.bench`, i.e. `cli.commands["bench"]`), e.g. `hibase bench
+# cache`, `hibase bench local`, `hibase cache-node`. A module that does not exist (yet) is
+# skipped; any other ImportError inside it is a bug and surfaces.
+EXTENSIONS = ("cli_cache", "server.cli", "cli_local")
+
+
+def _register_extensions() -> None:
+    import importlib
+    for name in EXTENSIONS:
+        full = f"{__package__}.{name}"
+        try:
+            module = importlib.import_module(full)
+        except ModuleNotFoundError as exc:
+            if exc.name != full:
+                raise
+            continue
+        module.register(cli)
+
+
+_register_extensions()

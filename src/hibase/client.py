@@ -8,6 +8,7 @@ from collections import OrderedDict
 from typing import Any, Iterable, Iterator, Mapping
 
 from . import errors
+from .cache.config import DEFAULT_CACHE, DEFAULT_POLICY, open_cache
 from .index.manager import IndexManager
 from .query import engine
 from .query.ast import Select
@@ -23,8 +24,17 @@ _LONG = struct.Struct(">q")
 
 def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bool = False,
             table_prefix: str | None = None, table_prefix_separator: str = "_",
-            **options: Any) -> "Connection":
-    """Open (creating if missing) the store at `path`: a folder for the embedded store."""
+            cache: str | None = DEFAULT_CACHE, cache_policy: str | None = DEFAULT_POLICY,
+            cache_capacity: int | None = None, hotscore_alpha: float | None = None,
+            count_period: int | None = None, **options: Any) -> "Connection":
+    """Open (creating if missing) the store at `path`: a folder for the embedded store.
+
+    The hot-index cache (hibase.cache.config): `cache` is "memory" (in process, the default),
+    "redis://host:port[,redis://...]" (Redis nodes on a consistent-hash ring) or
+    "zk://host:port/path" (nodes registered in ZooKeeper by `hibase cache-node`);
+    `cache_policy` "hotscore" (default), "hotscore-per-record", "lru" or None (no cache);
+    `cache_capacity` in records (index entries; default 100,000); `hotscore_alpha` and
+    `count_period` tune hotscore. `db.cache_stats()` reports hits, misses, evictions..."""
     if not isinstance(path, str) or not path:
         raise errors.InvalidArgument("connect() needs a store path such as 'data/'")
     if "://" in path:
@@ -33,9 +43,15 @@ def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bo
             f"backend {scheme!r} is not available yet; use a folder path for the embedded store")
     if options:
         raise errors.InvalidArgument(f"unknown connect() option(s): {sorted(options)}")
-    store = EmbeddedStore(path, create=create, read_only=read_only, sync=sync)
+    hot = open_cache(cache, cache_policy, cache_capacity, hotscore_alpha, count_period)
+    try:
+        store = EmbeddedStore(path, create=create, read_only=read_only, sync=sync)
+    except BaseException:
+        if hot is not None:
+            hot.close()
+        raise
     return Connection(store, table_prefix=table_prefix,
-                      table_prefix_separator=table_prefix_separator)
+                      table_prefix_separator=table_prefix_separator, cache=hot)
 
 
 def _name(name: str | bytes) -> str:
@@ -50,9 +66,10 @@ class Connection:
     """A connection to one store, shaped like happybase.Connection."""
 
     def __init__(self, store: EmbeddedStore, table_prefix: str | None = None,
-                 table_prefix_separator: str = "_"):
+                 table_prefix_separator: str = "_", cache: Any = None):
         self.store = store
-        self.indexer = IndexManager(store)
+        self.cache = cache  # hibase.cache.HotCache or None
+        self.indexer = IndexManager(store, cache)
         self.table_prefix = table_prefix
         self.table_prefix_separator = table_prefix_separator
 
@@ -114,7 +131,19 @@ class Connection:
         """happybase parity: the embedded store is open from connect() on."""
 
     def close(self) -> None:
+        if not self.store.closed:
+            self.indexer.close()  # routing filters of local indexes are saved on close
+        if self.cache is not None:
+            self.cache.close()
         self.store.close()
+
+    def cache_stats(self) -> dict:
+        """The hot-index cache's counters: hits, misses, hit_ratio, evictions, sets, records
+        (and backend / policy details); zeros with backend None when there is no cache."""
+        if self.cache is None:
+            return {"backend": None, "policy": None, "hits": 0, "misses": 0, "hit_ratio": 0.0,
+                    "evictions": 0, "sets": 0, "records": 0}
+        return self.cache.stats()
 
     def __enter__(self) -> "Connection":
         return self
@@ -138,8 +167,10 @@ class Connection:
     def create_index(self, table: str | bytes, name: str, columns: Any,
                      covering: Any = None, local: bool = False, processes: int | None = None,
                      progress: Any = None) -> dict:
-        """Create a global index on declared `columns` (a composite index answers any prefix of
-        them), carrying `covering` columns, and build it from the table's rows."""
+        """Create an index on declared `columns` (a composite index answers any prefix of
+        them), carrying `covering` columns, and build it from the table's rows. local=True makes
+        a local (per-region) index: its rows live with each region's data and lookups visit the
+        regions its routing filters cannot rule out."""
         spec = self.indexer.create(self._full(table), name, columns, covering or (), local,
                                    processes, progress)
         return spec.describe()
@@ -179,11 +210,13 @@ class Connection:
         return self.indexer.verify(self._full(table), name, repair)
 
 
-def _data(cells: dict[bytes, list], include_timestamp: bool, sort: bool = False) -> dict:
+def _data(cells: dict[bytes, tuple[int, bytes]], include_timestamp: bool,
+          sort: bool = False) -> dict:
+    """happybase's row shape from {column: (ts, value)}."""
     if include_timestamp:
-        out = {c: (vs[0][1], vs[0][0]) for c, vs in cells.items()}
+        out = {c: (tv[1], tv[0]) for c, tv in cells.items()}
     else:
-        out = {c: vs[0][1] for c, vs in cells.items()}
+        out = {c: tv[1] for c, tv in cells.items()}
     if sort:
         return OrderedDict(sorted(out.items()))
     return out
@@ -227,8 +260,14 @@ class Table:
             timestamp: int | None = None, include_timestamp: bool = False) -> dict:
         check_row(row)
         _check_ts(timestamp)
-        cells = self._store.read_row(self._name, row, self._columns(columns), timestamp)
-        return _data(cells, include_timestamp)
+        cols = self._columns(columns)
+        if timestamp is None:
+            if not include_timestamp:
+                return self._store.read_latest(self._name, row, cols, with_ts=False)
+            cells = self._store.read_latest(self._name, row, cols)
+            return {c: (tv[1], tv[0]) for c, tv in cells.items()}
+        cells = self._store.read_row(self._name, row, cols, timestamp)
+        return _data({c: vs[0] for c, vs in cells.items()}, include_timestamp)
 
     def rows(self, rows: Iterable[bytes], columns: Iterable[bytes] | None = None,
              timestamp: int | None = None, include_timestamp: bool = False) -> list:
@@ -237,13 +276,13 @@ class Table:
         rows = [check_row(r) for r in rows]
         _check_ts(timestamp)
         cols = self._columns(columns)
-        out = []
-        read = self._store.read_row
-        for r in rows:
-            cells = read(self._name, r, cols, timestamp)
-            if cells:
-                out.append((r, _data(cells, include_timestamp)))
-        return out
+        if timestamp is None:
+            found = self._store.read_latest_many(self._name, rows, cols)
+        else:
+            found = [{c: vs[0] for c, vs in self._store.read_row(self._name, r, cols,
+                                                                 timestamp).items()}
+                     for r in rows]
+        return [(r, _data(cells, include_timestamp)) for r, cells in zip(rows, found) if cells]
 
     def cells(self, row: bytes, column: bytes, versions: int | None = None,
               timestamp: int | None = None, include_timestamp: bool = False) -> list:
@@ -294,24 +333,29 @@ class Table:
     def _scan(self, start, stop, cols, rf, timestamp, include_timestamp, limit, sorted_columns,
               reverse, prefix) -> Iterator[tuple[bytes, dict]]:
         n = 0
-        for row, cells in self._store.scan(self._name, start, stop, cols, timestamp,
-                                           reverse=reverse):
+        want_ts = include_timestamp
+        if timestamp is None:
+            source = self._store.scan_latest(self._name, start, stop, cols, reverse,
+                                             with_ts=want_ts)
+        else:
+            source = ((row, {c: vs[0] if want_ts else vs[0][1] for c, vs in cells.items()})
+                      for row, cells in self._store.scan(self._name, start, stop, cols,
+                                                         timestamp, reverse=reverse))
+        for row, cells in source:
             if prefix is not None and not row.startswith(prefix):
                 if reverse:
                     continue
                 break
             if rf is not None:
-                values = rf.apply(row, {c: vs[0][1] for c, vs in cells.items()})
+                values = rf.apply(row, {c: tv[1] for c, tv in cells.items()} if want_ts
+                                  else cells)
                 if values is None:
                     continue
-                if include_timestamp:
-                    data = {c: (v, cells[c][0][0]) for c, v in values.items()}
-                else:
-                    data = values
-                if sorted_columns:
-                    data = OrderedDict(sorted(data.items()))
+                data = {c: (v, cells[c][0]) for c, v in values.items()} if want_ts else values
             else:
-                data = _data(cells, include_timestamp, sorted_columns)
+                data = {c: (tv[1], tv[0]) for c, tv in cells.items()} if want_ts else cells
+            if sorted_columns:
+                data = OrderedDict(sorted(data.items()))
             yield row, data
             n += 1
             if limit is not None and n >= limit:

@@ -107,6 +107,11 @@ class Policy:
         """Keys the policy wants stored but whose data is not in hand; none for most policies."""
         return []
 
+    @property
+    def reserved(self) -> int:
+        """Records held back for pending admissions (0 for policies without any)."""
+        return 0
+
     def admit_pending(self, key: Hashable, size: int) -> Decision:
         """The caller loaded a pending key eagerly; admit says whether to store it."""
         _check_int("size", size, 0)
@@ -287,6 +292,10 @@ class HotscorePolicy(Policy):
     def pending_admissions(self) -> list:
         """Sets the last period end chose but that are not stored yet, hottest first."""
         return list(self._pending)
+
+    @property
+    def reserved(self) -> int:
+        return self._reserved
 
     def admit_pending(self, key: Hashable, size: int) -> Decision:
         size = _check_int("size", size, 0)

@@ -16,6 +16,8 @@ from typing import Any, Callable, Iterator
 
 from ..store import cells as C
 from .maintain import _COUNT, _covered, _values
+from .local import local_table, local_value_table, region_prefix, split_key
+from .routing import router_of
 from .spec import READY, IndexSpec, index_table, value_table
 
 __all__ = ["build_index", "verify_index", "expected_entries"]
@@ -28,8 +30,7 @@ def expected_entries(store, spec: IndexSpec, start: bytes | None = None,
     """The sorted index entries and value counts a rebuild of rows [start, stop) produces."""
     entries = []
     counts: dict[bytes, int] = {}
-    for row, cells in store.scan(spec.table, start, stop, spec.needed):
-        state = {c: vs[0] for c, vs in cells.items()}
+    for row, state in store.scan_latest(spec.table, start, stop, spec.needed):
         values = _values(spec, state)
         if values is None:
             continue
@@ -72,6 +73,8 @@ def _region_results(store, spec: IndexSpec, processes: int | None
 def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,
                 progress: Callable[[int, int], Any] | None = None) -> dict[str, int]:
     """Rebuild `spec` from its table; returns {"rows_indexed", "values", "regions"}."""
+    if spec.local:
+        return _build_local(store, catalog, spec, processes, progress)
     with store.write_lock():
         catalog.clear(spec)
         regions = len(store.regions(spec.table))
@@ -94,28 +97,84 @@ def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,
     return {"rows_indexed": total, "values": len(counts), "regions": regions}
 
 
+def _build_local(store, catalog, spec: IndexSpec, processes: int | None,
+                 progress: Callable[[int, int], Any] | None) -> dict[str, int]:
+    """A local index: each region's entries and counts under the region's prefix."""
+    with store.write_lock():
+        catalog.clear(spec)
+        regions = store.regions(spec.table)
+        idx, val = local_table(spec.table), local_value_table(spec.table)
+        total = done = 0
+        values = 0
+        for r, (entries, counts) in zip(regions, _region_results(store, spec, processes)):
+            p = region_prefix(r.start)
+            for i in range(0, len(entries), _CHUNK):
+                store.commit([], [(idx, p + k, v) for k, v in entries[i:i + _CHUNK]])
+            items = sorted(counts.items())
+            for i in range(0, len(items), _CHUNK):
+                store.commit([], [(val, p + k, _COUNT.pack(n)) for k, n in items[i:i + _CHUNK]])
+            total += len(entries)
+            values += len(items)
+            done += 1
+            if progress:
+                progress(done, len(regions))
+        router = router_of(store)
+        if router is not None:
+            router.rebuild(spec.table)
+        catalog.set_state(spec, READY)
+    return {"rows_indexed": total, "values": values, "regions": len(regions)}
+
+
+def _local_state(store, spec: IndexSpec) -> tuple[list, dict, list, dict]:
+    """Expected and actual (entries, counts) of a local index, keys with region prefixes."""
+    expected: list = []
+    counts: dict[bytes, int] = {}
+    for r in store.regions(spec.table):
+        entries, c = expected_entries(store, spec, r.start or None, r.end or None)
+        p = region_prefix(r.start)
+        expected += [(p + k, v) for k, v in entries]
+        counts.update((p + k, n) for k, n in c.items())
+    mine = lambda key: key[split_key(key)[1]:][:2] == spec.alias  # noqa: E731
+    actual = [(k, v) for k, v in store.kv_scan(local_table(spec.table)) if mine(k)]
+    have_counts = {k: _COUNT.unpack(v)[0]
+                   for k, v in store.kv_scan(local_value_table(spec.table)) if mine(k)}
+    return expected, counts, actual, have_counts
+
+
 def verify_index(store, spec: IndexSpec, repair: bool = False) -> dict[str, Any]:
-    """Compare index and value table with a rebuild; with repair, write the differences."""
+    """Compare index and value table with a rebuild; with repair, write the differences. For a
+    local index the per-region rows and counts are compared, and the routing filters checked
+    (no false negatives; repair rebuilds them)."""
     from ..codec import prefix_successor
     with store.write_lock():
-        expected, counts = expected_entries(store, spec)
-        stop = prefix_successor(spec.alias)
-        idx, val = index_table(spec.table), value_table(spec.table)
-        actual = list(store.kv_scan(idx, spec.alias, stop))
+        if spec.local:
+            expected, counts, actual, have_counts = _local_state(store, spec)
+            idx, val = local_table(spec.table), local_value_table(spec.table)
+        else:
+            expected, counts = expected_entries(store, spec)
+            stop = prefix_successor(spec.alias)
+            idx, val = index_table(spec.table), value_table(spec.table)
+            actual = list(store.kv_scan(idx, spec.alias, stop))
+            have_counts = {k: _COUNT.unpack(v)[0]
+                           for k, v in store.kv_scan(val, spec.alias, stop)}
         want = dict(expected)
         have = dict(actual)
         missing = [k for k in want if k not in have]
         extra = [k for k in have if k not in want]
         wrong = [k for k in want if k in have and have[k] != want[k]]
-        have_counts = {k: _COUNT.unpack(v)[0] for k, v in store.kv_scan(val, spec.alias, stop)}
         bad_counts = sorted(set(counts) ^ set(have_counts) |
                             {k for k in counts if have_counts.get(k) not in (None, counts[k])})
         report = {"index": spec.name, "table": spec.table, "entries": len(expected),
                   "missing": len(missing), "extra": len(extra), "wrong_covered": len(wrong),
                   "bad_counts": len(bad_counts),
-                  "examples": {"missing": [spec.split_entry(k)[1] for k in missing[:5]],
-                               "extra": [spec.split_entry(k)[1] for k in extra[:5]]},
+                  "examples": {"missing": [_rowkey(spec, k) for k in missing[:5]],
+                               "extra": [_rowkey(spec, k) for k in extra[:5]]},
                   "ok": not (missing or extra or wrong or bad_counts), "repaired": False}
+        router = router_of(store) if spec.local else None
+        if router is not None:
+            routing = router.check(spec.table)
+            report["routing"] = routing
+            report["ok"] = report["ok"] and routing["false_negatives"] == 0
         if repair and not report["ok"]:
             writes = [(idx, k, want[k]) for k in missing + wrong]
             writes += [(idx, k, None) for k in extra]
@@ -123,5 +182,14 @@ def verify_index(store, spec: IndexSpec, repair: bool = False) -> dict[str, Any]
                        for k in bad_counts]
             for i in range(0, len(writes), _CHUNK):
                 store.commit([], writes[i:i + _CHUNK])
+            if router is not None:
+                router.rebuild(spec.table)
             report["repaired"] = True
         return report
+
+
+def _rowkey(spec: IndexSpec, key: bytes) -> bytes:
+    """The user rowkey of a global or local (region-prefixed) entry key."""
+    if spec.local:
+        key = key[split_key(key)[1]:]
+    return spec.split_entry(key)[1]

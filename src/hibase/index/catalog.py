@@ -8,6 +8,8 @@ from typing import Iterable
 
 from .. import errors
 from ..store.schema import split_column
+from .local import clear as local_clear
+from .local import local_table, local_value_table, routing_table
 from .spec import BUILDING, IndexSpec, index_table, value_table
 
 __all__ = ["IndexCatalog"]
@@ -43,9 +45,8 @@ class IndexCatalog:
         if not isinstance(name, str) or not _NAME.match(name):
             raise errors.SchemaError(
                 f"invalid index name {name!r}: a letter or '_' then letters, digits, '_'")
-        if local:
-            raise errors.SchemaError(
-                "local (per-region) indexes are not available yet; create a global index")
+        if not isinstance(local, bool):
+            raise errors.SchemaError(f"local must be True or False, not {local!r}")
         cols = [_column(c) for c in _as_list(columns, "columns")]
         if not cols:
             raise errors.SchemaError("an index needs at least one column")
@@ -77,8 +78,12 @@ class IndexCatalog:
                          if a not in used)
             spec = IndexSpec(name, table, cols, types, [c for c in cover if c not in cols],
                              alias, local, BUILDING)
-            self.store.create_kv(index_table(table))
-            self.store.create_kv(value_table(table))
+            if local:
+                for kv in (local_table(table), local_value_table(table), routing_table(table)):
+                    self.store.create_kv(kv)
+            else:
+                self.store.create_kv(index_table(table))
+                self.store.create_kv(value_table(table))
             existing[name] = spec
             self._save(spec)
             return spec
@@ -103,6 +108,9 @@ class IndexCatalog:
     def clear(self, spec: IndexSpec) -> None:
         """Remove every entry and value count of one index."""
         from ..codec import prefix_successor
+        if spec.local:
+            local_clear(self.store, spec)
+            return
         stop = prefix_successor(spec.alias)
         for kv in (index_table(spec.table), value_table(spec.table)):
             if kv in self.store.kv_tables():
@@ -113,8 +121,9 @@ class IndexCatalog:
         with self._lock:
             for spec in list(self._by_table.pop(table, {}).values()):
                 self.store.put_meta(f"index/{table}/{spec.name}".encode(), None)
-            self.store.drop_kv(index_table(table))
-            self.store.drop_kv(value_table(table))
+            for kv in (index_table(table), value_table(table), local_table(table),
+                       local_value_table(table), routing_table(table)):
+                self.store.drop_kv(kv)
 
 
 def _as_list(value, what: str) -> list:

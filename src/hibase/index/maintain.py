@@ -1,5 +1,6 @@
 """Index upkeep on the write path: from a batch of prepared mutations, the index-row and
-value-table writes that keep every global index equal to a rebuild from the table.
+value-table writes that keep every global index (and, through local.py, every local index and its
+per-region counts) equal to a rebuild from the table.
 
 The store merges a row's pending segments over its stored ones (`row_states`), so the newest value
 of each indexed column before and after the batch is exact for every kind of write (puts,
@@ -15,6 +16,7 @@ from typing import Any, Iterable
 
 from .. import codec
 from ..store import cells as C
+from . import local
 from .spec import IndexSpec, index_table, value_table
 
 __all__ = ["index_writes", "entry_writes", "Change", "decode_count"]
@@ -41,9 +43,11 @@ def _covered(spec: IndexSpec, state: dict) -> list[bytes | None]:
     return [state[c][1] if c in state else None for c in spec.covering]
 
 
-def index_writes(store, specs: list[IndexSpec], prepared: list) -> tuple[list, list[Change]]:
+def index_writes(store, specs: list[IndexSpec], prepared: list, events: list | None = None
+                 ) -> tuple[list, list[Change]]:
     """kv writes (table, key, value-or-None) for `prepared` mutations of tables with `specs`,
-    and the list of index changes (for cache upkeep)."""
+    and the list of index changes (for cache upkeep); `events` collects the local indexes'
+    routing-filter changes (local.entry_writes)."""
     by_table: dict[str, list[IndexSpec]] = {}
     for spec in specs:
         by_table.setdefault(spec.table, []).append(spec)
@@ -66,13 +70,19 @@ def index_writes(store, specs: list[IndexSpec], prepared: list) -> tuple[list, l
             if old == new and (new is None or new_cov == _covered(spec, before)):
                 continue
             changes.append(Change((spec, old, new, row, new_cov)))
-    return entry_writes(store, changes), changes
+    return entry_writes(store, changes, events), changes
 
 
-def entry_writes(store, changes: Iterable[Change]) -> list:
-    """Index entry puts/deletes and the resulting value-table counts for `changes`."""
+def entry_writes(store, changes: Iterable[Change], events: list | None = None) -> list:
+    """Index entry puts/deletes and the resulting value-table counts for `changes` (local
+    indexes' rows and per-region counts by local.entry_writes)."""
     writes: list = []
     deltas: dict[tuple[str, bytes], int] = {}
+    changes = list(changes)
+    local_changes = [c for c in changes if c[0].local]
+    if local_changes:
+        writes += local.entry_writes(store, local_changes, events)
+        changes = [c for c in changes if not c[0].local]
     for spec, old, new, row, cov in changes:
         idx = index_table(spec.table)
         if old is not None and old != new:

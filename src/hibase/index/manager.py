@@ -5,21 +5,27 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..store.base import Mutation
-from . import lookup
+from . import local, lookup
 from .build import build_index, verify_index
 from .catalog import IndexCatalog
 from .maintain import Change, index_writes
+from .routing import Router
 from .spec import READY, IndexSpec
 
 __all__ = ["IndexManager"]
 
 
 class IndexManager:
-    """Keeps a store's global indexes exact; every write of the Connection goes through write()."""
+    """Keeps a store's global and local indexes exact; every write of the Connection goes
+    through write()."""
 
     def __init__(self, store, cache: Any = None):
         self.store = store
         self.catalog = IndexCatalog(store)
+        # SCBF routing of local-index lookups; local rows follow region splits (_on_split)
+        self.router = Router(store)
+        if not store.read_only:
+            store.add_split_listener(self._on_split)
         # The hot-index cache (cache layer), or None. It offers read(spec, vkey, loader) ->
         # entries and apply(changes), called under the write lock right after each commit.
         self.cache = cache
@@ -47,10 +53,18 @@ class IndexManager:
             return []
         with self.store.write_lock():
             prepared = self.store.prepare(mutations)
-            kv_writes, changes = index_writes(self.store, specs, prepared)
+            events: list = []  # local indexes: values entering / leaving a region
+            kv_writes, changes = index_writes(self.store, specs, prepared, events)
+            if events:
+                self.router.before_commit(events, kv_writes)
             self.store.commit(prepared, kv_writes)
+            if events:
+                self.router.after_commit(events)
             if self.cache is not None and changes:
-                self.cache.apply(changes)
+                # the hot cache holds global-index sets only: local lookups visit regions
+                cached = [c for c in changes if not c[0].local]
+                if cached:
+                    self.cache.apply(cached)
         return changes
 
     def create(self, table: str, name: str, columns: Any, covering: Any = (),
@@ -63,16 +77,66 @@ class IndexManager:
 
     def build(self, table: str, name: str, processes: int | None = None,
               progress: Callable[[int, int], Any] | None = None) -> dict[str, int]:
-        return build_index(self.store, self.catalog, self.catalog.get(table, name), processes,
-                           progress)
+        try:
+            return build_index(self.store, self.catalog, self.catalog.get(table, name),
+                               processes, progress)
+        finally:
+            self._invalidate_cache(table)
 
     def verify(self, table: str, name: str, repair: bool = False) -> dict[str, Any]:
-        return verify_index(self.store, self.catalog.get(table, name), repair)
+        try:
+            return verify_index(self.store, self.catalog.get(table, name), repair)
+        finally:
+            if repair:
+                self._invalidate_cache(table)
+
+    def _invalidate_cache(self, table: str) -> None:
+        """Index entries changed outside write(): cached sets of `table` may be stale."""
+        if self.cache is not None:
+            self.cache.invalidate(table)
 
     def drop(self, table: str, name: str) -> None:
         with self.store.write_lock():
+            was_local = self.catalog.get(table, name).local
             self.catalog.drop(table, name)
+            self._invalidate_cache(table)  # a later index may reuse the alias
+            if was_local:
+                if any(s.local for s in self.catalog.for_table(table)):
+                    self.router.rebuild(table)
+                else:
+                    self.router.forget(table)
 
     def drop_table(self, table: str) -> None:
         with self.store.write_lock():
             self.catalog.drop_table(table)
+            self._invalidate_cache(table)
+            self.router.forget(table)
+
+    def _on_split(self, table: str, parent, left, right, batch) -> None:
+        """Split listener: the right daughter's local rows and counts move under its start key
+        and both daughters get routing filters, all in the split's atomic batch."""
+        specs = {s.alias: s for s in self.catalog.for_table(table) if s.local}
+        if not specs:
+            return
+        handles: dict[str, Any] = {}
+
+        def handle(kv: str) -> Any:
+            h = handles.get(kv)
+            if h is None:
+                h = handles[kv] = self.store.kv_handle(kv)
+            return h
+
+        def put(kv: str, key: bytes, value: bytes) -> None:
+            batch.put(key, value, handle(kv))
+
+        def delete(kv: str, key: bytes) -> None:
+            batch.delete(key, handle(kv))
+
+        left_counts, right_counts = local.split_rewrite(self.store, specs, table, parent, right,
+                                                        put, delete)
+        self.router.on_split(table, parent, left, right, left_counts, right_counts, put)
+
+    def close(self) -> None:
+        """Persist the routing filters (called before the store closes)."""
+        if not self.store.closed:
+            self.router.save()

@@ -193,6 +193,20 @@ class _CountingFilter:
             self._count -= 1
         return True
 
+    def hash_words(self, item: Item) -> tuple[int, ...]:
+        """The item's k hash words: equal for every filter with the same (seed, k), so a caller
+        probing many such filters (one per region) hashes once (see :meth:`contains_words`)."""
+        return self._words(item)
+
+    def contains_words(self, words: tuple[int, ...]) -> bool:
+        """``item in self`` given ``hash_words(item)`` of a filter with this seed and k."""
+        buf, bits, mask, m = self._buf, self.counter_bits, self._mask, self.m
+        for base, h in zip(self._bases, words):
+            off = (base + h % m) * bits
+            if not ((buf[off >> 3] | buf[(off >> 3) + 1] << 8) >> (off & 7)) & mask:
+                return False
+        return True
+
     def __contains__(self, item: Item) -> bool:
         buf, bits, mask, m = self._buf, self.counter_bits, self._mask, self.m
         for base, h in zip(self._bases, self._words(item)):
@@ -319,10 +333,12 @@ class ScalableSCBF:
     (:meth:`expected_fpr`); ``growth=1`` gives the paper's stack of identical filters. Filter i
     hashes with seed ``seed + i`` so the filters' false positives are independent.
 
-    Caveat of :meth:`remove`: it decrements the newest filter that reports the item. If the item
-    lives in an older filter and a newer one gives a false positive for it (probability about P
-    per remove), the wrong filter is decremented: the item stays in the older filter (a stale
-    positive) and items of the newer filter may become false negatives.
+    :meth:`remove` never creates a false negative: it decrements a filter only when exactly one
+    filter reports the item (then that filter holds it). When several do, it cannot tell which
+    one holds the item and which gives a false positive (probability about P per other filter),
+    and decrementing the wrong one could make that filter's items vanish; so it changes nothing
+    and counts the remove in ``stale_removes``: the item stays a (stale) positive until the
+    filter is rebuilt. ``len()`` counts stale items as present.
     """
 
     def __init__(self, initial_counters: int, fpr: float, counter_bits: int = 4,
@@ -337,6 +353,7 @@ class ScalableSCBF:
         self.growth = float(growth)
         self.seed = _int_arg("seed", seed, 0, _U64 - 2**32)
         self.filters: list[SplitCountingBloomFilter] = []
+        self.stale_removes = 0  # removes left undone (several filters reported the item)
         self._grow()
 
     def _grow(self) -> SplitCountingBloomFilter:
@@ -356,15 +373,31 @@ class ScalableSCBF:
         f.add(item)
 
     def remove(self, item: Item) -> bool:
-        """Delete one occurrence from the newest filter reporting ``item`` (see the caveat in the
-        class docstring); False if no filter holds it."""
-        for f in reversed(self.filters):
-            if item in f:
-                return f.remove(item)
-        return False
+        """Delete one occurrence of ``item`` from the one filter reporting it; False if no filter
+        holds it. When several filters report it nothing changes (a stale positive, never a
+        false negative: see the class docstring) and True is returned."""
+        holders = [f for f in self.filters if item in f]
+        if not holders:
+            return False
+        if len(holders) > 1:
+            self.stale_removes += 1
+            return True
+        return holders[0].remove(item)
 
     def __contains__(self, item: Item) -> bool:
         return any(item in f for f in self.filters)
+
+    def probe(self, item: Item, memo: dict) -> bool:
+        """``item in self``, hashing through ``memo`` ({(seed, k): words}, one per item): many
+        stacks built with the same seed (one per region) then cost one hash per depth."""
+        for f in self.filters:
+            key = (f.seed, f.k)
+            words = memo.get(key)
+            if words is None:
+                words = memo[key] = f.hash_words(item)
+            if f.contains_words(words):
+                return True
+        return False
 
     def __len__(self) -> int:
         return sum(len(f) for f in self.filters)

@@ -28,8 +28,12 @@ def _check_columns(schema, columns) -> None:
                 f"(families: {', '.join(f.decode() for f in schema.families)})")
 
 
-def prepare(select: Select, store, indexer, range_method: str = "auto") -> tuple[Plan, Any]:
-    """Validate and plan a query; returns (plan, normalized conjuncts or None)."""
+def prepare(select: Select, store, indexer, range_method: str = "auto",
+            full_scan: bool = False) -> tuple[Plan, Any]:
+    """Validate and plan a query; returns (plan, normalized conjuncts or None).
+
+    full_scan=True skips every rowkey and index path: the condition is evaluated over a full
+    table scan (the baseline the indexes are measured against; same rows, only slower)."""
     if range_method not in RANGE_METHODS:
         raise errors.InvalidArgument(f"range_method must be one of {RANGE_METHODS}")
     schema = store.schema(select.table)
@@ -42,12 +46,16 @@ def prepare(select: Select, store, indexer, range_method: str = "auto") -> tuple
         _check_columns(schema, referenced_columns(select.where))
         where = typed(select.where, types)
         conjuncts = normalize(where, types)
+    if full_scan:
+        plan = Plan(select, [], list(select.columns) if select.columns is not None else None,
+                    full_scan=True, where=where, notes=["full scan forced (full_scan=True)"])
+        return plan, conjuncts
     plan = plan_query(select, conjuncts, store, types, indexer.ready(select.table),
                       range_method, where, cached=indexer.cache is not None)
     return plan, conjuncts
 
 
-def run(select: Select, store, indexer, range_method: str = "auto"
+def run(select: Select, store, indexer, range_method: str = "auto", full_scan: bool = False
         ) -> Iterator[tuple[bytes, dict]]:
-    plan, conjuncts = prepare(select, store, indexer, range_method)
+    plan, conjuncts = prepare(select, store, indexer, range_method, full_scan)
     return execute(plan, indexer, store.schema(select.table).columns, conjuncts)

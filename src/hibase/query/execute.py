@@ -3,10 +3,11 @@ the residual predicates, then the union of conjuncts without duplicates."""
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator
 
-from ..index import lookup
+from ..index import local, lookup
 from .ast import ROWKEY, And
 from .evaluate import matches, matches_dnf
 from .plan import IndexLookup, Intersect, Plan, RowGet, RowRange, Step, is_point
@@ -20,6 +21,10 @@ def _lookup_rows(indexer, lk: IndexLookup) -> Iterator[tuple[bytes, list]]:
     """(rowkey, covered values) from one index lookup: point lookups of full values through
     the hot cache, ranges by ordered index scan or by value-table walk + point lookups."""
     spec, store = lk.spec, indexer.store
+    if spec.local:  # each key range under every region the routing filters cannot rule out
+        yield from local.scan_entries(store, spec, lk.ranges, getattr(indexer, "router", None),
+                                      planned=lk.route)
+        return
     if lk.method != "walk":
         for rng in lk.ranges:
             if is_point(spec, rng):
@@ -28,13 +33,28 @@ def _lookup_rows(indexer, lk: IndexLookup) -> Iterator[tuple[bytes, list]]:
                 yield from lookup.scan_entries(store, spec, rng)
         return
     vkeys = [vkey for rng in lk.ranges for vkey, _ in lookup.walk_values(store, spec, rng)]
-    if len(vkeys) <= 1:
+    # an in-process cache answers faster alone than through threads (cache.parallel False)
+    if len(vkeys) <= 1 or not getattr(indexer.cache, "parallel", True):
         for vkey in vkeys:
             yield from indexer.read_value(spec, vkey)
         return
-    with ThreadPoolExecutor(max_workers=min(8, len(vkeys))) as pool:
-        for entries in pool.map(lambda v: indexer.read_value(spec, v), vkeys):
-            yield from entries
+    for entries in _walk_pool().map(lambda v: indexer.read_value(spec, v), vkeys):
+        yield from entries
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _walk_pool() -> ThreadPoolExecutor:
+    """One shared pool for the parallel point lookups of value-table walks (starting threads
+    per query would cost more than the lookups)."""
+    global _POOL
+    if _POOL is None:
+        with _POOL_LOCK:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="hibase-walk")
+    return _POOL
 
 
 def _candidates(indexer, table: str, step: Step) -> Iterator[tuple[bytes, dict | None]]:
@@ -88,8 +108,8 @@ def _run_step(indexer, table: str, plan: Plan, step: Step, types) -> Iterator[tu
     node = And(tuple(step.residual)) if step.residual else None
     cols_needed = {a.column.name for a in step.residual}
     if isinstance(step.path, RowRange):
-        for row, got in store.scan(table, step.path.start, step.path.stop):
-            cells = {c: vs[0][1] for c, vs in got.items()}
+        for row, got in store.scan_latest(table, step.path.start, step.path.stop):
+            cells = {c: tv[1] for c, tv in got.items()}
             if node is None or matches(node, row, cells, types):
                 yield row, _project(cells, plan.columns)
         return
@@ -101,23 +121,27 @@ def _run_step(indexer, table: str, plan: Plan, step: Step, types) -> Iterator[tu
                 yield row, _project(covered or {}, plan.columns)
         return
     fetch_cols = _fetch_columns(plan, cols_needed)
-    read = store.read_row
+    read_many = store.read_latest_many
     batch: list[bytes] = []
 
     def flush() -> Iterator[tuple[bytes, dict]]:
-        for row in batch:
-            got = read(table, row, fetch_cols)
-            if not got and (plan.columns is None or (check_exists and not read(table, row))):
+        for row, got in zip(batch, read_many(table, batch, fetch_cols)):
+            if not got and (plan.columns is None or
+                            (check_exists and not read_many(table, [row])[0])):
                 continue
-            cells = {c: vs[0][1] for c, vs in got.items()}
+            cells = {c: tv[1] for c, tv in got.items()}
             if node is None or matches(node, row, cells, types):
                 yield row, _project(cells, plan.columns)
         batch.clear()
 
+    # rows are fetched in multi-gets that grow from 16 to _FETCH_CHUNK, so a LIMIT query
+    # reads little more than it returns and a big result pays few round trips
+    chunk = 16
     for row, _ in _candidates(indexer, table, step):
         batch.append(row)
-        if len(batch) >= _FETCH_CHUNK:
+        if len(batch) >= chunk:
             yield from flush()
+            chunk = min(chunk * 4, _FETCH_CHUNK)
     yield from flush()
 
 
@@ -153,8 +177,8 @@ def execute(plan: Plan, indexer, types, conjuncts=None) -> Iterator[tuple[bytes,
 
 def _full_scan(plan: Plan, store, types, conjuncts, limit) -> Iterator[tuple[bytes, dict]]:
     n = 0
-    for row, got in store.scan(plan.select.table):
-        cells = {c: vs[0][1] for c, vs in got.items()}
+    for row, got in store.scan_latest(plan.select.table):
+        cells = {c: tv[1] for c, tv in got.items()}
         if conjuncts is not None and not matches_dnf(conjuncts, row, cells, types):
             continue
         data = _project(cells, plan.columns)

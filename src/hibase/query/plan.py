@@ -16,13 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from .. import codec
-from ..index import lookup
+from ..index import local, lookup
+from ..index.routing import router_of
 from ..index.spec import IndexSpec
 from .ast import ROWKEY, And, Atom, Compare, In, IsNotNull, Like, Select
 
 __all__ = ["Plan", "RowGet", "RowRange", "IndexLookup", "Intersect", "FullScan", "plan_query"]
 
 MAX_POINTS = 256  # IN-list expansion limit for one index lookup (cartesian product)
+REGION_VISIT_COST = 2  # a local lookup's region visit (a seek), in rows read
 _INT_BOUNDS = {"byte": 8, "short": 16, "int": 32, "long": 64}
 
 
@@ -52,9 +54,25 @@ class IndexLookup:
     exact_estimate: bool
     used: list[Atom]
     method: str = "scan"  # "scan": ordered index scan; "walk": value table then point lookups
+    route: Any = None  # local indexes: the regions visited (index.local.Route) when planned
+
+    @property
+    def cost(self) -> float:
+        """Rows by the estimate, plus REGION_VISIT_COST per region a local lookup visits."""
+        if self.route is None:
+            return self.estimate
+        return self.estimate + REGION_VISIT_COST * self.route.visits
 
     def describe(self) -> str:
         cols = ", ".join(c.decode() for c in self.spec.columns)
+        if self.spec.local:
+            how = ("RANGE SCAN" if any(not is_point(self.spec, r) for r in self.ranges)
+                   else "POINT LOOKUP")
+            est = ("" if self.exact_estimate else ">=") + str(self.estimate)
+            where = f"; {self.route.describe()}" if self.route is not None else ""
+            return (f"LOCAL INDEX {self.spec.name} ({cols}) {how} over {len(self.ranges)} key "
+                    f"range(s) per region{where}; est. {est} row(s) by per-region value tables; "
+                    f"answers {_atoms(self.used)}")
         how = ("VALUE-TABLE WALK + PARALLEL POINT LOOKUPS" if self.method == "walk"
                else "RANGE SCAN" if any(not is_point(self.spec, r) for r in self.ranges)
                else "POINT LOOKUP")
@@ -263,7 +281,11 @@ def _index_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds]) -> IndexLook
             break
         if b.eq is not None:
             eq_lists.append(sorted(b.eq))
-            used += b.atoms
+            if b.lo is None and b.hi is None and b.like is None:
+                used += b.atoms
+            else:  # the key ranges hold the equal values only: bounds stay residual
+                used += [a for a in b.atoms if isinstance(a, (In, IsNotNull))
+                         or (isinstance(a, Compare) and a.op == "=")]
             continue
         if b.lo is not None or b.hi is not None or b.like is not None:
             tail = b
@@ -292,6 +314,10 @@ def _index_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds]) -> IndexLook
                                            tail.hi_inc))
             if tail.like is not None:  # keep the LIKE as a residual; the range is a superset
                 used = [a for a in used if not isinstance(a, Like)]
+    if spec.local:  # route once: the estimate reads counts in the visited regions only
+        route = local.plan_route(store, spec, ranges, router_of(store))
+        estimate, exact = local.count_routed(store, spec, ranges, route)
+        return IndexLookup(spec, ranges, estimate, exact, used, route=route)
     estimate, exact = 0, True
     for rng in ranges:
         n, ex = lookup.count_values(store, spec, rng)
@@ -312,13 +338,16 @@ def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
     else:
         path = None
     lookups = [lk for lk in (_index_path(store, s, cons) for s in specs) if lk is not None]
-    lookups.sort(key=lambda lk: (lk.estimate, not lk.exact_estimate, -len(lk.used)))
+    # cost: rows, plus the regions a local lookup visits; ties go to the global index
+    lookups.sort(key=lambda lk: (lk.cost, lk.spec.local, not lk.exact_estimate, -len(lk.used)))
     if not lookups:
         return path
     best = lookups[0]
     if isinstance(path, RowRange) and best.estimate > 10_000:
         return path
     for lk in lookups:
+        if lk.spec.local:
+            continue  # a local lookup scans each region it visits
         if range_method == "walk" or (range_method == "auto" and _walk_pays(lk, cached)):
             lk.method = "walk"
     # Intersect when reading a second index's entries costs less than fetching the rows the

@@ -24,7 +24,8 @@ import msgpack
 
 __all__ = [
     "PUT", "DELETE_COLUMNS", "DELETE_FAMILY", "FOLDED", "ALL_VERSIONS", "TERM",
-    "row_prefix", "segment_key", "row_of_key", "merge_segments", "fold", "pack", "unpack",
+    "row_prefix", "segment_key", "row_of_key", "merge_segments", "merge_latest", "merge_values", "fold", "pack",
+    "unpack",
 ]
 
 PUT, DELETE_COLUMNS, DELETE_FAMILY, FOLDED = 0, 1, 2, 3
@@ -106,6 +107,33 @@ def merge_segments(segments: Iterable[bytes], wanted: frozenset[bytes] | None
                     elif all(t != ts for t, _ in versions):
                         versions.append((ts, flat[i + 1]))
     return cells
+
+
+def merge_latest(segments: list[bytes], wanted: frozenset[bytes] | None
+                 ) -> dict[bytes, tuple[int, bytes]]:
+    """{qualifier: (ts, value)} of the newest visible version of each cell: what most reads
+    want. A row written by one put (the common case) is decoded without the general merge."""
+    if len(segments) == 1:
+        seg = unpack(segments[0])
+        if seg[0] == PUT:
+            ts = seg[1]
+            if wanted is None:
+                return {q: (ts, v) for q, v in zip(seg[2], seg[3])}
+            return {q: (ts, v) for q, v in zip(seg[2], seg[3]) if q in wanted}
+    return {q: max(vs) for q, vs in merge_segments(segments, wanted).items()}
+
+
+def merge_values(segments: list[bytes], wanted: frozenset[bytes] | None = None
+                 ) -> dict[bytes, bytes]:
+    """{qualifier: value} of the newest versions, without timestamps (row() and scan()'s hot
+    path)."""
+    if len(segments) == 1:
+        seg = unpack(segments[0])
+        if seg[0] == PUT:
+            if wanted is None:
+                return dict(zip(seg[2], seg[3]))
+            return {q: v for q, v in zip(seg[2], seg[3]) if q in wanted}
+    return {q: max(vs)[1] for q, vs in merge_segments(segments, wanted).items()}
 
 
 def fold(cells: dict[bytes, list[tuple[int, bytes]]], max_versions: int,

@@ -303,6 +303,118 @@ class EmbeddedStore:
                         self._compact_row(t, fo, row)
         return out
 
+    def read_latest(self, table: str, row: bytes, columns: list[bytes] | None = None,
+                    with_ts: bool = True) -> dict:
+        """{b"f:q": (ts, value)} of the newest version of each cell of one row ({} if absent),
+        or {b"f:q": value} with with_ts=False: the fast path of row(), rows() and queries."""
+        t = self._tables.get(table) or self.table(table)
+        if columns is not None or len(t.fams) != 1:
+            cells = self.read_latest_many(table, [row], columns)[0]
+            return cells if with_ts else {c: tv[1] for c, tv in cells.items()}
+        # one family, every column: the hot path of Table.row(), kept free of generality
+        view, _, fo = next(iter(t.fams.values()))
+        prefix = C.row_prefix(row)
+        segs = []
+        for key, value in view.items(from_key=prefix):
+            if not key.startswith(prefix):
+                break
+            segs.append(value)
+        if not segs:
+            return {}
+        if len(segs) > COMPACT_AFTER and not self.read_only:
+            self._compact_row(t, fo, row)
+        if with_ts or fo.time_to_live != FOREVER:
+            cells = C.merge_latest(segs, None)
+            if fo.time_to_live != FOREVER:
+                floor = now_ms() - fo.time_to_live * 1000
+                cells = {c: tv for c, tv in cells.items() if tv[0] >= floor}
+            return cells if with_ts else {c: tv[1] for c, tv in cells.items()}
+        return C.merge_values(segs)
+
+    def read_latest_many(self, table: str, rows: list[bytes], columns: list[bytes] | None = None
+                         ) -> list[dict[bytes, tuple[int, bytes]]]:
+        """read_latest for many rows, one iterator per family for all of them."""
+        t = self._tables.get(table) or self.table(table)
+        plan = self._plan(t, columns)
+        out: list[dict] = [{} for _ in rows]
+        now = now_ms()
+        merge = C.merge_latest
+        with self._views(plan, lambda view: view.iter()) as views:
+            for fo, it, wanted in views:
+                ttl = fo.time_to_live
+                floor = now - ttl * 1000 if ttl != FOREVER else -1
+                for i, row in enumerate(rows):
+                    prefix = C.row_prefix(row)
+                    it.seek(prefix)
+                    segs = []
+                    while it.valid():
+                        key = it.key()
+                        if not key.startswith(prefix):
+                            break
+                        segs.append(it.value())
+                        it.next()
+                    if not segs:
+                        continue
+                    cells = merge(segs, wanted)
+                    if floor >= 0:
+                        cells = {c: tv for c, tv in cells.items() if tv[0] >= floor}
+                    if out[i]:
+                        out[i].update(cells)
+                    else:
+                        out[i] = cells
+                    if len(segs) > COMPACT_AFTER and not self.read_only:
+                        self._compact_row(t, fo, row)
+        return out
+
+    def scan_latest(self, table: str, start: bytes | None = None, stop: bytes | None = None,
+                    columns: list[bytes] | None = None, reverse: bool = False,
+                    with_ts: bool = True) -> Iterator[tuple[bytes, dict]]:
+        """Like scan(), with only the newest version of each cell as (ts, value), or as the
+        value alone with with_ts=False."""
+        t = self.table(table)
+        plan = self._plan(t, columns)
+        now = now_ms()
+        first, open_items = self._range_opener(start, reverse)
+        with self._views(plan, open_items) as views:
+            floors = [now - fo.time_to_live * 1000 if fo.time_to_live != FOREVER else -1
+                      for fo, _, _ in views]
+            row_of_key = C.row_of_key
+            if len(views) == 1 and floors[0] < 0:
+                _, items, wanted = views[0]
+                merge = C.merge_latest if with_ts else C.merge_values
+                for prefix, cells in self._family_rows(items, wanted, stop, reverse, merge):
+                    yield row_of_key(prefix + _MAX_SEQ_KEY), cells
+                return
+            if not with_ts:
+                for row, cells in self.scan_latest(table, start, stop, columns, reverse):
+                    yield row, {c: tv[1] for c, tv in cells.items()}
+                return
+            streams = [self._family_rows(items, wanted, stop, reverse, C.merge_latest)
+                       for _, items, wanted in views]
+            tagged = [((p, j, c) for (p, c), j in zip(s, itertools.repeat(i)))
+                      for i, s in enumerate(streams)]
+            merged = heapq.merge(*tagged, key=lambda x: x[0], reverse=reverse)
+            cur, out = None, {}
+            for prefix, i, cells in merged:
+                if prefix != cur:
+                    if out:
+                        yield row_of_key(cur + _MAX_SEQ_KEY), out  # type: ignore[operator]
+                    cur, out = prefix, {}
+                floor = floors[i]
+                out.update(cells if floor < 0 else
+                           {c: tv for c, tv in cells.items() if tv[0] >= floor})
+            if out:
+                yield row_of_key(cur + _MAX_SEQ_KEY), out  # type: ignore[operator]
+
+    @staticmethod
+    def _range_opener(start: bytes | None, reverse: bool) -> tuple[bytes | None, Any]:
+        """Where a scan starts, and a function opening a family's (key, value) stream there."""
+        if reverse:
+            first = C.row_prefix(start) + _MAX_SEQ_KEY if start else None
+            return first, lambda view: view.items(backwards=True, from_key=first)
+        first = C.row_prefix(start) if start else None
+        return first, lambda view: view.items(from_key=first)
+
     def scan(self, table: str, start: bytes | None = None, stop: bytes | None = None,
              columns: list[bytes] | None = None, timestamp: int | None = None,
              versions: int = 1, reverse: bool = False) -> Iterator[tuple[bytes, dict]]:
@@ -310,12 +422,7 @@ class EmbeddedStore:
         t = self.table(table)
         plan = self._plan(t, columns)
         now = now_ms()
-        if reverse:
-            first = C.row_prefix(start) + _MAX_SEQ_KEY if start else None
-            open_items = lambda view: view.items(backwards=True, from_key=first)  # noqa: E731
-        else:
-            first = C.row_prefix(start) if start else None
-            open_items = lambda view: view.items(from_key=first)  # noqa: E731
+        first, open_items = self._range_opener(start, reverse)
         with self._views(plan, open_items) as views:
             streams = [self._family_rows(items, wanted, stop, reverse)
                        for _, items, wanted in views]
@@ -345,14 +452,14 @@ class EmbeddedStore:
 
     @staticmethod
     def _family_rows(items: Any, wanted: frozenset | None, stop: bytes | None,
-                     reverse: bool) -> Iterator[tuple[bytes, dict]]:
+                     reverse: bool, merge: Any = C.merge_segments
+                     ) -> Iterator[tuple[bytes, dict]]:
         """(row prefix, merged cells) for each row of one family's (key, value) `items`, opened
         at the range's start, up to `stop`."""
         if reverse:
             bound = C.row_prefix(stop) + _MAX_SEQ_KEY if stop else None
         else:
             bound = C.row_prefix(stop) if stop else None
-        merge = C.merge_segments
         cur = None
         segs: list[bytes] = []
         for key, value in items:
@@ -499,6 +606,15 @@ class EmbeddedStore:
     def kv_get(self, name: str, keys: list[bytes]) -> list[bytes | None]:
         return self._kv_view(name).get(keys)
 
+    def kv_iter(self, name: str) -> Any:
+        """A raw iterator (seek / valid / key / value / next) over a key-value table, reading it
+        as of its creation: iterators created together under the write lock agree."""
+        return self._kv_view(name).iter()
+
+    def kv_handle(self, name: str) -> Any:
+        """The RocksDB column-family handle of a key-value table (for split listeners)."""
+        return self._kv_handle(name)
+
     def kv_delete_range(self, name: str, start: bytes, stop: bytes | None) -> None:
         """Delete every key in [start, stop) (stop None: to the end)."""
         with self._lock:
@@ -540,6 +656,10 @@ class EmbeddedStore:
     def _segments(t: _Table, m: Mutation, ts: int) -> Iterator[tuple[bytes, bytes]]:
         pack = C.pack
         if m.kind == "put":
+            data = m.data
+            if len(t.fams) == 1:  # one family: no grouping (put data was checked upstream)
+                yield next(iter(t.fams)), pack([C.PUT, ts, list(data), list(data.values())])
+                return
             by_fam: dict[bytes, tuple[list, list]] = {}
             for col, value in m.data.items():  # type: ignore[attr-defined]
                 fam = col[:col.index(b":")]

@@ -124,6 +124,7 @@ class TableSchema:
     columns: dict[bytes, codec.ColumnType] = field(default_factory=dict)
     split_size: int = 64 * 1024 * 1024
     enabled: bool = True
+    _known_columns: set = field(default_factory=set, repr=False, compare=False)
 
     @classmethod
     def build(cls, name: str, families: Mapping[Any, Any],
@@ -199,22 +200,30 @@ class TableSchema:
         return out
 
     def check_put(self, row: Any, data: Any) -> None:
-        """Everything a put can get wrong, checked before anything is written."""
+        """Everything a put can get wrong, checked before anything is written. Set operations
+        keep the common case (known column names, bytes values) out of per-cell Python."""
         check_row(row)
-        if not isinstance(data, Mapping):
+        if type(data) is not dict and not isinstance(data, Mapping):
             raise errors.InvalidArgument(f"put data must be a dict, not {type(data).__name__}")
-        columns = self.columns
-        for col, value in data.items():
-            family, qualifier = split_column(col)
-            self.check_family(family)
-            if qualifier is None:
-                raise errors.InvalidArgument(f"put needs 'family:qualifier' names, got {col!r}")
-            if not isinstance(value, bytes):
-                raise errors.InvalidArgument(
-                    f"value of {col!r} must be bytes, not {type(value).__name__} ({value!r:.40})")
-            ctype = columns.get(col)
-            if ctype is not None:
+        known = self._known_columns
+        if not known.issuperset(data):  # names are checked once per schema, not once per put
+            for col in data:
+                family, qualifier = split_column(col)
+                self.check_family(family)
+                if qualifier is None:
+                    raise errors.InvalidArgument(
+                        f"put needs 'family:qualifier' names, got {col!r}")
+                if len(known) < 100_000:
+                    known.add(col)
+        if data and set(map(type, data.values())) != {bytes}:
+            for col, value in data.items():
+                if not isinstance(value, bytes):
+                    raise errors.InvalidArgument(
+                        f"value of {col!r} must be bytes, not {type(value).__name__} "
+                        f"({value!r:.40})")
+        if self.columns:
+            for col in self.columns.keys() & data.keys():
                 try:
-                    codec.validate_cell(ctype, value)
+                    codec.validate_cell(self.columns[col], data[col])
                 except errors.ValueTypeError as exc:
                     raise errors.ValueTypeError(f"column {col.decode()!r}: {exc}") from None

@@ -1,0 +1,207 @@
+"""Throwaway local servers for tests and benchmarks: redis-server and a standalone ZooKeeper,
+each on a free loopback port with a temporary folder, started and stopped (or killed) on demand.
+
+They use the Debian packages (``redis-server``; ``zookeeper`` with Java):
+
+    with RedisProcess() as r:                 # redis-server --port <free> --save "" ...
+        client = redis.Redis.from_url(r.url)
+    with ZooKeeperProcess() as zk:            # java ... ZooKeeperServerMain <port> <dir> 500
+        print(zk.address)                     # "127.0.0.1:<port>"
+
+Nothing here is used by hibase itself at run time.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from typing import Any
+
+__all__ = ["free_port", "find_redis_server", "find_zookeeper", "RedisProcess",
+           "ZooKeeperProcess", "ServerMissing"]
+
+ZK_JARS = ("/usr/share/java/zookeeper.jar", "/usr/share/zookeeper/zookeeper.jar")
+
+
+class ServerMissing(RuntimeError):
+    """The server binary (or Java / the ZooKeeper jar) is not installed."""
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def find_redis_server() -> str | None:
+    return shutil.which("redis-server") or next(
+        (p for p in ("/usr/bin/redis-server", "/usr/local/bin/redis-server")
+         if os.access(p, os.X_OK)), None)
+
+
+def find_zookeeper() -> tuple[str, str] | None:
+    """(java, classpath) for a standalone ZooKeeper, or None. HIBASE_ZK_CLASSPATH overrides."""
+    java = shutil.which("java")
+    classpath = os.environ.get("HIBASE_ZK_CLASSPATH") or next(
+        (p for p in ZK_JARS if os.path.exists(p)), None)
+    if java is None or classpath is None:
+        return None
+    return java, classpath
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when the parent dies (Linux), so no server outlives a killed
+    test run or benchmark."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _wait(check: Any, timeout: float, what: str, proc: subprocess.Popen, log: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        if check():
+            return
+        time.sleep(0.05)
+    try:
+        tail = open(log, errors="replace").read()[-2000:]
+    except OSError:
+        tail = ""
+    raise RuntimeError(f"{what} did not start (exit code {proc.poll()}): {tail}")
+
+
+class _Process:
+    name = "server"
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.dir = tempfile.mkdtemp(prefix=f"hibase-{self.name}-")
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def log_path(self) -> str:
+        return os.path.join(self.dir, "server.log")
+
+    def _command(self) -> list[str]:
+        raise NotImplementedError
+
+    def _ready(self) -> bool:
+        raise NotImplementedError
+
+    def start(self, timeout: float = 30.0) -> "_Process":
+        """Start (again, on the same port and folder after stop/kill) and wait until ready."""
+        if self.running:
+            return self
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(self._command(), stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, cwd=self.dir,
+                                         preexec_fn=_die_with_parent)
+        _wait(self._ready, timeout, f"{self.name} on port {self.port}", self.proc, self.log_path)
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL: the server vanishes without a goodbye."""
+        if self.running:
+            self.proc.send_signal(signal.SIGKILL)  # type: ignore[union-attr]
+            self.proc.wait(10)  # type: ignore[union-attr]
+
+    def stop(self) -> None:
+        if self.running:
+            self.proc.terminate()  # type: ignore[union-attr]
+            try:
+                self.proc.wait(10)  # type: ignore[union-attr]
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def close(self) -> None:
+        """Stop and delete the folder."""
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> Any:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _probe(port: int, send: bytes, expect: bytes) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+            s.sendall(send)
+            return expect in s.recv(64)
+    except OSError:
+        return False
+
+
+class RedisProcess(_Process):
+    """A redis-server without persistence on 127.0.0.1:<port>."""
+
+    name = "redis"
+
+    def __init__(self, port: int | None = None) -> None:
+        binary = find_redis_server()
+        if binary is None:
+            raise ServerMissing("redis-server is not installed (Debian: apt-get install "
+                                "redis-server)")
+        self.binary = binary
+        super().__init__(port)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def _command(self) -> list[str]:
+        return [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no", "--dir", self.dir, "--daemonize", "no",
+                "--maxmemory-policy", "noeviction", "--loglevel", "warning"]
+
+    def _ready(self) -> bool:
+        return _probe(self.port, b"PING\r\n", b"+PONG")
+
+
+class ZooKeeperProcess(_Process):
+    """A standalone ZooKeeper (tickTime 500 ms: sessions of 1-10 s) on 127.0.0.1:<port>."""
+
+    name = "zookeeper"
+
+    def __init__(self, port: int | None = None, tick_ms: int = 500) -> None:
+        found = find_zookeeper()
+        if found is None:
+            raise ServerMissing("ZooKeeper is not installed (Debian: apt-get install zookeeper, "
+                                "which brings Java)")
+        self.java, self.classpath = found
+        self.tick_ms = tick_ms
+        super().__init__(port)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _command(self) -> list[str]:
+        conf = os.path.join(self.dir, "zoo.cfg")
+        with open(conf, "w") as fh:
+            fh.write(f"tickTime={self.tick_ms}\ndataDir={os.path.join(self.dir, 'data')}\n"
+                     f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
+                     "admin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\n"
+                     "maxClientCnxns=0\n")
+        return [self.java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+                "-Dzookeeper.log.dir=" + self.dir, "-cp", self.classpath,
+                "org.apache.zookeeper.server.ZooKeeperServerMain", conf]
+
+    def _ready(self) -> bool:
+        return _probe(self.port, b"ruok", b"imok")

@@ -1,0 +1,316 @@
+"""`hibase index ...` (create, list, drop, build, verify) and `hibase query`: the secondary
+indexes and the SQL engine on the command line, thin over Connection's index and sql() API."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any, Callable, Iterator
+
+import click
+from tqdm import tqdm
+
+from .cli import (_cell_text, _note, cli, emit, open_store, output_options, show_bytes,
+                  store_argument, table_argument)
+from .client import Connection, Table
+from .query import engine
+from .query.ast import ROWKEY
+
+__all__ = ["index", "query"]
+
+
+def _column_list(ctx: click.Context, param: click.Parameter, value: tuple) -> list[str]:
+    """Repeatable, comma-separated family:qualifier names."""
+    cols = [c.strip() for v in value for c in v.split(",") if c.strip()]
+    for c in cols:
+        if ":" not in c or c.startswith(":") or c.endswith(":"):
+            raise click.BadParameter(f"{c!r}: write family:qualifier")
+    return cols
+
+
+def _progress_bar(enabled: bool, desc: str, regions: int
+                  ) -> tuple[Callable[[int, int], None], Callable[[], None]]:
+    """A progress(done, total) callback drawing a tqdm bar over regions, and its closer."""
+    bar = tqdm(total=regions, desc=desc, unit="region", disable=not enabled, leave=False)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    return progress, bar.close
+
+
+def _spec_line(d: dict) -> str:
+    cover = f"; covers {', '.join(d['covering'])}" if d["covering"] else ""
+    return f"{', '.join(d['columns'])}{cover}"
+
+
+# -- hibase index ------------------------------------------------------------------------------
+
+@cli.group()
+def index() -> None:
+    """Global secondary indexes: create, list, drop, build, verify.
+
+    An index on one or more declared columns (a composite index answers any prefix of its
+    columns) lets `hibase query` find rows by those columns without a full scan; covered
+    columns are stored in the index so queries needing only them never read the table.
+
+    Example:
+
+    \b
+        hibase index create data/ telecom by_ip --column f:ip --cover f:port
+        hibase index list data/
+        hibase query data/ "SELECT f.port FROM telecom WHERE f.ip = '1.2.3.4'"
+    """
+
+
+_processes_option = click.option(
+    "--processes", type=click.IntRange(min=1), metavar="N",
+    help="Worker processes for the build, one region each at a time (default: one per CPU).")
+_progress_option = click.option("--progress/--no-progress", default=True, show_default=True,
+                                help="Show a progress bar over regions on stderr.")
+
+
+@index.command("create")
+@store_argument
+@table_argument
+@click.argument("name")
+@click.option("--column", "-c", "columns", multiple=True, required=True, callback=_column_list,
+              metavar="FAMILY:QUALIFIER",
+              help="An indexed column (declared with a type at create-table); repeat, in order, "
+                   "for a composite index.")
+@click.option("--cover", "covering", multiple=True, callback=_column_list,
+              metavar="FAMILY:QUALIFIER",
+              help="A column stored in the index rows (a covering index); repeatable.")
+@click.option("--local", is_flag=True,
+              help="A local index (rows kept per region, like hindex / 360's) instead of a "
+                   "global one.")
+@_processes_option
+@_progress_option
+def index_create(dir: str, table: str, name: str, columns: list[str], covering: list[str],
+                 local: bool, processes: int | None, progress: bool) -> None:
+    """Create a global index NAME on TABLE and build it from the rows already there.
+
+    From then on every put, delete, batch and counter keeps it exact. The build runs over the
+    table's regions in worker processes; writes wait until it is done.
+
+    Example:
+
+    \b
+        hibase index create data/ telecom by_ip --column f:ip
+        hibase index create data/ telecom by_ip_port -c f:ip -c f:port --cover f:url
+        hibase index create data/ telecom by_cell -c f:cell_id --local
+    """
+    db = open_store(dir)
+    regions = len(db.table(table).regions())  # an unknown table fails before anything else
+    bar, close = _progress_bar(progress, f"building {name}", regions)
+    t0 = time.perf_counter()
+    try:
+        spec = db.create_index(table, name, columns, covering=covering, local=local,
+                               processes=processes, progress=bar)
+    finally:
+        close()
+    kind = "local index" if spec.get("local") else "index"
+    _note(f"Created {kind} {name!r} on {table!r} ({_spec_line(spec)}), built over {regions} "
+          f"region(s) in {time.perf_counter() - t0:.2f} s.")
+
+
+@index.command("build")
+@store_argument
+@table_argument
+@click.argument("name")
+@_processes_option
+@_progress_option
+def index_build(dir: str, table: str, name: str, processes: int | None, progress: bool) -> None:
+    """Rebuild index NAME from the table's rows (HiBase's batch build of static data).
+
+    Safe to interrupt and run again: an interrupted build leaves the index unused by queries
+    until a build completes. Writes wait while it runs.
+
+    Example:
+
+    \b
+        hibase index build data/ telecom by_ip --processes 2
+    """
+    db = open_store(dir)
+    bar, close = _progress_bar(progress, f"building {name}", len(db.table(table).regions()))
+    t0 = time.perf_counter()
+    try:
+        stats = db.build_index(table, name, processes=processes, progress=bar)
+    finally:
+        close()
+    _note(f"Built index {name!r} on {table!r}: {stats['rows_indexed']} row(s) indexed, "
+          f"{stats['values']} distinct value(s), {stats['regions']} region(s), "
+          f"{time.perf_counter() - t0:.2f} s.")
+
+
+def _index_items(db: Connection, table: str | None) -> Iterator[dict]:
+    names = [table.encode()] if table is not None else db.tables()
+    for name in names:
+        yield from db.indexes(name.decode())
+
+
+@index.command("list")
+@store_argument
+@click.argument("table", metavar="[TABLE]", required=False)
+@output_options
+def index_list(dir: str, table: str | None, fmt: str) -> None:
+    """List the indexes of TABLE (or of every table): columns, covered columns, state.
+
+    State "ready" means queries use the index; "building" means a build has not completed.
+
+    Example:
+
+    \b
+        hibase index list data/
+        hibase index list data/ telecom --json
+    """
+    db = open_store(dir, read_only=True)
+    emit(fmt, ["table", "name", "kind", "columns", "types", "covering", "state", "alias"],
+         _index_items(db, table),
+         lambda d: [[d["table"], d["name"], "local" if d.get("local") else "global",
+                     ",".join(d["columns"]), ",".join(d["types"]), ",".join(d["covering"]),
+                     d["state"], d["alias"]]],
+         lambda d: d)
+
+
+@index.command("drop")
+@store_argument
+@table_argument
+@click.argument("name")
+def index_drop(dir: str, table: str, name: str) -> None:
+    """Drop index NAME of TABLE (its rows and value table); the table's data is untouched.
+
+    Example:
+
+    \b
+        hibase index drop data/ telecom by_ip
+    """
+    db = open_store(dir)
+    db.drop_index(table, name)
+    _note(f"Dropped index {name!r} on {table!r}.")
+
+
+def _verify_lines(r: dict) -> list[str]:
+    n = r["entries"]
+    head = f"index {r['index']} on {r['table']}: {n} expected {'entry' if n == 1 else 'entries'}; "
+    if r["ok"]:
+        return [head + "OK"]
+    lines = [head + f"NOT OK: missing {r['missing']}, extra {r['extra']}, wrong covered "
+                    f"values {r['wrong_covered']}, wrong value-table counts {r['bad_counts']}"]
+    for kind in ("missing", "extra"):
+        rows = r.get("examples", {}).get(kind) or []
+        if rows:
+            lines.append(f"  {kind} rows, e.g.: " + ", ".join(show_bytes(x) for x in rows))
+    lines.append("  repaired: the differences were written" if r["repaired"]
+                 else "  run again with --repair to fix")
+    return lines
+
+
+def _json_safe(obj: Any) -> Any:
+    if isinstance(obj, bytes):
+        return show_bytes(obj)
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
+@index.command("verify")
+@store_argument
+@table_argument
+@click.argument("name")
+@click.option("--repair", is_flag=True, help="Write the missing entries, delete the extra "
+                                             "ones and fix the value-table counts.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@click.pass_context
+def index_verify(ctx: click.Context, dir: str, table: str, name: str, repair: bool,
+                 as_json: bool) -> None:
+    """Compare index NAME with what a rebuild from the table would give (like Phoenix's
+    IndexScrutinyTool) and print the report: missing and extra entries, wrong covered values,
+    wrong value-table counts.
+
+    Exit code 0 when the index is exact (or was repaired with --repair), 1 when it is not.
+
+    Example:
+
+    \b
+        hibase index verify data/ telecom by_ip
+        hibase index verify data/ telecom by_ip --repair --json
+    """
+    db = open_store(dir, read_only=not repair)
+    report = db.verify_index(table, name, repair=repair)
+    if as_json:
+        click.echo(json.dumps(_json_safe(report), ensure_ascii=False))
+    else:
+        for line in _verify_lines(report):
+            click.echo(line)
+    if not report["ok"] and not report["repaired"]:
+        ctx.exit(1)
+
+
+# -- hibase query ------------------------------------------------------------------------------
+
+_EXPLAIN = re.compile(r"^\s*EXPLAIN\b", re.IGNORECASE)
+
+
+def _headers(select: Any, rows: list) -> list[bytes]:
+    if select.columns is not None:
+        return [c for c in select.columns if c != ROWKEY]
+    return sorted({c for _, data in rows for c in data})
+
+
+@cli.command()
+@store_argument
+@click.argument("statement", metavar='"SELECT ..."')
+@click.option("--explain", is_flag=True, help="Print the plan instead of running the query "
+                                              "(as EXPLAIN SELECT ... does).")
+@click.option("--full-scan", is_flag=True,
+              help="Ignore rowkey and index paths: evaluate the condition over a full table "
+                   "scan (the same rows, slower; the baseline indexes are measured against).")
+@click.option("--range-method", type=click.Choice(engine.RANGE_METHODS), default="auto",
+              show_default=True,
+              help="Index ranges: an ordered index scan, the paper's value-table walk with "
+                   "parallel point lookups, or the planner's choice.")
+@output_options
+def query(dir: str, statement: str, explain: bool, full_scan: bool, range_method: str,
+          fmt: str) -> None:
+    """Run an SQL query: SELECT cols FROM table [WHERE condition] [LIMIT n].
+
+    Columns are family.qualifier (Phoenix's spelling), ROWKEY is the rowkey, * every column.
+    Predicates: =, <>, <, <=, >, >=, BETWEEN, IN, LIKE 'prefix%', IS [NOT] NULL, AND, OR,
+    NOT; values compare by the column's declared type. The planner answers each part of the
+    condition by the rowkey, an index or, when nothing applies, a filtered full scan; EXPLAIN
+    SELECT ... (or --explain) prints the plan. Output: a row per line (--table, --csv) or a JSON
+    object per row (--json: {"row": ..., "columns": {"f:q": value}}), then the row count and
+    time on stderr.
+
+    Example:
+
+    \b
+        hibase query data/ "SELECT f.url FROM telecom WHERE f.ip = '1.2.3.4' LIMIT 10"
+        hibase query data/ "SELECT * FROM telecom WHERE f.ip = '1.2.3.4' AND f.port = 443" --json
+        hibase query data/ "EXPLAIN SELECT * FROM telecom WHERE f.url LIKE 'http://a/%'"
+    """
+    db = open_store(dir, read_only=True)
+    if explain and not _EXPLAIN.match(statement):
+        statement = "EXPLAIN " + statement
+    select = engine.parse_select(statement)
+    if select.explain:
+        click.echo(db.sql(statement, range_method=range_method, full_scan=full_scan))
+        return
+    t: Table = db.table(select.table)
+    t0 = time.perf_counter()
+    rows = db.sql(statement, range_method=range_method, full_scan=full_scan)
+    elapsed = time.perf_counter() - t0
+    assert isinstance(rows, list)
+    cols = _headers(select, rows)
+    emit(fmt, ["row"] + [show_bytes(c) for c in cols], rows,
+         lambda it: [[show_bytes(it[0])] + [_cell_text(t, c, it[1][c]) if c in it[1] else None
+                                            for c in cols]],
+         lambda it: {"row": show_bytes(it[0]),
+                     "columns": {show_bytes(c): _cell_text(t, c, v)
+                                 for c, v in sorted(it[1].items())}})
+    _note(f"{len(rows)} row(s) in {elapsed * 1e3:.1f} ms")

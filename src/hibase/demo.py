@@ -1,0 +1,222 @@
+"""`hibase demo`: the HiBase paper's experiment in miniature (SPEC §1).
+
+Generates telecom-style records (``hibase.bench.datasets.telecom_rows``: ~200 bytes, 10
+attributes; rowkey = 11-digit MDN + ``Long.MAX_VALUE - start_ms``, SPEC §2) into a store, with
+the paper's three global indexes (IP, IP+PORT, URL) kept up to date on every put, then runs the
+paper's four query types and times each two ways:
+
+* index: ``db.sql(query)`` on a connection without the hot cache (``cache_policy=None``: the
+  persistent index layer alone, the paper's "cold" case), the planner's choice (a rowkey range
+  for the MDN query, an index for the others): parse, plan, index lookup, row fetches; the
+  median of ``repeats`` runs;
+* full scan: ``db.sql(query, full_scan=True)``, the same query evaluated over every row (what
+  HBase does without a secondary index), once.
+
+Both must return the same rows; ``run()`` raises if they do not.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections import Counter
+from typing import Any, Callable
+
+from tqdm import tqdm
+
+import hibase
+from hibase import errors
+from hibase.bench.datasets import COLUMNS, TELECOM_COLUMNS, telecom_rows
+
+__all__ = ["run", "TABLE", "INDEXES"]
+
+TABLE = "telecom"
+INDEXES = (("by_ip", ["f:ip"]), ("by_ip_port", ["f:ip", "f:port"]), ("by_url", ["f:url"]))
+BATCH_CELLS = 1000  # table.batch(batch_size=...) counts cells: one write per 100 rows
+(C_MDN, C_START, _, C_IP, C_PORT, C_URL, *_) = COLUMNS
+
+
+def _nearest(counts: Counter, target: float) -> tuple[Any, int]:
+    """The value whose count is nearest `target` by ratio (ties: the smaller value)."""
+    target = max(target, 1.0)
+    return min(counts.items(), key=lambda kv: (abs(math.log(kv[1] / target)), kv[0]))
+
+
+def _sql_text(value: bytes) -> str:
+    return value.decode().replace("'", "''")
+
+
+def _load(db: Any, rows: int, seed: int, progress: bool) -> dict[str, Any]:
+    """Load the rows through table.batch, counting the values the queries are picked from."""
+    table = db.table(TABLE)
+    mdns: Counter = Counter()
+    ips: Counter = Counter()
+    pairs: Counter = Counter()
+    urls: Counter = Counter()
+    t_min = t_max = None
+    size = 0
+    t0 = time.perf_counter()
+    with tqdm(total=rows, desc="loading", unit=" rows", unit_scale=True, disable=not progress,
+              leave=False, mininterval=0.5) as bar, table.batch(batch_size=BATCH_CELLS) as batch:
+        put = batch.put
+        for i, (key, data) in enumerate(telecom_rows(rows, seed)):
+            put(key, data)
+            ip = data[C_IP]
+            mdns[data[C_MDN]] += 1
+            ips[ip] += 1
+            pairs[(ip, data[C_PORT])] += 1
+            urls[data[C_URL]] += 1
+            start = int(data[C_START])
+            t_min = start if t_min is None else t_min
+            t_max = start
+            size += sum(map(len, data.values()))
+            if i % 5000 == 4999:
+                bar.update(5000)
+        bar.update(rows - bar.n)
+    return {"seconds": time.perf_counter() - t0, "mdns": mdns, "ips": ips, "pairs": pairs,
+            "urls": urls, "t_min": t_min, "t_max": t_max, "bytes": size}
+
+
+def _queries(loaded: dict[str, Any], rows: int) -> list[tuple[str, str]]:
+    """The paper's four query types, on values picked so result sizes spread out."""
+    span = loaded["t_max"] - loaded["t_min"]
+    lo, hi = loaded["t_min"] + span // 4, loaded["t_min"] + 3 * span // 4  # the middle half
+    window = f"f.start_time BETWEEN {lo} AND {hi}"
+    mdn, _ = _nearest(loaded["mdns"], max(loaded["mdns"].values()))  # the busiest subscriber
+    ip, _ = _nearest(loaded["ips"], rows / 200)
+    (pip, port), _ = _nearest(loaded["pairs"], rows / 2000)
+    url, _ = _nearest(loaded["urls"], rows / 20000)
+    q = f"SELECT * FROM {TABLE} WHERE "
+    return [
+        ("MDN (rowkey prefix) + time window",
+         q + f"ROWKEY LIKE '{_sql_text(mdn)}%' AND {window}"),
+        ("IP + time window", q + f"f.ip = '{_sql_text(ip)}' AND {window}"),
+        ("IP + PORT", q + f"f.ip = '{_sql_text(pip)}' AND f.port = {int(port)}"),
+        ("URL", q + f"f.url = '{_sql_text(url)}'"),
+    ]
+
+
+def _path(plan: str) -> str:
+    """A short name of the access path from EXPLAIN text."""
+    for line in plan.splitlines():
+        s = line.strip()
+        if s.startswith("INDEX "):
+            name = s.split()[1]
+            return f"index {name}"
+        if s.startswith("INTERSECT"):
+            return "index intersection"
+        if s.startswith("ROWKEY RANGE"):
+            return "rowkey range scan"
+        if s.startswith("ROWKEY GET"):
+            return "rowkey get"
+        if s.startswith("FULL TABLE SCAN"):
+            return "full scan"
+    return "?"
+
+
+def _time_query(db: Any, sql: str, repeats: int) -> tuple[float, list]:
+    times = []
+    result: list = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = db.sql(sql)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), result
+
+
+def _ms(seconds: float) -> str:
+    ms = seconds * 1e3
+    if ms >= 1000:
+        return f"{seconds:.2f} s"
+    return f"{ms:.3g} ms" if ms >= 1 else f"{ms:.2f} ms"
+
+
+def run(rows: int = 200_000, path: str | None = None, keep: bool = False, seed: int = 0,
+        repeats: int = 5, progress: bool = True,
+        echo: Callable[[str], Any] = print) -> dict[str, Any]:
+    """Run the demo, printing as it goes through `echo`; returns the figures.
+
+    `path`: the store folder (created; kept afterwards); by default a temporary folder,
+    removed at the end unless `keep`."""
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+        raise errors.InvalidArgument("rows must be a positive int")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise errors.InvalidArgument("repeats must be a positive int")
+    started = time.perf_counter()
+    temp = None
+    if path is None:
+        temp = tempfile.mkdtemp(prefix="hibase-demo-")
+        path = os.path.join(temp, "store")
+    db = hibase.connect(path, cache_policy=None)  # the persistent index alone (paper: "cold")
+    try:
+        if TABLE.encode() in db.tables():
+            raise errors.TableExists(
+                f"{path!r} already holds a table {TABLE!r}; give --dir a new folder")
+        echo(f"HiBase demo: {rows:,} telecom records, the paper's 3 indexes and 4 query types")
+        where = ("a temporary folder, removed at the end; --keep keeps it" if temp and not keep
+                 else "kept afterwards")
+        echo(f"store: {path} ({where})")
+        db.create_table(TABLE, {"f": {"max_versions": 1}}, columns=TELECOM_COLUMNS)
+        for name, cols in INDEXES:
+            db.create_index(TABLE, name, cols)
+        echo("indexes: " + ", ".join(f"{n} ({', '.join(c)})" for n, c in INDEXES)
+             + ", kept exact on every put")
+        loaded = _load(db, rows, seed, progress)
+        echo(f"loaded {rows:,} rows (10 columns, ~{loaded['bytes'] / rows:.0f} bytes of values "
+             f"each; rowkey = MDN + reversed start time) in {loaded['seconds']:.1f} s "
+             f"({rows / loaded['seconds']:,.0f} rows/s, generation included)")
+        echo("")
+        results = []
+        for i, (label, sql) in enumerate(_queries(loaded, rows), 1):
+            path_name = _path(db.sql("EXPLAIN " + sql))
+            t_index, got = _time_query(db, sql, repeats)
+            t0 = time.perf_counter()
+            scanned = db.sql(sql, full_scan=True)
+            t_scan = time.perf_counter() - t0
+            if sorted(k for k, _ in got) != sorted(k for k, _ in scanned):
+                raise RuntimeError(f"query {i}: the index path and the full scan disagree")
+            results.append({"query": i, "name": label, "sql": sql, "rows": len(got),
+                            "path": path_name, "index_s": t_index, "full_scan_s": t_scan,
+                            "speedup": t_scan / t_index if t_index > 0 else float("inf")})
+        _print_table(results, echo)
+        echo("")
+        echo(f"index: median of {repeats} runs of db.sql(query) (parse, plan, index lookup, "
+             "row fetch), no hot cache;")
+        echo("full scan: db.sql(query, full_scan=True), every row read and tested, once. "
+             "Both returned the same rows.")
+        echo("")
+        for r in results:
+            echo(f"{r['query']}  {r['sql']}")
+        if temp is None or keep:
+            echo("")
+            echo(f'try: hibase query {path} "{results[-1]["sql"]}"')
+        total = time.perf_counter() - started
+        echo(f"done in {total:.1f} s")
+        return {"rows": rows, "seed": seed, "store": path if (temp is None or keep) else None,
+                "load_s": loaded["seconds"], "row_bytes": loaded["bytes"] / rows,
+                "queries": results, "elapsed_s": total}
+    finally:
+        db.close()
+        if temp is not None and not keep:
+            shutil.rmtree(temp, ignore_errors=True)
+
+
+def _print_table(results: list[dict], echo: Callable[[str], Any]) -> None:
+    head = ["#", "query", "rows", "index", "full scan", "speed-up", "answered by"]
+    lines = [[str(r["query"]), r["name"], f"{r['rows']:,}", _ms(r["index_s"]),
+              _ms(r["full_scan_s"]), f"{r['speedup']:,.0f}x", r["path"]] for r in results]
+    widths = [max(len(x[i]) for x in [head] + lines) for i in range(len(head))]
+    right = {2, 3, 4, 5}
+
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    echo(fmt(head))
+    echo(fmt(["-" * w for w in widths]))
+    for line in lines:
+        echo(fmt(line))

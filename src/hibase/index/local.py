@@ -1,0 +1,356 @@
+"""Local (per-region) indexes, as Huawei hindex and 360's HBase index (SPEC §5): index rows live
+with their region's data, so a write costs no cross-region index write and a read visits regions.
+
+Local index row, in the key-value table ``__lidx__<table>`` (every local index of the table):
+
+    escaped region start key | alias (2 bytes) | encoded value(s) | user rowkey
+        -> msgpack [covered values...]
+
+Per-region value table, in ``__lval__<table>``:
+
+    escaped region start key | alias | encoded value(s)   ->   row count in that region (8 bytes)
+
+The region start key comes first, as 360's ``SK + index id + value + rowkey``; it is written with
+codec's escaped, terminated byte-string encoding, so a region's keys never run into those of a
+region whose start key extends it. After the prefix, an entry is byte for byte a global index
+entry (`IndexSpec.entry_key`), so one `KeyRange` serves both: a local lookup runs the same range
+once per region, under each region's prefix, and merges the regions' streams in index order
+(the same rows, in the same order, as the global index).
+
+Splits (`split_rewrite`, run inside the store's split batch): the daughter holding the upper half
+gets the parent's entries whose rowkey is >= its start key rewritten under its own start key, and
+the per-region counts are split to match, in the same atomic batch as the new region boundaries.
+Queries open their region list and their index iterators together under the write lock, so a
+query sees the index either wholly before or wholly after a split: never a row twice or none.
+"""
+
+from __future__ import annotations
+
+import heapq
+import struct
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+from .. import codec
+from ..store import cells as C
+from .spec import IndexSpec
+
+__all__ = ["local_table", "local_value_table", "routing_table", "region_prefix", "Route",
+           "entry_writes", "split_rewrite", "plan_route", "scan_entries", "count_values",
+           "count_routed", "region_counts", "clear", "region_of"]
+
+
+_COUNT = struct.Struct(">q")  # the value tables' row counts (as maintain.py)
+
+
+def decode_count(raw: bytes) -> int:
+    return _COUNT.unpack(raw)[0]
+
+
+def local_table(table: str) -> str:
+    """The key-value table holding every local index row of `table`."""
+    return f"__lidx__{table}"
+
+
+def local_value_table(table: str) -> str:
+    """The key-value table holding the per-region value counts of `table`'s local indexes."""
+    return f"__lval__{table}"
+
+
+def routing_table(table: str) -> str:
+    """The key-value table holding the persisted routing filters of `table` (routing.py)."""
+    return f"__lrt__{table}"
+
+
+def region_prefix(start: bytes) -> bytes:
+    """The key prefix of one region's local rows: its start key, escaped and terminated."""
+    return codec.escape_bytes(start)
+
+
+def _prefix_stop(prefix: bytes) -> bytes:
+    return prefix[:-1] + b"\x01"  # prefixes end with the terminator 0x00 0x00
+
+
+def split_key(key: bytes) -> tuple[bytes, int]:
+    """(region start key, position after the region prefix) of a local key."""
+    return codec.unescape_bytes(key, 0)
+
+
+def region_of(store, table: str, row: bytes):
+    """The region holding `row` now."""
+    return store.table(table).region_of(row)
+
+
+# -- write path --------------------------------------------------------------------------------
+def entry_writes(store, changes: Iterable, events: list | None = None) -> list:
+    """Local index puts/deletes and per-region count writes for `changes` of local specs (the
+    caller holds the write lock, so the rows' regions cannot change before the commit). When
+    `events` is a list, a (table, region id, alias, value key, +1 / -1) is appended for each
+    value that enters (count 0 -> n) or leaves (n -> 0) a region: the routing filters' changes."""
+    writes: list = []
+    deltas: dict[tuple[str, bytes], list] = {}
+    prefixes: dict[tuple[str, int], bytes] = {}
+    tables: dict[str, Any] = {}
+    for spec, old, new, row, cov in changes:
+        table = spec.table
+        t = tables.get(table)
+        if t is None:
+            t = tables[table] = store.table(table)
+        region = t.region_of(row)
+        p = prefixes.get((table, region.id))
+        if p is None:
+            p = prefixes[(table, region.id)] = region_prefix(region.start)
+        idx, val = local_table(table), local_value_table(table)
+        if old is not None and old != new:
+            writes.append((idx, p + spec.entry_key(old, row), None))
+            vkey = spec.value_key(old)
+            d = deltas.get((val, p + vkey))
+            if d is None:
+                d = deltas[(val, p + vkey)] = [0, table, region.id, vkey]
+            d[0] -= 1
+        if new is not None:
+            writes.append((idx, p + spec.entry_key(new, row), C.pack(cov)))
+            if old != new:
+                vkey = spec.value_key(new)
+                d = deltas.get((val, p + vkey))
+                if d is None:
+                    d = deltas[(val, p + vkey)] = [0, table, region.id, vkey]
+                d[0] += 1
+    by_val: dict[str, list[tuple[bytes, list]]] = {}
+    for (val, key), d in deltas.items():
+        if d[0]:
+            by_val.setdefault(val, []).append((key, d))
+    for val, items in by_val.items():
+        current = store.kv_get(val, [k for k, _ in items])
+        for (key, (delta, table, rid, vkey)), raw in zip(items, current):
+            before = decode_count(raw) if raw else 0
+            count = before + delta
+            writes.append((val, key, _COUNT.pack(count) if count > 0 else None))
+            if events is not None and (before > 0) != (count > 0):
+                events.append((table, rid, vkey[:2], vkey, 1 if count > 0 else -1))
+    return writes
+
+
+def split_rewrite(store, specs: dict[bytes, IndexSpec], table: str, parent, right,
+                  put: Any, delete: Any) -> tuple[dict, dict]:
+    """Move the parent's local rows and counts of rows >= right.start under the right
+    daughter's prefix (put(kv, key, value) / delete(kv, key) add to the split's batch).
+    Returns the daughters' counts {alias: {value key: rows}} as (left, right)."""
+    idx, val = local_table(table), local_value_table(table)
+    p, pr = region_prefix(parent.start), region_prefix(right.start)
+    n = len(p)
+    moved: dict[bytes, int] = {}
+    at = right.start
+    for key, value in store.kv_scan(idx, p, _prefix_stop(p)):
+        rest = key[n:]
+        spec = specs.get(rest[:2])
+        if spec is None:  # rows of an index being dropped: leave them to its clear()
+            continue
+        row = spec.entry_row(rest)
+        if row >= at:
+            delete(idx, key)
+            put(idx, pr + rest, value)
+            vkey = rest[:len(rest) - len(row)]
+            moved[vkey] = moved.get(vkey, 0) + 1
+    left: dict[bytes, dict[bytes, int]] = {}
+    right_counts: dict[bytes, dict[bytes, int]] = {}
+    for key, raw in store.kv_scan(val, p, _prefix_stop(p)):
+        vkey = key[n:]
+        if vkey[:2] not in specs:
+            continue
+        total = decode_count(raw)
+        r = moved.pop(vkey, 0)
+        rest_n = total - r
+        if r:
+            put(val, pr + vkey, _COUNT.pack(r))
+            right_counts.setdefault(vkey[:2], {})[vkey] = r
+            if rest_n > 0:
+                put(val, key, _COUNT.pack(rest_n))
+            else:
+                delete(val, key)
+        if rest_n > 0:
+            left.setdefault(vkey[:2], {})[vkey] = rest_n
+    for vkey, r in moved.items():  # counts missing (a damaged value table): write what is true
+        put(val, pr + vkey, _COUNT.pack(r))
+        right_counts.setdefault(vkey[:2], {})[vkey] = r
+    return left, right_counts
+
+
+def clear(store, spec: IndexSpec) -> None:
+    """Remove every local row and per-region count of one index, in every region (and under
+    any region prefix left behind)."""
+    alias = spec.alias
+    for kv in (local_table(spec.table), local_value_table(spec.table)):
+        if kv not in store.kv_tables():
+            continue
+        doomed = [key for key, _ in store.kv_scan(kv) if key[split_key(key)[1]:][:2] == alias]
+        for i in range(0, len(doomed), 20_000):
+            store.commit([], [(kv, k, None) for k in doomed[i:i + 20_000]])
+
+
+# -- reads -------------------------------------------------------------------------------------
+def is_point(spec: IndexSpec, rng) -> bool:
+    return rng.known == len(spec.types) and rng.stop == codec.prefix_successor(rng.start)
+
+
+@dataclass
+class Route:
+    """Which regions a local lookup visits: per key range the regions, and why others are
+    skipped (the routing filters, or a region holding no row of the index)."""
+
+    total: int
+    per_range: list[list[Any]]
+    routed: bool
+    skipped_by_filter: int = 0
+    skipped_empty: int = 0
+    points: int = 0
+    version: int = -1  # the router's version when routed (-1: no router)
+    region_ids: tuple = ()
+
+    def still_valid(self, store, table: str, router) -> bool:
+        """Whether routing now would give this route (same regions, same filters)."""
+        routed = router is not None and router.enabled
+        return (routed == self.routed and (not routed or router.version == self.version)
+                and tuple(r.id for r in store.table(table).regions) == self.region_ids)
+
+    @property
+    def visits(self) -> int:
+        """Region visits (one seek each) over all ranges."""
+        return sum(len(rs) for rs in self.per_range)
+
+    @property
+    def regions(self) -> list[Any]:
+        seen: dict[int, Any] = {}
+        for rs in self.per_range:
+            for r in rs:
+                seen.setdefault(r.id, r)
+        return sorted(seen.values(), key=lambda r: r.start)
+
+    def describe(self) -> str:
+        visited = len(self.regions)
+        text = f"visits {visited} of {self.total} region(s)"
+        if len(self.per_range) > 1:
+            text += f" ({self.visits} region visit(s) over {len(self.per_range)} ranges)"
+        why = []
+        if self.skipped_by_filter:
+            why.append(f"{self.skipped_by_filter} skipped by SCBF routing")
+        if self.skipped_empty:
+            why.append(f"{self.skipped_empty} skipped as empty")
+        if not self.routed:
+            why.append("routing off: every region")
+        elif self.points < len(self.per_range):
+            why.append("ranges: every region with rows")
+        return text + (f", {'; '.join(why)}" if why else "")
+
+
+def plan_route(store, spec: IndexSpec, ranges: list, router=None) -> Route:
+    """The regions a lookup of `ranges` visits now (the caller holds the write lock when the
+    route must match iterators opened with it)."""
+    regions = store.regions(spec.table)
+    routed = router is not None and router.enabled
+    version = router.version if routed else -1
+    per_range: list[list[Any]] = []
+    by_filter = empty = points = 0
+    for rng in ranges:
+        point = is_point(spec, rng)
+        points += point
+        if not routed:
+            per_range.append(list(regions))
+            continue
+        chosen, ruled_out, none = router.route(spec.table, spec.alias, regions,
+                                               rng.start if point else None)
+        by_filter += ruled_out
+        empty += none
+        per_range.append(chosen)
+    return Route(len(regions), per_range, routed, by_filter, empty, points, version,
+                 tuple(r.id for r in regions))
+
+
+def _region_stream(it: Any, lo: bytes, hi: bytes, n: int) -> Iterator[tuple[bytes, bytes]]:
+    it.seek(lo)
+    while it.valid():
+        key = it.key()
+        if key >= hi:
+            return
+        yield key[n:], it.value()
+        it.next()
+
+
+def scan_entries(store, spec: IndexSpec, ranges: list, router=None, route_out: list | None = None,
+                 planned: Route | None = None) -> Iterator[tuple[bytes, list]]:
+    """(user rowkey, covered values) of every entry in `ranges`, range after range, each range
+    in index order merged over the regions the route visits. The route and the iterators are
+    taken together under the write lock: one consistent instant even across splits. A route
+    `planned` for the same ranges is reused when routing now would give the same one."""
+    with store.write_lock():
+        if planned is not None and planned.still_valid(store, spec.table, router):
+            route = planned
+        else:
+            route = plan_route(store, spec, ranges, router)
+        its = {r.id: store.kv_iter(local_table(spec.table)) for r in route.regions}
+    if route_out is not None:
+        route_out.append(route)
+    unpack = C.unpack
+    ntypes = len(spec.types)
+    for rng, regions in zip(ranges, route.per_range):
+        if not regions:
+            continue
+        streams = []
+        for r in regions:
+            p = region_prefix(r.start)
+            hi = p + rng.stop if rng.stop is not None else _prefix_stop(p)
+            streams.append(_region_stream(its[r.id], p + rng.start, hi, len(p)))
+        merged = streams[0] if len(streams) == 1 else heapq.merge(*streams)
+        full, plen, known = rng.known == ntypes, rng.prefix_len, rng.known
+        for rest, value in merged:
+            row = rest[plen:] if full else spec.entry_row(rest, plen, known)
+            yield row, unpack(value)
+
+
+def count_values(store, spec: IndexSpec, rng, cap: int = 2000, router=None,
+                 regions: list | None = None) -> tuple[int, bool]:
+    """Rows in the range by per-region counts, summed over the regions: (count, exact). A point
+    reads one count per region the routing filters cannot rule out (or per region of
+    `regions`, a route's); ranges walk each region's values, at most `cap` in all (then a lower
+    bound)."""
+    val = local_value_table(spec.table)
+    if is_point(spec, rng):
+        if regions is None:
+            regions = plan_route(store, spec, [rng], router).per_range[0]
+        keys = [region_prefix(r.start) + rng.start for r in regions]
+        got = store.kv_get(val, keys) if keys else []
+        return sum(decode_count(raw) for raw in got if raw), True
+    total = seen = 0
+    for r in (store.regions(spec.table) if regions is None else regions):
+        p = region_prefix(r.start)
+        hi = p + rng.stop if rng.stop is not None else _prefix_stop(p)
+        for _, raw in store.kv_scan(val, p + rng.start, hi):
+            if seen >= cap:
+                return total, False
+            total += decode_count(raw)
+            seen += 1
+    return total, True
+
+
+def count_routed(store, spec: IndexSpec, ranges: list, route: Route, cap: int = 2000
+                 ) -> tuple[int, bool]:
+    """The planner's estimate over a route: per range, the counts in the regions it visits."""
+    total, exact = 0, True
+    for rng, regions in zip(ranges, route.per_range):
+        n, ex = count_values(store, spec, rng, cap, regions=regions)
+        total += n
+        exact &= ex
+    return total, exact
+
+
+def region_counts(store, table: str) -> dict[bytes, dict[bytes, dict[bytes, int]]]:
+    """{region start: {alias: {value key: rows}}} from the per-region value table."""
+    out: dict[bytes, dict[bytes, dict[bytes, int]]] = {}
+    val = local_value_table(table)
+    if val not in store.kv_tables():
+        return out
+    for key, raw in store.kv_scan(val):
+        start, pos = split_key(key)
+        vkey = key[pos:]
+        out.setdefault(start, {}).setdefault(vkey[:2], {})[vkey] = decode_count(raw)
+    return out

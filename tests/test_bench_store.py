@@ -1,0 +1,97 @@
+"""Smoke tests of the storage benchmark and of the telecom dataset generator it loads."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+
+from hibase.bench import datasets as D
+from hibase.bench import store
+
+
+def test_rows_are_deterministic_and_prefix_stable():
+    a = list(D.telecom_rows(3000, seed=7))
+    assert a == list(D.telecom_rows(3000, seed=7))
+    assert list(D.telecom_rows(1000, seed=7)) == a[:1000]  # crosses no chunk: still a prefix
+    assert list(D.telecom_rows(10_000, seed=7))[:3000] == a  # across a chunk boundary
+    assert list(D.telecom_rows(50, seed=8)) != a[:50]
+    assert list(D.telecom_rows(0)) == []
+
+
+def test_rows_shape_rowkey_and_size():
+    rows = list(D.telecom_rows(5000))
+    keys = [k for k, _ in rows]
+    assert len(set(keys)) == len(keys)  # unique rowkeys
+    total = 0
+    for key, data in rows:
+        assert list(data) == list(D.COLUMNS)
+        assert all(isinstance(v, bytes) and v for v in data.values())
+        # rowkey = 11-digit MDN + (Long.MAX_VALUE - start_ms) as 19 digits
+        assert re.fullmatch(rb"1\d{10}\d{19}", key)
+        assert key[:11] == data[b"f:mdn"]
+        assert int(key[11:]) == D.MAX_LONG - int(data[b"f:start_time"])
+        assert int(data[b"f:end_time"]) >= int(data[b"f:start_time"])
+        assert 0 < int(data[b"f:port"]) < 65536
+        assert re.fullmatch(rb"\d+\.\d+\.\d+\.\d+", data[b"f:ip"])
+        assert data[b"f:url"].startswith(b"http://")
+        assert len(data[b"f:imsi"]) == 15
+        total += sum(len(v) for v in data.values())
+    assert 180 <= total / len(rows) <= 220  # ~200 bytes of values per record
+    starts = [int(d[b"f:start_time"]) for _, d in rows]
+    assert starts == sorted(starts) and len(set(starts)) == len(starts)
+
+
+def test_declared_types_accept_the_generated_cells():
+    from hibase.store.schema import TableSchema
+    schema = TableSchema.build("t", {"f": {}}, D.TELECOM_COLUMNS)
+    assert set(schema.columns) == set(D.COLUMNS)
+    for key, data in D.telecom_rows(500):
+        schema.check_put(key, data)  # raises on a cell its declared type rejects
+
+
+def test_value_counts_and_targets():
+    n = 20_000
+    url = D.value_counts(n)
+    assert sum(url.values()) == n
+    assert url == __import__("collections").Counter(d[D.C_URL] for _, d in D.telecom_rows(n))
+    top, count = url.most_common(1)[0]
+    assert top == D.url_value(1, 0) and 0.08 * n < count < 0.12 * n  # tier 1: 10% of rows
+    found = D.values_with_counts(n, targets=(0, 20, 2000))
+    assert found[0]["count"] == 0 and found[0]["value"] not in url
+    assert 10 <= found[1]["count"] <= 40 and url[found[1]["value"]] == found[1]["count"]
+    assert 1000 <= found[2]["count"] <= 4000
+    pairs = D.value_counts(n, column=(D.C_IP, D.C_PORT))
+    assert sum(pairs.values()) == n
+    ip_top = D.value_counts(n, column=D.C_IP).most_common(1)[0][1]
+    assert 0.03 * n < ip_top < 0.1 * n
+
+
+def test_run_smoke(tmp_path):
+    report = store.run(rows=2000, reads=200, progress=False, workdir=str(tmp_path))
+    json.dumps(report)  # JSON-ready
+    for key in ("rows", "machine", "hibase", "sqlite", "ratios", "targets", "meets_targets"):
+        assert key in report
+    assert report["rows"] == 2000
+    assert report["machine"]["cpu_count"] >= 1 and report["machine"]["python"]
+    metrics = ("load_rows_per_s", "row_p50_us", "row_p99_us", "rows_1000_ms",
+               "scan_rows_per_s", "bytes_per_row")
+    for side in ("hibase", "sqlite"):
+        for m in metrics:
+            v = report[side][m]
+            assert isinstance(v, (int, float)) and v > 0 and math.isfinite(v), (side, m, v)
+        assert report[side]["row_missing"] == 0
+        assert report[side]["scan_rows"] == 2000
+        assert report[side]["rows_1000_returned"] == 1000
+    assert set(report["ratios"]) == set(metrics)
+    assert all(v > 0 for v in report["ratios"].values())
+    assert set(report["meets_targets"]) == set(store.TARGETS)
+    assert all(isinstance(v, bool) for v in report["meets_targets"].values())
+    assert "0 differ" in report["setup"]["row_checks"]
+
+
+def test_run_rejects_bad_arguments():
+    with pytest.raises(ValueError):
+        store.run(rows=0, progress=False)

@@ -1,0 +1,255 @@
+"""ZooKeeper membership and the cache-node service, against a real ZooKeeper and real Redis
+nodes: nodes join and leave the ring, a killed service's znode expires, ZooKeeper outages keep
+the last node list, and the node-side hotscore admits and evicts."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+import redis
+from click.testing import CliRunner
+from servers import start_redis, start_zookeeper, wait_until
+
+import hibase
+from hibase.cache.node import CacheNodeService
+from hibase.cache.redis_backend import ALLOW, DATA
+from hibase.cli import cli
+
+
+@pytest.fixture(scope="module")
+def zk():
+    server = start_zookeeper()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def redis_pair():
+    servers = [start_redis(), start_redis()]
+    yield servers
+    for s in servers:
+        s.close()
+
+
+@pytest.fixture
+def env(zk, redis_pair):
+    """(zk spec with a fresh base path, the two Redis servers, emptied)."""
+    if not zk.running:
+        zk.start()
+    for s in redis_pair:
+        if not s.running:
+            s.start()
+        redis.Redis.from_url(s.url).flushall()
+    services: list[CacheNodeService] = []
+
+    def service(server, **options):
+        options.setdefault("poll", 0.01)
+        options.setdefault("session_timeout", 2.0)
+        svc = CacheNodeService(server.url, spec, **options).start()
+        services.append(svc)
+        return svc
+
+    spec = f"zk://{zk.address}/t-{uuid.uuid4().hex[:8]}"
+    yield spec, redis_pair, service
+    for svc in services:
+        svc.stop()
+
+
+def make_db(path, cache, rows=200, values=20):
+    db = hibase.connect(str(path), cache=cache)
+    db.create_table("t", {"f": {}}, columns={"f:a": "int", "f:b": "string"})
+    t = db.table("t")
+    with t.batch() as b:
+        for i in range(rows):
+            b.put(b"r%03d" % i, {b"f:a": b"%d" % (i % values), b"f:b": b"b%d" % i})
+    db.create_index("t", "by_a", ["f:a"], covering=["f:b"])
+    return db, t
+
+
+def oracle(t, value):
+    return sorted(k for k, d in t.scan(columns=[b"f:a"]) if d.get(b"f:a") == b"%d" % value)
+
+
+def found(t, cond):
+    return sorted(k for k, _ in t.where(cond, columns=[b"f:b"]))
+
+
+def ring(db):
+    return set(db.cache.backend.ring.nodes)
+
+
+def test_nodes_join_and_leave_the_ring(tmp_path, env):
+    spec, (a, b), service = env
+    service(a)
+    db, t = make_db(tmp_path / "s", spec)
+    with db:
+        assert ring(db) == {a.url}
+        svc_b = service(b)
+        wait_until(lambda: ring(db) == {a.url, b.url})
+        for v in range(20):
+            assert found(t, f"f.a = {v}") == oracle(t, v)
+        time.sleep(0.1)
+        stats = db.cache_stats()
+        assert stats["backend"] == "redis" and stats["policy"] == "hotscore"
+        assert stats["sets"] == 20 and stats["records"] == 200 and stats["capacity"] == 200_000
+        svc_b.stop()  # closes its session: the znode goes at once
+        wait_until(lambda: ring(db) == {a.url})
+        for v in range(20):
+            assert found(t, f"f.a = {v}") == oracle(t, v)
+        service(b)
+        wait_until(lambda: ring(db) == {a.url, b.url})
+        for v in range(20):
+            assert found(t, f"f.a = {v}") == oracle(t, v)
+
+
+def test_a_killed_service_expires_and_returns(tmp_path, env):
+    spec, (a, b), service = env
+    service(a)
+    cmd = [sys.executable, "-m", "hibase", "cache-node", "--redis", b.url, "--zk", spec,
+           "--session-timeout", "2", "--poll", "0.01"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        db, t = make_db(tmp_path / "s", spec)
+        with db:
+            wait_until(lambda: ring(db) == {a.url, b.url}, timeout=20)
+            for v in range(20):
+                assert found(t, f"f.a = {v}") == oracle(t, v)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            t.put(b"r001", {b"f:a": b"2"})  # the dead node may hold 1 or 2: still exact
+            wait_until(lambda: ring(db) == {a.url}, timeout=15)  # the session expired
+            for v in range(20):
+                assert found(t, f"f.a = {v}") == oracle(t, v)
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_until(lambda: ring(db) == {a.url, b.url}, timeout=20)
+            for v in range(20):
+                assert found(t, f"f.a = {v}") == oracle(t, v)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            proc.kill()
+
+
+def test_zookeeper_down_keeps_the_last_node_list(tmp_path, env, zk):
+    spec, (a, b), service = env
+    service(a)
+    service(b)
+    db, t = make_db(tmp_path / "s", spec)
+    with db:
+        wait_until(lambda: ring(db) == {a.url, b.url})
+        for v in range(20):
+            found(t, f"f.a = {v}")
+        time.sleep(0.05)
+        zk.kill()
+        wait_until(lambda: not db.cache.backend.membership.connected)
+        hits = db.cache_stats()["hits"]
+        for v in range(20):
+            assert found(t, f"f.a = {v}") == oracle(t, v)
+        assert ring(db) == {a.url, b.url}
+        assert db.cache_stats()["hits"] >= hits + 19  # still served by both nodes
+        zk.start()
+        wait_until(lambda: db.cache.backend.membership.connected, timeout=20)
+        assert ring(db) == {a.url, b.url}
+        for v in range(20):
+            assert found(t, f"f.a = {v}") == oracle(t, v)
+
+
+def test_node_side_hotscore_admits_counts_and_evicts(tmp_path, env):
+    spec, (a, _), service = env
+    svc = service(a, capacity=50, count_period=20)
+    db, t = make_db(tmp_path / "s", spec)
+    node = redis.Redis.from_url(a.url)
+    with db:
+        for v in range(5):  # warm-up: admitted on access while there is room (5 x 10 = 50)
+            assert found(t, f"f.a = {v}") == oracle(t, v)
+        wait_until(lambda: svc.processed >= 5)
+        assert len(list(node.scan_iter(DATA + b"*"))) == 5
+        for v in range(5, 10):  # full: misses are not stored
+            found(t, f"f.a = {v}")
+        for _ in range(4):  # make 5..9 the hot ones
+            for v in range(5, 10):
+                found(t, f"f.a = {v}")
+        wait_until(lambda: svc.processed >= 30)
+        wait_until(lambda: node.scard(ALLOW) >= 5 and svc.policy.stats["periods"] >= 1)
+        for v in range(5, 10):  # chosen at the period end: stored on the next miss (lazy)
+            assert found(t, f"f.a = {v}") == oracle(t, v)
+        wait_until(lambda: svc.processed >= 35)
+        for v in range(5, 10):
+            assert found(t, f"f.a = {v}") == oracle(t, v)
+        stats = db.cache_stats()
+        assert stats["evictions"] >= 5 and stats["records"] <= 50
+        cached = {k[len(DATA):] for k in node.scan_iter(DATA + b"*")}
+        assert len(cached) == 5
+        spec_a = db.indexer.catalog.get("t", "by_a")
+        from hibase.cache.backend import cache_key
+        assert cached == {cache_key("t", spec_a.value_key([v])) for v in range(5, 10)}
+
+
+def test_sets_that_move_away_are_dropped_by_their_old_node(tmp_path, env):
+    spec, (a, b), service = env
+    service(a)
+    db, t = make_db(tmp_path / "s", spec)
+    node_a = redis.Redis.from_url(a.url)
+    with db:
+        for v in range(20):
+            found(t, f"f.a = {v}")
+        wait_until(lambda: len(list(node_a.scan_iter(DATA + b"*"))) == 20)
+        service(b)
+        wait_until(lambda: ring(db) == {a.url, b.url})
+        backend = db.cache.backend
+        stay = {k for k in backend.keys() if backend.where(k) == a.url}
+        wait_until(lambda: {k[len(DATA):] for k in node_a.scan_iter(DATA + b"*")} <= stay)
+        assert 0 < len(stay) < 20
+        for v in range(20):
+            assert found(t, f"f.a = {v}") == oracle(t, v)
+
+
+def test_a_starting_service_empties_its_node(env):
+    spec, (a, _), service = env
+    node = redis.Redis.from_url(a.url)
+    node.hset(DATA + b"t\x00stale", mapping={b"": b"hibase-cache/1", b"r1": b"x"})
+    node.set(b"someone-elses-key", b"kept")
+    service(a)
+    assert not node.exists(DATA + b"t\x00stale")
+    assert node.get(b"someone-elses-key") == b"kept"
+
+
+def test_cli_commands_have_help():
+    runner = CliRunner()
+    out = runner.invoke(cli, ["cache-node", "--help"])
+    assert out.exit_code == 0 and "Example:" in out.output and "--zk" in out.output
+    if "bench" in cli.commands:
+        out = runner.invoke(cli, ["bench", "cache", "--help"])
+        assert out.exit_code == 0 and "Example:" in out.output
+
+
+def test_cache_node_needs_a_reachable_redis():
+    runner = CliRunner()
+    from hibase.cache.testing import free_port
+    out = runner.invoke(cli, ["cache-node", "--redis", f"redis://127.0.0.1:{free_port()}",
+                              "--zk", "127.0.0.1:1/x"])
+    assert out.exit_code == 1 and "cannot reach the Redis node" in out.output
+
+
+@pytest.mark.skipif(os.environ.get("HIBASE_SKIP_SLOW") == "1", reason="slow")
+def test_bench_cache_small_run():
+    from hibase.bench import cache as bench
+    report = bench.run(rows=1500, queries=200, ratios=(0.3,), backends=("memory",),
+                       hot_cold_samples=10)
+    import json
+    json.dumps(report)
+    assert {r["policy"] for r in report["results"]} == {"hotscore", "lru",
+                                                        "hotscore-per-record"}
+    for r in report["results"]:
+        assert 0 <= r["hit_ratio"] <= r["optimum_hit_ratio"] + 0.02
+        assert r["simulated_hit_ratio"] == pytest.approx(r["hit_ratio"], abs=0.02)
+    assert report["hot_cold"][0]["lookup_hot_us"] > 0
+    assert report["findings"] and "meets_targets" in report

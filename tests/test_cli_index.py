@@ -1,0 +1,286 @@
+"""`hibase index ...`, `hibase query`, the bench group's wiring and the extension hook, through
+click's CliRunner; and the library's full_scan option they rely on."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+import types
+
+import pytest
+from click.testing import CliRunner
+
+import hibase
+from hibase import cli as cli_module
+from hibase.cli import cli
+from hibase.index.spec import index_table
+
+ROWS = {
+    b"r1": {b"f:ip": b"10.0.0.1", b"f:port": b"443", b"f:url": b"http://a/x", b"f:n": b"1"},
+    b"r2": {b"f:ip": b"10.0.0.1", b"f:port": b"80", b"f:url": b"http://a/y", b"f:n": b"2"},
+    b"r3": {b"f:ip": b"10.0.0.2", b"f:port": b"443", b"f:url": b"http://b/x", b"f:n": b"3"},
+    b"r4": {b"f:ip": b"10.0.0.3", b"f:port": b"22", b"f:n": b"4"},
+    b"r\tx": {b"f:ip": b"10.0.0.1", b"f:port": b"8080", b"f:url": b"http://c/\x01"},
+}
+
+
+def run(*args, code=0):
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr,
+                                      result.exception)
+    if code == 0:
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+    return result
+
+
+def error(*args) -> str:
+    """A command that must fail as one `Error: ...` line with exit code 1, no traceback."""
+    result = run(*args, code=1)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A store with table t (declared f:ip, f:port, f:url; undeclared f:n) and 5 rows."""
+    path = str(tmp_path / "store")
+    with hibase.connect(path) as db:
+        db.create_table("t", {"f": {}}, columns={"f:ip": "string", "f:port": "int",
+                                                 "f:url": "string"})
+        t = db.table("t")
+        for key, data in ROWS.items():
+            t.put(key, data)
+    return path
+
+
+# -- help ----------------------------------------------------------------------------------------
+
+COMMANDS = [["index"], ["index", "create"], ["index", "list"], ["index", "drop"],
+            ["index", "build"], ["index", "verify"], ["query"], ["demo"], ["bench"],
+            ["bench", "store"], ["bench", "scbf"], ["bench", "query"]]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_every_new_command_has_help_with_an_example(command):
+    out = run(*command, "--help").stdout
+    assert "Example:" in out
+    assert "hibase " + " ".join(command) in out.split("Example:", 1)[1]
+
+
+# -- index create / list / query / verify / drop ---------------------------------------------
+
+def test_index_lifecycle(store):
+    res = run("index", "create", store, "t", "by_ip", "--column", "f:ip", "--cover", "f:port",
+              "--no-progress")
+    assert "Created index 'by_ip' on 't' (f:ip; covers f:port)" in res.stderr
+    run("index", "create", store, "t", "by_ip_port", "-c", "f:ip,f:port", "--processes", "1")
+
+    out = run("index", "list", store).stdout.splitlines()
+    assert out[0].split() == ["table", "name", "kind", "columns", "types", "covering", "state",
+                              "alias"]
+    assert out[2].split()[:7] == ["t", "by_ip", "global", "f:ip", "string", "f:port", "ready"]
+    assert out[3].split()[:6] == ["t", "by_ip_port", "global", "f:ip,f:port", "string,int",
+                                  "ready"]
+    listed = [json.loads(line) for line in run("index", "list", store, "t", "--json")
+              .stdout.splitlines()]
+    assert [d["name"] for d in listed] == ["by_ip", "by_ip_port"]
+    assert listed[1]["columns"] == ["f:ip", "f:port"] and listed[0]["covering"] == ["f:port"]
+
+    plan = run("query", store, "SELECT * FROM t WHERE f.ip = '10.0.0.1' AND f.port = 443",
+               "--explain").stdout
+    assert "INDEX by_ip_port" in plan
+    assert plan == run("query", store, "explain SELECT * FROM t WHERE f.ip = '10.0.0.1' "
+                                       "AND f.port = 443").stdout
+    full = run("query", store, "SELECT * FROM t WHERE f.ip = '10.0.0.1'", "--explain",
+               "--full-scan").stdout
+    assert "FULL TABLE SCAN" in full
+
+    res = run("index", "verify", store, "t", "by_ip")
+    assert res.stdout.strip() == "index by_ip on t: 5 expected entries; OK"
+    report = json.loads(run("index", "verify", store, "t", "by_ip_port", "--json").stdout)
+    assert report["ok"] is True and report["entries"] == 5
+
+    res = run("index", "build", store, "t", "by_ip", "--no-progress")
+    assert "5 row(s) indexed, 3 distinct value(s)" in res.stderr
+
+    run("index", "drop", store, "t", "by_ip")
+    listed = run("index", "list", store, "--json").stdout.splitlines()
+    assert [json.loads(x)["name"] for x in listed] == ["by_ip_port"]
+    error("index", "verify", store, "t", "by_ip")
+
+
+def test_verify_reports_and_repairs_a_damaged_index(store):
+    run("index", "create", store, "t", "by_url", "-c", "f:url", "--no-progress")
+    with hibase.connect(store, cache_policy=None) as db:  # remove one entry behind its back
+        key = next(k for k, _ in db.store.kv_scan(index_table("t")))
+        db.store.commit([], [(index_table("t"), key, None)])
+    res = run("index", "verify", store, "t", "by_url", code=1)
+    assert "NOT OK: missing 1, extra 0" in res.stdout
+    assert "run again with --repair" in res.stdout
+    report = json.loads(run("index", "verify", store, "t", "by_url", "--repair",
+                            "--json").stdout)
+    assert report["missing"] == 1 and report["repaired"] is True and report["ok"] is False
+    assert "OK" in run("index", "verify", store, "t", "by_url").stdout
+
+
+# -- query output -------------------------------------------------------------------------------
+
+def test_query_table_json_csv(store):
+    run("index", "create", store, "t", "by_ip", "-c", "f:ip", "--no-progress")
+    sql = "SELECT f.port, f.url FROM t WHERE f.ip = '10.0.0.1'"
+    res = run("query", store, sql)
+    lines = res.stdout.splitlines()
+    assert lines[0].split() == ["row", "f:port", "f:url"]
+    body = [line.split() for line in lines[2:]]
+    assert body == [["r\\tx", "8080", "http://c/\\x01"], ["r1", "443", "http://a/x"],
+                    ["r2", "80", "http://a/y"]]  # rowkey order: b"\t" < b"1"
+    assert res.stderr.startswith("3 row(s) in ")
+
+    objs = [json.loads(x) for x in run("query", store, sql, "--json").stdout.splitlines()]
+    assert objs[1] == {"row": "r1", "columns": {"f:port": "443", "f:url": "http://a/x"}}
+    assert objs[0]["row"] == "r\\tx" and objs[0]["columns"]["f:url"] == "http://c/\\x01"
+
+    rows = list(csv.reader(io.StringIO(run("query", store, sql, "--csv").stdout)))
+    assert rows[0] == ["row", "f:port", "f:url"] and rows[3] == ["r2", "80", "http://a/y"]
+
+    # SELECT *: every column found; a missing cell prints empty; --full-scan: same rows
+    star = "SELECT * FROM t WHERE f.port <= 443 OR f.url IS NULL"
+    rows = list(csv.reader(io.StringIO(run("query", store, star, "--csv").stdout)))
+    assert rows[0] == ["row", "f:ip", "f:n", "f:port", "f:url"]
+    assert [r[0] for r in rows[1:]] == ["r1", "r2", "r3", "r4"]
+    assert rows[4] == ["r4", "10.0.0.3", "4", "22", ""]
+    assert run("query", store, star, "--csv", "--full-scan").stdout == \
+        run("query", store, star, "--csv").stdout
+    assert run("query", store, "SELECT * FROM t WHERE f.ip = 'none'").stderr.startswith(
+        "0 row(s)")
+
+
+def test_local_index_from_the_command_line(store):
+    res = run("index", "create", store, "t", "loc_port", "-c", "f:port", "--local",
+              "--no-progress")
+    assert "Created local index 'loc_port'" in res.stderr
+    listed = json.loads(run("index", "list", store, "t", "--json").stdout)
+    assert listed["local"] is True and listed["state"] == "ready"
+    sql = "SELECT f.ip FROM t WHERE f.port = 443"
+    assert "LOCAL INDEX loc_port" in run("query", store, sql, "--explain").stdout
+    assert run("query", store, sql, "--json").stdout == \
+        run("query", store, sql, "--json", "--full-scan").stdout
+    assert "OK" in run("index", "verify", store, "t", "loc_port").stdout
+
+
+def test_query_range_method_walk_gives_the_same_rows(store):
+    run("index", "create", store, "t", "by_port", "-c", "f:port", "--no-progress")
+    sql = "SELECT f.port FROM t WHERE f.port BETWEEN 80 AND 443"
+    assert "RANGE SCAN" in run("query", store, sql, "--explain").stdout
+    assert "VALUE-TABLE WALK" in run("query", store, sql, "--explain",
+                                     "--range-method", "walk").stdout
+    assert run("query", store, sql, "--range-method", "walk", "--json").stdout == \
+        run("query", store, sql, "--json").stdout
+
+
+# -- errors: one line each ----------------------------------------------------------------------
+
+def test_errors_are_one_line(store, tmp_path):
+    assert "no table 'nope'" in error("index", "create", store, "nope", "i", "-c", "f:ip",
+                                      "--no-progress")
+    assert "only declared columns" in error("index", "create", store, "t", "i", "-c", "f:n",
+                                            "--no-progress")
+    run("index", "create", store, "t", "i", "-c", "f:ip", "--no-progress")
+    assert "already exists" in error("index", "create", store, "t", "i", "-c", "f:url",
+                                     "--no-progress")
+    assert "no index 'zz'" in error("index", "drop", store, "t", "zz")
+    assert "no index 'zz'" in error("index", "build", store, "t", "zz", "--no-progress")
+    error("index", "list", store, "nope")
+    error("index", "list", str(tmp_path / "missing"))
+    error("query", store, "SELECT * FROM t WHERE f.ip = ")
+    error("query", store, "SELECT * FROM nope WHERE f.ip = 'x'")
+    error("query", store, "SELECT * FROM t WHERE g.x = 1")
+    error("query", store, "SELECT * FROM t WHERE f.port = 'abc'")
+    bad = run("index", "create", store, "t", "j", "-c", "ip", code=2)
+    assert "family:qualifier" in bad.stderr
+    run("index", "create", store, "t", "j", code=2)  # --column is required
+
+
+# -- bench wiring -------------------------------------------------------------------------------
+
+def test_bench_scbf_wiring(monkeypatch, tmp_path):
+    from hibase.bench import scbf
+    calls = []
+
+    def fake_run(probes, seed):
+        calls.append((probes, seed))
+        return {"benchmark": "scbf", "probes": probes, "elapsed_s": 0.1,
+                "findings": ["table 1: all four rows reproduced"]}
+
+    monkeypatch.setattr(scbf, "run", fake_run)
+    out = run("bench", "scbf", "--probes", "1234").stdout
+    assert calls == [(1234, 1)]
+    assert "- table 1: all four rows reproduced" in out
+    report = json.loads(run("bench", "scbf", "--probes", "5", "--json").stdout)
+    assert report["probes"] == 5
+    dest = tmp_path / "scbf.json"
+    out = run("bench", "scbf", "--output", dest).stdout
+    assert json.loads(dest.read_text())["findings"] and f"full report: {dest}" in out
+
+
+def test_bench_store_runs_at_tiny_size(tmp_path):
+    pytest.importorskip("hibase.bench.store")
+    dest = tmp_path / "store.json"
+    out = run("bench", "store", "--rows", "200", "--reads", "20", "--no-progress",
+              "--output", dest).stdout
+    assert out.startswith("bench store: 200 telecom rows")
+    assert "row() p50 µs" in out
+    assert json.loads(dest.read_text())["rows"] == 200
+
+
+def test_missing_bench_module_is_one_line(monkeypatch):
+    from hibase import cli_bench
+
+    def import_module(name):
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+    monkeypatch.setattr(cli_bench.importlib, "import_module", import_module)
+    assert "not available" in error("bench", "query", "--rows", "10")
+
+
+# -- extension hook -----------------------------------------------------------------------------
+
+def test_extensions_register_and_missing_ones_are_skipped(monkeypatch):
+    seen = []
+    fake = types.ModuleType("hibase.cli_fake_ext")
+    fake.register = lambda group: seen.append(group)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "hibase.cli_fake_ext", fake)
+    monkeypatch.setattr(cli_module, "EXTENSIONS", ("cli_not_there", "cli_fake_ext"))
+    cli_module._register_extensions()
+    assert seen == [cli]
+
+
+def test_extension_with_a_broken_import_fails_loudly(monkeypatch):
+    monkeypatch.setattr(cli_module, "EXTENSIONS", ("cli_broken_ext",))
+
+    def import_module(name):  # the module exists but a dependency of it is missing
+        raise ModuleNotFoundError("No module named 'redis'", name="redis")
+
+    monkeypatch.setattr("importlib.import_module", import_module)
+    with pytest.raises(ModuleNotFoundError):
+        cli_module._register_extensions()
+
+
+# -- the library option the demo and `query --full-scan` use --------------------------------------
+
+def test_full_scan_option_returns_the_same_rows(store):
+    with hibase.connect(store) as db:
+        db.create_index("t", "by_ip", ["f:ip"])
+        sql = "SELECT f.port FROM t WHERE f.ip = '10.0.0.1' OR ROWKEY = 'r3'"
+        assert db.sql(sql, full_scan=True) == db.sql(sql)
+        assert len(db.sql(sql)) == 4
+        assert "FULL TABLE SCAN" in db.sql("EXPLAIN " + sql, full_scan=True)
+        assert "FULL TABLE SCAN" not in db.sql("EXPLAIN " + sql)
+        t = db.table("t")
+        cond = "f.ip = '10.0.0.1'"
+        assert list(t.where(cond, full_scan=True)) == list(t.where(cond))
+        assert "full scan forced" in t.explain(cond, full_scan=True)

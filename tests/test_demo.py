@@ -1,0 +1,54 @@
+"""`hibase demo` at a tiny size: the four query types, rows found, the same rows both ways."""
+
+from __future__ import annotations
+
+import re
+
+from click.testing import CliRunner
+
+import hibase
+from hibase import demo
+from hibase.cli import cli
+
+
+def test_demo_prints_the_four_queries_with_rows(tmp_path):
+    result = CliRunner().invoke(cli, ["demo", "--rows", "2000", "--no-progress",
+                                      "--repeats", "2"])
+    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
+    out = result.stdout
+    assert "HiBase demo: 2,000 telecom records" in out
+    assert "by_ip (f:ip), by_ip_port (f:ip, f:port), by_url (f:url)" in out
+    assert "Both returned the same rows." in out
+    table = {m.group(1): m for m in re.finditer(
+        r"^(\d)  (.+?)\s{2,}([\d,]+)\s+([\d.]+ m?s)\s+([\d.]+ m?s)\s+([\d,]+)x\s+(.+)$", out,
+        re.MULTILINE)}
+    assert sorted(table) == ["1", "2", "3", "4"]
+    names = [table[k].group(2).strip() for k in "1234"]
+    assert names == ["MDN (rowkey prefix) + time window", "IP + time window", "IP + PORT", "URL"]
+    paths = [table[k].group(7) for k in "1234"]
+    assert paths == ["rowkey range scan", "index by_ip", "index by_ip_port", "index by_url"]
+    for k in "1234":
+        assert int(table[k].group(3).replace(",", "")) > 0  # values are picked from the data
+    sqls = re.findall(r"^\d  SELECT \* FROM telecom WHERE .*$", out, re.MULTILINE)
+    assert len(sqls) == 4 and "ROWKEY LIKE" in sqls[0] and "f.port =" in sqls[2]
+    assert "hibase query" not in out  # temporary store: nothing to try afterwards
+
+
+def test_demo_into_a_folder_keeps_it_and_refuses_to_overwrite(tmp_path):
+    path = str(tmp_path / "demo-store")
+    lines: list[str] = []
+    report = demo.run(rows=500, path=path, repeats=1, progress=False, echo=lines.append)
+    assert [q["name"] for q in report["queries"]] == [
+        "MDN (rowkey prefix) + time window", "IP + time window", "IP + PORT", "URL"]
+    assert all(q["rows"] > 0 and q["full_scan_s"] > 0 and q["index_s"] > 0
+               for q in report["queries"])
+    assert report["store"] == path
+    assert any(line.startswith(f"try: hibase query {path} ") for line in lines)
+    with hibase.connect(path) as db:  # the store stays, indexes ready
+        assert sorted(d["name"] for d in db.indexes("telecom")) == [
+            "by_ip", "by_ip_port", "by_url"]
+        assert len(db.sql(report["queries"][3]["sql"])) == report["queries"][3]["rows"]
+    result = CliRunner().invoke(cli, ["demo", "--rows", "10", "--dir", path, "--no-progress"])
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines()[-1].startswith("Error: ")
+    assert "already holds a table 'telecom'" in result.stderr

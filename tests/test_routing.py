@@ -1,0 +1,258 @@
+"""SCBF routing of local-index lookups: filters exact under puts, deletes and splits (never a
+false negative), persisted with a generation counter and rebuilt when missing or stale, and
+EXPLAIN showing the regions visited and skipped."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import hibase
+from hibase.index import local
+from hibase.index.lookup import key_range
+
+
+def _table(db, rows: int = 600, seed: int = 0, split_size: int = 2500):
+    db.create_table("t", {"f": {}}, columns={"f:a": "int", "f:u": "string"},
+                    split_size=split_size)
+    t = db.table("t")
+    db.create_index("t", "lu", ["f:u"], covering=["f:a"], local=True)
+    rng = random.Random(seed)
+    for i in range(rows):
+        t.put(b"r%05d" % rng.randrange(rows * 3),
+              {b"f:u": b"u%d" % rng.randrange(rows // 3), b"f:a": b"%d" % i})
+    return t
+
+
+def _exact(db, table: str = "t") -> None:
+    """Every (region, value) with rows is in that region's filter, and the filters hold no
+    more values than the regions do."""
+    router = db.indexer.router
+    st = router.state(table)
+    regions = {r.start: r for r in db.store.regions(table)}
+    counts = local.region_counts(db.store, table)
+    for start, by_alias in counts.items():
+        r = regions[start]  # no counts under a region prefix that is gone
+        for alias, values in by_alias.items():
+            f = st.filters[(r.id, alias)]
+            assert all(v in f for v, n in values.items() if n > 0)
+            assert all(n > 0 for n in values.values())
+            assert len(f) == len(values)
+    report = router.check(table)
+    assert report["false_negatives"] == 0 and report["stale_items"] == 0, report
+
+
+def test_filters_exact_under_puts_deletes_and_splits(db):
+    t = _table(db)
+    assert len(t.regions()) > 4
+    _exact(db)
+    rng = random.Random(5)
+    rows = [r for r, _ in t.scan()]
+    for row in rng.sample(rows, 250):  # values leave regions: counts drop to zero
+        if rng.random() < 0.5:
+            t.delete(row)
+        else:
+            t.put(row, {b"f:u": b"moved%d" % rng.randrange(20)})
+    _exact(db)
+    for _ in range(6):
+        db.split("t", b"r%05d" % rng.randrange(1800))
+    for i in range(200):  # and back in, with splits caused by the load
+        t.put(b"s%05d" % i, {b"f:u": b"u%d" % (i % 50), b"f:a": b"1"})
+    _exact(db)
+    assert db.verify_index("t", "lu")["ok"]
+    # counts per region are exact after deletes: the sum over regions is the global count
+    for v in ("u1", "moved3", "u199", "absent"):
+        want = sum(1 for _, d in t.scan() if d.get(b"f:u") == v.encode())
+        assert len(list(t.where(f"f.u = '{v}'"))) == want
+
+
+def test_point_lookups_visit_only_regions_that_may_hold_the_value(db):
+    t = _table(db, rows=900)
+    spec = db.indexer.catalog.get("t", "lu")
+    regions = db.store.regions("t")
+    assert len(regions) >= 6
+    skipped_total = 0
+    for v in [b"u%d" % i for i in range(0, 300, 7)] + [b"nope%d" % i for i in range(20)]:
+        holders = {r.start for r in regions
+                   if any(d.get(b"f:u") == v for _, d in t.scan(r.start or None, r.end or None))}
+        routes: list = []
+        rows = list(local.scan_entries(db.store, spec, [key_range(spec, [v.decode()])],
+                                       db.indexer.router, routes))
+        visited = {r.start for r in routes[0].regions}
+        assert holders <= visited  # never a false negative
+        skipped_total += routes[0].skipped_by_filter + routes[0].skipped_empty
+        want = sorted(r for r, d in t.scan() if d.get(b"f:u") == v)
+        assert sorted(r for r, _ in rows) == want
+    assert skipped_total > 0
+    # without routing every region is visited (hindex), with the same rows
+    db.indexer.router.enabled = False
+    routes = []
+    list(local.scan_entries(db.store, spec, [key_range(spec, ["u3"])], db.indexer.router, routes))
+    assert len(routes[0].regions) == len(regions) and routes[0].skipped_by_filter == 0
+
+
+def test_explain_shows_regions_visited_and_skipped(db):
+    t = _table(db, rows=600)
+    n = len(t.regions())
+    plan = t.explain("f.u = 'never-there'")
+    m = re.search(r"visits (\d+) of (\d+) region\(s\), (\d+) skipped by SCBF routing", plan)
+    assert m, plan
+    assert int(m.group(2)) == n and int(m.group(1)) + int(m.group(3)) == n
+    assert int(m.group(1)) <= 1  # an absent value: at most a false positive
+    holders = {r["start_key"] for r in t.regions()
+               if any(d.get(b"f:u") == b"u5" for _, d in
+                      t.scan(r["start_key"] or None, r["end_key"] or None))}
+    plan = t.explain("f.u = 'u5'")
+    m = re.search(r"visits (\d+) of (\d+) region", plan)
+    assert len(holders) <= int(m.group(1)) <= len(holders) + 1, plan
+    assert "every region" in t.explain("f.u > 'u5'")
+    db.indexer.router.enabled = False
+    assert f"visits {n} of {n} region(s), routing off: every region" in t.explain("f.u = 'u5'")
+    sql_plan = db.sql("EXPLAIN SELECT f.a FROM t WHERE f.u = 'u5'")
+    assert "LOCAL INDEX lu" in sql_plan and "COVERED by index" in sql_plan
+
+
+def test_filters_saved_on_close_and_loaded_on_open(db_path):
+    db = hibase.connect(db_path)
+    _table(db)
+    before = db.indexer.router.check("t")
+    db.close()
+    db = hibase.connect(db_path)
+    try:
+        report = db.indexer.router.check("t")
+        assert report["source"] == "loaded" and report["saved"]
+        assert report["false_negatives"] == 0 and report["values"] == before["values"]
+        assert report["generation"] == before["generation"]
+        _exact(db)
+        # the first write after a save bumps the generation, in the write's own batch
+        db.table("t").put(b"zz", {b"f:u": b"fresh"})
+        after = db.indexer.router.check("t")
+        assert after["generation"] == before["generation"] + 1 and not after["saved"]
+        assert [r for r, _ in db.table("t").where("f.u = 'fresh'")] == [b"zz"]
+        regions = len(db.store.regions("t"))
+    finally:
+        db.store.close()  # a crash: that write's filter change is never saved
+    db = hibase.connect(db_path)
+    try:
+        assert len(db.store.regions("t")) == regions  # no split hid the staleness
+        report = db.indexer.router.check("t")
+        assert report["source"] == "rebuilt" and report["false_negatives"] == 0
+        assert [r for r, _ in db.table("t").where("f.u = 'fresh'")] == [b"zz"]
+    finally:
+        db.close()
+
+
+def test_stale_or_missing_filters_are_rebuilt_on_open(db_path):
+    db = hibase.connect(db_path)
+    t = _table(db)
+    db.close()  # saved
+    db = hibase.connect(db_path)
+    t = db.table("t")
+    for i in range(150):  # new values and splits after the save ...
+        t.put(b"n%04d" % i, {b"f:u": b"late%d" % i})
+    db.split("t", b"n0075")
+    db.store.close()  # ... then a crash: the filters are never saved
+    db = hibase.connect(db_path)
+    try:
+        report = db.indexer.router.check("t")
+        assert report["source"] == "rebuilt" and report["false_negatives"] == 0
+        _exact(db)
+        assert [r for r, _ in db.table("t").where("f.u = 'late7'")] == [b"n0007"]
+    finally:
+        db.close()
+    # same regions, same generation, but the saved filters are gone: rebuilt
+    db = hibase.connect(db_path)
+    lrt = local.routing_table("t")
+    db.store.kv_delete_range(lrt, b"f", b"g")
+    db.store.kv_delete_range(lrt, b"s", b"t")
+    db.store.close()
+    db = hibase.connect(db_path)
+    try:
+        assert db.indexer.router.check("t")["source"] == "rebuilt"
+        _exact(db)
+    finally:
+        db.close()
+
+
+def test_filters_follow_a_split_without_a_prior_load(db_path):
+    """A split is the first thing after open: the daughters' filters are built in the split,
+    the generation bump rides in the split's batch, and a crash after it rebuilds."""
+    db = hibase.connect(db_path)
+    _table(db)
+    db.close()
+    db = hibase.connect(db_path)
+    assert not db.indexer.router.loaded("t")
+    assert db.split("t", b"r00900")
+    _exact(db)
+    gen = db.indexer.router.check("t")["generation"]
+    db.store.close()
+    db = hibase.connect(db_path)
+    try:
+        report = db.indexer.router.check("t")
+        assert report["generation"] == gen and report["source"] == "rebuilt"
+        _exact(db)
+    finally:
+        db.close()
+
+
+def test_read_only_open_routes_with_rebuilt_or_saved_filters(db_path):
+    db = hibase.connect(db_path)
+    _table(db)
+    db.close()
+    ro = hibase.connect(db_path, read_only=True)
+    try:
+        t = ro.table("t")
+        assert ro.indexer.router.check("t")["source"] == "loaded"
+        want = sorted(r for r, d in t.scan() if d.get(b"f:u") == b"u9")
+        assert sorted(r for r, _ in t.where("f.u = 'u9'")) == want
+    finally:
+        ro.close()
+
+
+def test_bench_local_cli_small(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from hibase.cli import cli
+    result = CliRunner().invoke(cli, ["bench", "local", "--rows", "3000", "--regions", "4",
+                                      "--queries", "2", "--json", "--no-progress",
+                                      "--workdir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["regions"] == 4 and report["write"]["local"]["regions"] == 4
+    assert all(q["same_rows"] for q in report["queries"])
+    assert report["filters"]["false_negatives"] == 0
+    assert all(report["local_indexes_verified"].values())
+    absent = report["queries"][0]
+    assert absent["rows"] == 0 and absent["local_all_regions"]["regions_visited"] == 4
+    assert absent["local_scbf"]["regions_visited"] < 1 and absent["global"]["regions_visited"] == 1
+
+
+def test_stacks_repack_or_grow_and_stay_exact(db):
+    """Many values entering one region: with repack (the default) the stack is rebuilt as one
+    bigger filter; without, it grows as the paper's scalable SCBF. Exact either way."""
+    db.create_table("t", {"f": {}}, columns={"f:u": "string"})
+    t = db.table("t")
+    db.create_index("t", "lu", ["f:u"], local=True)
+    router = db.indexer.router
+    router.initial_counters = 512  # ~35 values per filter at P = 0.001
+    for i in range(300):
+        t.put(b"a%04d" % i, {b"f:u": b"v%d" % i})
+    st = router.state("t")
+    (f,) = st.filters.values()
+    assert len(f.filters) == 1 and f.counters > 512 and len(f) == 300
+    _exact(db)
+    router.repack = False
+    for i in range(300, 900):
+        t.put(b"a%04d" % i, {b"f:u": b"v%d" % i})
+    (f,) = router.state("t").filters.values()
+    assert len(f.filters) > 1 and len(f) == 900
+    for i in range(0, 900, 2):
+        t.delete(b"a%04d" % i)
+    assert router.check("t")["false_negatives"] == 0
+    spec = db.indexer.catalog.get("t", "lu")
+    (f,) = router.state("t").filters.values()
+    assert all(spec.value_key([f"v{i}"]) in f for i in range(1, 900, 2))
+    assert len(f) <= 450 + f.stale_removes  # removes left undone only as stale positives
+    assert db.verify_index("t", "lu")["ok"]
