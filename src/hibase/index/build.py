@@ -9,13 +9,19 @@ can slip between the scan and the index. An interrupted build leaves the index i
 
 from __future__ import annotations
 
-import multiprocessing
+import json
 import os
-from concurrent.futures import ProcessPoolExecutor
+import subprocess
+import sys
+import tempfile
+import warnings
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator
 
+import msgpack
+
 from ..store import cells as C
-from .maintain import _COUNT, _covered, _values
+from .maintain import _COUNT, raw_values
 from .local import local_table, local_value_table, region_prefix, split_key
 from .routing import router_of
 from .spec import READY, IndexSpec, index_table, value_table
@@ -30,44 +36,63 @@ def expected_entries(store, spec: IndexSpec, start: bytes | None = None,
     """The sorted index entries and value counts a rebuild of rows [start, stop) produces."""
     entries = []
     counts: dict[bytes, int] = {}
-    for row, state in store.scan_latest(spec.table, start, stop, spec.needed):
-        values = _values(spec, state)
+    value_key, pack, cover = spec.value_key, C.pack, spec.covering
+    for row, cells in store.scan_latest(spec.table, start, stop, spec.needed, with_ts=False):
+        values = raw_values(spec, cells)
         if values is None:
             continue
-        entries.append((spec.entry_key(values, row), C.pack(_covered(spec, state))))
-        vkey = spec.value_key(values)
+        vkey = value_key(values)
+        entries.append((vkey + row, pack([cells.get(c) for c in cover])))
         counts[vkey] = counts.get(vkey, 0) + 1
     entries.sort()
     return entries, counts
 
 
-def _region_job(path: str, spec_json: bytes, start: bytes, stop: bytes) -> tuple[list, dict]:
-    """Worker process: open the store read-only and compute one region's entries."""
-    from ..store.embedded import EmbeddedStore
-    store = EmbeddedStore(path, read_only=True, block_cache_mb=32)
-    try:
-        return expected_entries(store, IndexSpec.from_json(spec_json), start or None,
-                                stop or None)
-    finally:
-        store.close()
+def _worker_job(path: str, spec: IndexSpec, regions: list) -> list[tuple[list, dict]]:
+    """Run some regions in one worker process (python -m hibase.index.build_worker)."""
+    with tempfile.TemporaryDirectory(prefix="hibase-build-") as tmp:
+        out = os.path.join(tmp, "entries.msgpack")
+        job = {"path": path, "spec": spec.to_json().decode(), "out": out,
+               "ranges": [(r.start.hex(), r.end.hex()) for r in regions]}
+        proc = subprocess.run([sys.executable, "-m", "hibase.index.build_worker"],
+                              input=json.dumps(job), capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError((proc.stderr.strip().splitlines() or [proc.returncode])[-1])
+        with open(out, "rb") as f:
+            return msgpack.unpackb(f.read(), raw=False, strict_map_key=False)
+
+
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024  # below this, starting workers costs more than it saves
 
 
 def _region_results(store, spec: IndexSpec, processes: int | None
                     ) -> Iterator[tuple[list, dict]]:
+    """(entries, counts) per region, in region order."""
     regions = store.regions(spec.table)
     if processes is None:
-        processes = min(len(regions), os.cpu_count() or 1)
+        big = sum(r.size for r in regions) >= PARALLEL_MIN_BYTES
+        processes = min(len(regions), os.cpu_count() or 1) if big else 1
     if processes <= 1 or len(regions) == 1 or store.read_only:
         for r in regions:
             yield expected_entries(store, spec, r.start or None, r.end or None)
         return
     store.flush()  # workers read SST files and the WAL; flushing makes their replay short
-    ctx = multiprocessing.get_context("spawn")  # never fork a process with RocksDB threads
-    with ProcessPoolExecutor(processes, mp_context=ctx) as pool:
-        futures = [pool.submit(_region_job, store.path, spec.to_json(), r.start, r.end)
-                   for r in regions]
-        for fut in futures:
-            yield fut.result()
+    # Worker processes, not threads (the scan is Python-bound), each taking a contiguous share
+    # of the regions; started as fresh interpreters, never forked from a process running
+    # RocksDB threads.
+    share = -(-len(regions) // processes)
+    groups = [regions[i:i + share] for i in range(0, len(regions), share)]
+    with ThreadPoolExecutor(len(groups)) as pool:
+        futures = [pool.submit(_worker_job, store.path, spec, g) for g in groups]
+        for group, fut in zip(groups, futures):
+            try:
+                results = fut.result()
+            except Exception as exc:  # a worker that cannot run: do its regions here
+                warnings.warn(f"index build worker failed ({exc}); building its regions "
+                              "in this process", RuntimeWarning, stacklevel=2)
+                results = [expected_entries(store, spec, r.start or None, r.end or None)
+                           for r in group]
+            yield from results
 
 
 def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,

@@ -39,6 +39,16 @@ def _values(spec: IndexSpec, state: dict) -> list[Any] | None:
     return None if out[0] is None else out
 
 
+def raw_values(spec: IndexSpec, cells: dict[bytes, bytes]) -> list[Any] | None:
+    """_values for a {column: value} row (no timestamps), as scans with with_ts=False give."""
+    out = []
+    for col, t in zip(spec.columns, spec.types):
+        raw = cells.get(col)
+        v = None if raw is None else codec.decode_cell(t, raw)
+        out.append(None if v != v else v)
+    return None if out[0] is None else out
+
+
 def _covered(spec: IndexSpec, state: dict) -> list[bytes | None]:
     return [state[c][1] if c in state else None for c in spec.covering]
 
@@ -56,21 +66,31 @@ def index_writes(store, specs: list[IndexSpec], prepared: list, events: list | N
         if m.table in by_table:
             groups.setdefault((m.table, m.row), []).append(segments)
     changes: list[Change] = []
+    by_table_rows: dict[str, list[tuple[bytes, dict]]] = {}
     for (table, row), seg_lists in groups.items():
-        table_specs = by_table[table]
-        needed = list(dict.fromkeys(c for s in table_specs for c in s.needed))
         pending: dict[bytes, list[bytes]] = {}
         for segments in reversed(seg_lists):  # newest mutation first
             for fam, seg in reversed(segments):
                 pending.setdefault(fam, []).append(seg)
-        before, after = store.row_states(table, row, needed, pending)
-        for spec in table_specs:
-            old, new = _values(spec, before), _values(spec, after)
-            new_cov = _covered(spec, after) if new is not None else None
-            if old == new and (new is None or new_cov == _covered(spec, before)):
-                continue
-            changes.append(Change((spec, old, new, row, new_cov)))
+        by_table_rows.setdefault(table, []).append((row, pending))
+    for table, items in by_table_rows.items():
+        table_specs = by_table[table]
+        needed = list(dict.fromkeys(c for s in table_specs for c in s.needed))
+        states = store.row_states_many(table, items, needed)
+        for (row, _), (before, after) in zip(items, states):
+            _diff(table_specs, row, before, after, changes)
     return entry_writes(store, changes, events), changes
+
+
+def _diff(table_specs: list[IndexSpec], row: bytes, before: dict, after: dict,
+          changes: list[Change]) -> None:
+    """Append the index changes one row's before / after states imply."""
+    for spec in table_specs:
+        old, new = _values(spec, before), _values(spec, after)
+        new_cov = _covered(spec, after) if new is not None else None
+        if old == new and (new is None or new_cov == _covered(spec, before)):
+            continue
+        changes.append(Change((spec, old, new, row, new_cov)))
 
 
 def entry_writes(store, changes: Iterable[Change], events: list | None = None) -> list:
@@ -83,16 +103,19 @@ def entry_writes(store, changes: Iterable[Change], events: list | None = None) -
     if local_changes:
         writes += local.entry_writes(store, local_changes, events)
         changes = [c for c in changes if not c[0].local]
+    pack = C.pack
     for spec, old, new, row, cov in changes:
         idx = index_table(spec.table)
         if old is not None and old != new:
-            writes.append((idx, spec.entry_key(old, row), None))
-            key = (spec.table, spec.value_key(old))
+            vkey = spec.value_key(old)  # an entry key is its value key + the rowkey
+            writes.append((idx, vkey + row, None))
+            key = (spec.table, vkey)
             deltas[key] = deltas.get(key, 0) - 1
         if new is not None:
-            writes.append((idx, spec.entry_key(new, row), C.pack(cov)))
+            vkey = spec.value_key(new)
+            writes.append((idx, vkey + row, pack(cov)))
             if old != new:
-                key = (spec.table, spec.value_key(new))
+                key = (spec.table, vkey)
                 deltas[key] = deltas.get(key, 0) + 1
     by_val: dict[str, list[tuple[bytes, int]]] = {}
     for (table, vkey), delta in deltas.items():

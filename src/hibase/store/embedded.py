@@ -506,29 +506,35 @@ class EmbeddedStore:
                    pending: dict[bytes, list[bytes]]) -> tuple[dict, dict]:
         """Newest values of `columns` ({col: (ts, value)}) before and after the `pending`
         segments (per family, newest first) land on `row`; TTL is not applied."""
+        return self.row_states_many(table, [(row, pending)], columns)[0]
+
+    def row_states_many(self, table: str, items: list[tuple[bytes, dict[bytes, list[bytes]]]],
+                        columns: list[bytes]) -> list[tuple[dict, dict]]:
+        """row_states for many (row, pending) pairs, one iterator per family for all."""
         t = self.table(table)
-        prefix = C.row_prefix(row)
         by_fam: dict[bytes, set[bytes]] = {}
         for col in columns:
             by_fam.setdefault(col[:col.index(b":")], set()).add(col)
-        before: dict[bytes, tuple] = {}
-        after: dict[bytes, tuple] = {}
+        out: list[tuple[dict, dict]] = [({}, {}) for _ in items]
+        merge_latest = C.merge_latest
         for fam, cols in by_fam.items():
-            view = t.fams[fam][0]
-            segs = []
-            for key, value in view.items(from_key=prefix):
-                if not key.startswith(prefix):
-                    break
-                segs.append(value)
+            it = t.fams[fam][0].iter()
             wanted = frozenset(cols)
-            old = C.merge_segments(segs, wanted) if segs else {}
-            before.update((c, max(vs)) for c, vs in old.items())
-            if fam in pending:
-                new = C.merge_segments(pending[fam] + segs, wanted)
-                after.update((c, max(vs)) for c, vs in new.items())
-            else:
-                after.update((c, max(vs)) for c, vs in old.items())
-        return before, after
+            for (row, pending), (before, after) in zip(items, out):
+                prefix = C.row_prefix(row)
+                it.seek(prefix)
+                segs = []
+                while it.valid():
+                    key = it.key()
+                    if not key.startswith(prefix):
+                        break
+                    segs.append(it.value())
+                    it.next()
+                old = merge_latest(segs, wanted) if segs else {}
+                before.update(old)
+                new = pending.get(fam)
+                after.update(merge_latest(new + segs, wanted) if new else old)
+        return out
 
     def commit(self, prepared: list[tuple[Any, Mutation, list]],
                kv_writes: list[tuple[str, bytes, bytes | None]] = ()) -> None:  # type: ignore[assignment]

@@ -1,0 +1,33 @@
+"""Worker process of the batch index build: the index entries of some regions, computed from a
+read-only open of the store. Run as `python -m hibase.index.build_worker` with a JSON job on
+stdin, so it depends on nothing in the caller's __main__ (unlike multiprocessing's spawn)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import msgpack
+
+
+def main() -> int:
+    job = json.loads(sys.stdin.read())
+    from ..store.embedded import EmbeddedStore
+    from .build import expected_entries
+    from .spec import IndexSpec
+
+    store = EmbeddedStore(job["path"], read_only=True, block_cache_mb=32)
+    spec = IndexSpec.from_json(job["spec"].encode())
+    try:
+        results = [expected_entries(store, spec, bytes.fromhex(start) or None,
+                                    bytes.fromhex(stop) or None)
+                   for start, stop in job["ranges"]]
+    finally:
+        store.close()
+    with open(job["out"], "wb") as f:
+        f.write(msgpack.packb(results, use_bin_type=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
