@@ -29,6 +29,7 @@ def test_bench_query_report_at_tiny_size(tmp_path):
         assert q["hibase_full_scan_s"] > 0 and q["sqlite_full_scan_s"] >= 0
         assert q["speedup_vs_full_scan"] > 0
         assert "PLAN for" in q["plan"] and q["sqlite_plan"]
+        assert q["sqlite_full_scan_plan"] == "SCAN telecom", q["sqlite_full_scan_plan"]
     by = {q["name"]: q for q in r["queries"]}
     assert by["eq_0"]["rows"] == 0 and by["eq_10"]["rows"] > 0
     assert by["eq_1000"]["rows"] > by["eq_10"]["rows"]

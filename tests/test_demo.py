@@ -17,7 +17,9 @@ def test_demo_prints_the_four_queries_with_rows(tmp_path):
     assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
     out = result.stdout
     assert "HiBase demo: 2,000 telecom records" in out
-    assert "by_ip (f:ip), by_ip_port (f:ip, f:port), by_url (f:url)" in out
+    assert "built 3 indexes in " in out
+    assert re.search(r"^  by_ip \(f:ip\) [\d.]+ s, by_ip_port \(f:ip, f:port\) [\d.]+ s, "
+                     r"by_url \(f:url\) [\d.]+ s$", out, re.MULTILINE)
     assert "Both returned the same rows." in out
     table = {m.group(1): m for m in re.finditer(
         r"^(\d)  (.+?)\s{2,}([\d,]+)\s+([\d.]+ m?s)\s+([\d.]+ m?s)\s+([\d,]+)x\s+(.+)$", out,

@@ -27,7 +27,9 @@ def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bo
             cache: str | None = DEFAULT_CACHE, cache_policy: str | None = DEFAULT_POLICY,
             cache_capacity: int | None = None, hotscore_alpha: float | None = None,
             count_period: int | None = None, **options: Any) -> "Connection":
-    """Open (creating if missing) the store at `path`: a folder for the embedded store.
+    """Open (creating if missing) the store at `path`: a folder for the embedded store, or
+    "thrift://host:9090[?transport=framed&protocol=compact&timeout=ms&pool_size=n&retries=n]"
+    for HBase through its Thrift1 gateway (hibase.store.hbase).
 
     The hot-index cache (hibase.cache.config): `cache` is "memory" (in process, the default),
     "redis://host:port[,redis://...]" (Redis nodes on a consistent-hash ring) or
@@ -37,15 +39,21 @@ def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bo
     `count_period` tune hotscore. `db.cache_stats()` reports hits, misses, evictions..."""
     if not isinstance(path, str) or not path:
         raise errors.InvalidArgument("connect() needs a store path such as 'data/'")
-    if "://" in path:
+    thrift = path.startswith("thrift://")
+    if "://" in path and not thrift:
         scheme = path.split("://", 1)[0]
         raise errors.BackendUnavailable(
-            f"backend {scheme!r} is not available yet; use a folder path for the embedded store")
+            f"backend {scheme!r} is not available; use a folder path for the embedded store "
+            "or thrift://host:9090 for HBase")
     if options:
         raise errors.InvalidArgument(f"unknown connect() option(s): {sorted(options)}")
     hot = open_cache(cache, cache_policy, cache_capacity, hotscore_alpha, count_period)
     try:
-        store = EmbeddedStore(path, create=create, read_only=read_only, sync=sync)
+        if thrift:  # HBase through its Thrift1 gateway (store/hbase.py)
+            from .store.hbase import HBaseStore
+            store = HBaseStore(path, create=create, read_only=read_only)
+        else:
+            store = EmbeddedStore(path, create=create, read_only=read_only, sync=sync)
     except BaseException:
         if hot is not None:
             hot.close()

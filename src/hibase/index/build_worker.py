@@ -16,7 +16,11 @@ def main() -> int:
     from .build import expected_entries
     from .spec import IndexSpec
 
-    store = EmbeddedStore(job["path"], read_only=True, block_cache_mb=32)
+    if job["path"].startswith("thrift://"):  # HBase: the worker reads through Thrift too
+        from ..store.hbase import HBaseStore
+        store = HBaseStore(job["path"], create=False, read_only=True)
+    else:
+        store = EmbeddedStore(job["path"], read_only=True, block_cache_mb=32)
     spec = IndexSpec.from_json(job["spec"].encode())
     try:
         results = [expected_entries(store, spec, bytes.fromhex(start) or None,

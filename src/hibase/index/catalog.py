@@ -28,6 +28,28 @@ class IndexCatalog:
             spec = IndexSpec.from_json(raw)
             self._by_table.setdefault(spec.table, {})[spec.name] = spec
 
+    def refresh(self) -> set[str]:
+        """Re-read the definitions if another client changed them (stores shared by several
+        clients, such as HBase, offer meta_changed()); returns the tables whose indexes
+        may have changed (created, dropped, rebuilt): every table with indexes before or
+        after."""
+        changed = getattr(self.store, "meta_changed", None)
+        if changed is None or not changed():
+            return set()
+        before = set(self._by_table)
+        by_table: dict[str, dict[str, IndexSpec]] = {}
+        for _, raw in self.store.meta_items(b"index/"):
+            spec = IndexSpec.from_json(raw)
+            mine = self._by_table.get(spec.table, {}).get(spec.name)
+            if mine is not None and mine.alias == spec.alias:
+                mine.state = spec.state  # keep the object others hold
+                spec = mine
+            by_table.setdefault(spec.table, {})[spec.name] = spec
+        with self._lock:
+            self._by_table = by_table
+        # an index dropped and made again looks the same: every table with indexes counts
+        return set(before) | set(by_table)
+
     def for_table(self, table: str) -> list[IndexSpec]:
         return list(self._by_table.get(table, {}).values())
 

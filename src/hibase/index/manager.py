@@ -26,9 +26,23 @@ class IndexManager:
         self.router = Router(store)
         if not store.read_only:
             store.add_split_listener(self._on_split)
+        if hasattr(store, "index_hooks"):
+            # stores writing index rows and data rows separately (HBase): the verified
+            # protocol's reader side (index/verified.py)
+            from .verified import IndexHooks
+            store.index_hooks = IndexHooks(store, self.catalog)
         # The hot-index cache (cache layer), or None. It offers read(spec, vkey, loader) ->
         # entries and apply(changes), called under the write lock right after each commit.
         self.cache = cache
+        # a store other clients write too (HBase): the index catalog is re-checked (one get)
+        # before each write and query plan
+        self.shared = hasattr(store, "meta_changed")
+
+    def _refresh(self) -> None:
+        """Pick up indexes another client created, rebuilt or dropped (shared stores); cached
+        sets of those tables may be stale (a dropped index's alias can be reused)."""
+        for table in self.catalog.refresh():
+            self._invalidate_cache(table)
 
     def read_value(self, spec: IndexSpec, vkey: bytes) -> list[tuple[bytes, list]]:
         """Every entry (rowkey, covered values) of one full index value: HiBase's point
@@ -43,10 +57,14 @@ class IndexManager:
 
     def ready(self, table: str) -> list[IndexSpec]:
         """Indexes queries may use (fully built)."""
+        if self.shared:
+            self._refresh()
         return [s for s in self.catalog.for_table(table) if s.state == READY]
 
     def write(self, mutations: list[Mutation]) -> list[Change]:
         """Write mutations and their index rows / value counts in one atomic batch."""
+        if self.shared:
+            self._refresh()
         specs = [s for t in {m.table for m in mutations} for s in self.catalog.for_table(t)]
         if not specs:
             self.store.apply(mutations)
@@ -57,7 +75,14 @@ class IndexManager:
             kv_writes, changes = index_writes(self.store, specs, prepared, events)
             if events:
                 self.router.before_commit(events, kv_writes)
-            self.store.commit(prepared, kv_writes)
+            try:
+                self.store.commit(prepared, kv_writes)
+            except BaseException:
+                # a commit that stopped half way (HBase: separate RPCs) may have changed index
+                # sets the cache holds: drop them rather than serve them stale
+                for t in {m.table for m in mutations}:
+                    self._invalidate_cache(t)
+                raise
             if events:
                 self.router.after_commit(events)
             if self.cache is not None and changes:
@@ -71,6 +96,9 @@ class IndexManager:
                local: bool = False, processes: int | None = None,
                progress: Callable[[int, int], Any] | None = None) -> IndexSpec:
         """Define an index and build it from the table's current rows."""
+        if local and not getattr(self.store, "supports_local_indexes", True):
+            from .. import errors
+            raise errors.SchemaError(self.store.local_index_refusal)
         spec = self.catalog.create(table, name, columns, covering, local)
         build_index(self.store, self.catalog, spec, processes, progress)
         return spec

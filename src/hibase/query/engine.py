@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Iterator
 
 from .. import errors
@@ -28,6 +29,14 @@ def _check_columns(schema, columns) -> None:
                 f"(families: {', '.join(f.decode() for f in schema.families)})")
 
 
+@functools.lru_cache(maxsize=4096)
+def _normalized(where: Any, types: tuple) -> tuple[Any, list]:
+    """The typed condition and its DNF: pure functions of the (immutable) tree and the column
+    types, cached so a repeated query skips them."""
+    typed_where = typed(where, dict(types))
+    return typed_where, normalize(typed_where, dict(types))
+
+
 def prepare(select: Select, store, indexer, range_method: str = "auto",
             full_scan: bool = False) -> tuple[Plan, Any]:
     """Validate and plan a query; returns (plan, normalized conjuncts or None).
@@ -43,9 +52,8 @@ def prepare(select: Select, store, indexer, range_method: str = "auto",
     conjuncts = None
     where = None
     if select.where is not None:
-        _check_columns(schema, referenced_columns(select.where))
-        where = typed(select.where, types)
-        conjuncts = normalize(where, types)
+        where, conjuncts = _normalized(select.where, tuple(types.items()))
+        _check_columns(schema, referenced_columns(where))
     if full_scan:
         plan = Plan(select, [], list(select.columns) if select.columns is not None else None,
                     full_scan=True, where=where, notes=["full scan forced (full_scan=True)"])

@@ -353,7 +353,14 @@ def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
     # Intersect when reading a second index's entries costs less than fetching the rows the
     # first one alone would bring (an entry read is ~10x cheaper than a row fetch).
     others = [lk for lk in lookups[1:] if set(lk.spec.columns[:1]) != set(best.spec.columns[:1])]
-    chosen = [best] + [lk for lk in others if lk.estimate < 5 * best.estimate][:2]
+    chosen = [best]
+    answered = set(best.used)
+    for lk in others:
+        # a lookup answering only atoms already answered (by_ip next to by_ip_port on the same
+        # f.ip = x) cannot narrow the intersection: skip it instead of reading it twice
+        if len(chosen) < 3 and lk.estimate < 5 * best.estimate and not set(lk.used) <= answered:
+            chosen.append(lk)
+            answered |= set(lk.used)
     if len(chosen) > 1 and best.estimate > 20:
         return Intersect(chosen)
     return best

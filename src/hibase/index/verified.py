@@ -1,0 +1,61 @@
+"""Index hooks for stores whose index rows and data rows are separate writes (the HBase
+backend): Phoenix's verified / unverified protocol, reader side.
+
+The store writes an entry *unverified* (with its user rowkey) before the data row and rewrites
+it *verified* after; a reader meeting an unverified entry asks `resolve`, which re-reads the
+data row: the entry is answered, with covered values from the data row, only if the row still
+produces exactly that entry key. Readers never write (a repair racing a live writer could undo
+the writer's last step); `verify_index(repair=True)` cleans leftovers.
+"""
+
+from __future__ import annotations
+
+from ..store import cells as C
+from .maintain import raw_values
+from .spec import IndexSpec
+
+__all__ = ["IndexHooks"]
+
+_PREFIX = "__idx__"
+
+
+class IndexHooks:
+    """What a store asks the index layer about global-index entries."""
+
+    def __init__(self, store, catalog):
+        self.store = store
+        self.catalog = catalog
+
+    def _spec(self, name: str, key: bytes) -> IndexSpec | None:
+        if not name.startswith(_PREFIX):
+            return None
+        alias = key[:2]
+        for spec in self.catalog.for_table(name[len(_PREFIX):]):
+            if spec.alias == alias and not spec.local:
+                return spec
+        return None
+
+    def row_of(self, name: str, key: bytes) -> bytes | None:
+        """The user rowkey of a global-index entry key."""
+        spec = self._spec(name, key)
+        return None if spec is None else spec.split_entry(key)[1]
+
+    def resolve(self, name: str, entries: list[tuple[bytes, bytes]]) -> list[bytes | None]:
+        """For each unverified (entry key, rowkey): the covered-values payload if the data row
+        produces that entry now, else None (the entry is skipped)."""
+        table = name[len(_PREFIX):]
+        specs = [self._spec(name, key) for key, _ in entries]
+        needed = list(dict.fromkeys(c for s in specs if s is not None for c in s.needed))
+        if not needed:
+            return [None] * len(entries)
+        rows = list(dict.fromkeys(row for (_, row), s in zip(entries, specs) if s is not None))
+        data = dict(zip(rows, self.store.read_latest_many(table, rows, needed)))
+        out: list[bytes | None] = []
+        for (key, row), spec in zip(entries, specs):
+            cells = {c: tv[1] for c, tv in data.get(row, {}).items()} if spec else {}
+            values = raw_values(spec, cells) if spec else None
+            if values is None or spec.value_key(values) + row != key:
+                out.append(None)
+            else:
+                out.append(C.pack([cells.get(c) for c in spec.covering]))
+        return out

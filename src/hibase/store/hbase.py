@@ -1,0 +1,873 @@
+"""The HBase backend: hibase's store interface over a real HBase, through its Thrift1 gateway
+(happybase's connection pool and the `Hbase.thrift` IDL it ships).
+
+    store = HBaseStore("thrift://host:9090?transport=framed&protocol=compact&timeout=5000")
+
+Layout in HBase:
+- a user table is an HBase table of the same name with the same families;
+- the catalog (schemas with declared column types, index definitions, meta keys, the list of
+  key-value tables) lives in the HBase table `hibase_meta` (family `m`, column `m:v`), rows
+  `table/<name>`, `meta/<key>`, `kv/<name>`;
+- a key-value table (global index, value table) `<name>` is the HBase table `hibase_kv<name>`
+  (e.g. `hibase_kv__idx__flights`), one family `v` (1 version), one column `v:v`.
+
+Write consistency across tables (Phoenix's strongly consistent global indexes, PHOENIX-5156):
+index rows and the data row are separate RPCs here, so `commit(prepared, kv_writes)` runs
+three phases: (1) every touched index entry is written *unverified* (new entries, and old ones
+about to go) with its user rowkey, value counts that grow are written; (2) the data mutations;
+(3) new entries are rewritten *verified* with their covered values, old ones deleted, counts
+that reach zero removed. A stored index value is `0x01 + covered values` (verified) or
+`0x00 + msgpack([rowkey])` (unverified). Readers (kv_scan / kv_get of an index table) hand every
+unverified entry to the index layer's resolver, which re-reads the data row: the entry is used
+(with covered values from the data row) if the row still produces it, skipped otherwise. Readers
+never repair (a repair racing a live writer could undo its phase 3); `verify_index(repair=True)`
+sees the raw entries (`raw_index()`) and rewrites or deletes leftovers. `fail_after = "index"`
+or `"data"` raises after that phase (tests kill a writer between steps with it).
+
+What Thrift1 cannot do, and how this backend copes:
+- no region split and no alter table: `split()` raises BackendError; split listeners are
+  accepted but never called, so local indexes (rewritten on splits) are refused
+  (`supports_local_indexes = False`);
+- no server-side coprocessors or row locks: index upkeep is client-side; `write_lock()` is a
+  process-local lock, so writers in *different* processes to the same rows are not serialized
+  (as Phoenix without its coprocessors); the verified protocol keeps readers right meanwhile;
+- reads are HBase's (the server applies max versions, TTL, delete markers); `row_states`
+  computes the value after pending mutations by merging them over the stored versions with
+  hibase's merge (a later delete marker hides older-written cells; a put after a delete in the
+  same batch stays visible, HBase 2's "new version behavior").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+from urllib.parse import parse_qs, urlsplit
+
+from .. import errors
+from . import cells as C
+from .base import Mutation, Region, SplitListener, now_ms
+from .schema import FOREVER, TableSchema, split_column
+
+__all__ = ["HBaseStore", "parse_url", "META_TABLE", "KV_PREFIX"]
+
+META_TABLE = "hibase_meta"
+KV_PREFIX = "hibase_kv"
+LATEST_TIMESTAMP = (1 << 63) - 1
+_META_COL = b"m:v"
+_KV_COL = b"v:v"
+_INDEX_KV = "__idx__"  # global index tables: values carry the verified / unverified status
+VERIFIED, UNVERIFIED = b"\x01", b"\x00"
+_SCAN_CHUNK = 1000
+
+
+def parse_url(url: str) -> dict:
+    """thrift://host[:port][?transport=buffered|framed&protocol=binary|compact&timeout=ms
+    &pool_size=n&retries=n] -> happybase connection options and ours."""
+    parts = urlsplit(url)
+    if parts.scheme != "thrift":
+        raise errors.InvalidArgument(f"not a thrift:// URL: {url!r}")
+    if parts.path not in ("", "/"):
+        raise errors.InvalidArgument(f"a thrift:// URL has no path, got {parts.path!r}")
+    q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+    known = {"transport", "protocol", "timeout", "pool_size", "retries"}
+    unknown = sorted(set(q) - known)
+    if unknown:
+        raise errors.InvalidArgument(f"unknown thrift:// option(s) {unknown}; known: "
+                                     f"{sorted(known)}")
+    transport = q.get("transport", "buffered")
+    protocol = q.get("protocol", "binary")
+    if transport not in ("buffered", "framed"):
+        raise errors.InvalidArgument(f"transport must be buffered or framed, not {transport!r}")
+    if protocol not in ("binary", "compact"):
+        raise errors.InvalidArgument(f"protocol must be binary or compact, not {protocol!r}")
+    try:
+        timeout = int(q.get("timeout", "30000"))
+        pool_size = int(q.get("pool_size", "8"))
+        retries = int(q.get("retries", "3"))
+        port = parts.port or 9090
+    except ValueError as exc:
+        raise errors.InvalidArgument(f"bad thrift:// URL {url!r}: {exc}") from None
+    if timeout <= 0 or pool_size < 1 or retries < 0:
+        raise errors.InvalidArgument("timeout and pool_size must be >= 1, retries >= 0")
+    return {"host": parts.hostname or "127.0.0.1", "port": port, "transport": transport,
+            "protocol": protocol, "timeout": timeout, "pool_size": pool_size,
+            "retries": retries}
+
+
+class HRegion(Region):
+    """A region as HBase reports it, with its region server."""
+
+    def __init__(self, table: str, start: bytes, end: bytes, id: int, server: bytes, port: int,
+                 name: bytes, version: int):
+        super().__init__(table, start, end, id, 0)
+        self.server, self.port, self.name, self.version = server, port, name, version
+
+    def info(self) -> dict:
+        return {"start_key": self.start, "end_key": self.end, "id": self.id, "name": self.name,
+                "version": self.version, "server_name": self.server, "port": self.port}
+
+
+class _HTable:
+    """An open table: schema, families (`fams`, keyed like the embedded store's) and regions
+    (asked from HBase on use)."""
+
+    def __init__(self, store: "HBaseStore", schema: TableSchema):
+        self.store = store
+        self.schema = schema
+        self.fams = {f: None for f in schema.families}
+
+    @property
+    def regions(self) -> list[Region]:
+        return self.store.regions(self.schema.name)
+
+    def region_of(self, row: bytes) -> Region:
+        for r in self.regions:
+            if r.contains(row):
+                return r
+        raise errors.BackendError(f"HBase reports no region of {self.schema.name!r} for {row!r}")
+
+
+class _ListIter:
+    """kv_iter's raw iterator (seek / valid / key / value / next) over a materialized scan."""
+
+    def __init__(self, store: "HBaseStore", name: str):
+        self._store, self._name = store, name
+        self._items: list = []
+        self._i = 0
+
+    def seek(self, key: bytes) -> None:
+        self._items = list(self._store.kv_scan(self._name, key))
+        self._i = 0
+
+    def seek_to_first(self) -> None:
+        self.seek(b"")
+
+    def valid(self) -> bool:
+        return self._i < len(self._items)
+
+    def key(self) -> bytes:
+        return self._items[self._i][0]
+
+    def value(self) -> bytes:
+        return self._items[self._i][1]
+
+    def next(self) -> None:
+        self._i += 1
+
+
+class HBaseStore:
+    """hibase's store interface over HBase through Thrift1 (happybase)."""
+
+    supports_local_indexes = False
+    local_index_refusal = (
+        "local indexes are not available on the HBase (Thrift1) backend: Thrift1 cannot split "
+        "regions or run coprocessors, so local-index rows could not be rewritten when HBase "
+        "splits a region; use a global index (local=False)")
+
+    def __init__(self, url: str, *, create: bool = True, read_only: bool = False, **_: Any):
+        import happybase  # imported here: the embedded store works without it
+        import Hbase_thrift  # loaded by happybase
+
+        self.path = url
+        self.read_only = read_only
+        self.opts = parse_url(url)
+        self.T = Hbase_thrift
+        self._lock = threading.RLock()
+        self._split_listeners: list[SplitListener] = []
+        self._tables: dict[str, _HTable] = {}
+        self._kv: set[str] = set()
+        self._meta: dict[bytes, bytes] = {}
+        self._gen = b""
+        self._closed = False
+        self._raw = threading.local()
+        self.index_hooks: Any = None  # set by the index layer: row_of / resolve
+        self.fail_after: str | None = None  # fault injection: "index" or "data"
+        self.retries = self.opts["retries"]
+        o = self.opts
+        try:
+            self._pool = happybase.ConnectionPool(
+                o["pool_size"], host=o["host"], port=o["port"], timeout=o["timeout"],
+                transport=o["transport"], protocol=o["protocol"])
+        except Exception as exc:
+            raise errors.BackendUnavailable(
+                f"cannot reach the HBase Thrift gateway at {o['host']}:{o['port']}: "
+                f"{exc}") from None
+        self._load_catalog(create)
+
+    # -- RPC ---------------------------------------------------------------------------------
+    def _call(self, method: str, *args: Any) -> Any:
+        """One Thrift call on a pooled connection; transport errors are retried (every write
+        of this store is idempotent: puts carry explicit timestamps), IDL errors mapped."""
+        from thriftpy2.transport import TTransportException
+
+        if self._closed:
+            raise errors.BackendUnavailable("the store is closed")
+        T = self.T
+        delay = 0.05
+        for attempt in range(self.retries + 1):
+            try:
+                with self._pool.connection(timeout=self.opts["timeout"] / 1000) as conn:
+                    return getattr(conn.client, method)(*args)
+            except T.IllegalArgument as exc:
+                raise errors.InvalidArgument(exc.message) from None
+            except T.AlreadyExists as exc:
+                raise errors.TableExists(exc.message) from None
+            except T.IOError as exc:
+                raise _map_io_error(exc.message) from None
+            except (TTransportException, socket.error, EOFError) as exc:
+                if attempt == self.retries:
+                    raise errors.BackendUnavailable(
+                        f"HBase Thrift gateway {self.opts['host']}:{self.opts['port']}: "
+                        f"{exc} (after {self.retries} retries)") from None
+                time.sleep(delay)
+                delay *= 2
+            except Exception as exc:
+                if type(exc).__name__ == "NoConnectionsAvailable":
+                    raise errors.BackendUnavailable(str(exc)) from None
+                raise
+
+    # -- catalog -----------------------------------------------------------------------------
+    def _hbase_tables(self) -> set[str]:
+        return {n.decode() for n in self._call("getTableNames")}
+
+    def _load_catalog(self, create: bool) -> None:
+        if META_TABLE not in self._hbase_tables():
+            if not create or self.read_only:
+                raise errors.BackendUnavailable(
+                    f"no hibase catalog ({META_TABLE}) in HBase at {self.path}")
+            try:
+                self._create_hbase_table(META_TABLE, {b"m": 1})
+            except errors.TableExists:
+                pass  # another client made it meanwhile
+        for key, value in self._scan_raw(META_TABLE, None, None, [_META_COL]):
+            v = value[_META_COL][1]
+            if key.startswith(b"table/"):
+                schema = TableSchema.from_json(json.loads(v))
+                self._tables[schema.name] = _HTable(self, schema)
+            elif key.startswith(b"kv/"):
+                self._kv.add(key[3:].decode())
+            elif key.startswith(b"meta/"):
+                self._meta[key[5:]] = v
+            elif key == b"gen":
+                self._gen = v
+
+    def _meta_put(self, key: bytes, value: bytes | None) -> None:
+        M = self.T.Mutation
+        if value is None:
+            self._call("deleteAllRow", META_TABLE.encode(), key, {})
+        else:
+            self._call("mutateRow", META_TABLE.encode(), key,
+                       [M(column=_META_COL, value=value, isDelete=False)], {})
+
+    def _create_hbase_table(self, name: str, families: dict[bytes, Any]) -> None:
+        CD = self.T.ColumnDescriptor
+        cds = []
+        for fam, fo in families.items():
+            if isinstance(fo, int):
+                cds.append(CD(name=fam + b":", maxVersions=fo))
+                continue
+            cds.append(CD(name=fam + b":", maxVersions=fo.max_versions,
+                          compression=fo.compression, inMemory=fo.in_memory,
+                          bloomFilterType=fo.bloom_filter_type,
+                          bloomFilterVectorSize=fo.bloom_filter_vector_size,
+                          bloomFilterNbHashes=fo.bloom_filter_nb_hashes,
+                          blockCacheEnabled=fo.block_cache_enabled,
+                          timeToLive=fo.time_to_live if fo.time_to_live != FOREVER else -1))
+        self._call("createTable", name.encode(), cds)
+
+    def _drop_hbase_table(self, name: str) -> None:
+        try:
+            if self._call("isTableEnabled", name.encode()):
+                self._call("disableTable", name.encode())
+            self._call("deleteTable", name.encode())
+        except errors.TableNotFound:
+            pass
+
+    def table(self, name: str) -> _HTable:
+        t = self._tables.get(name)
+        if t is None:
+            if self._closed:
+                raise errors.BackendUnavailable("the store is closed")
+            # another client may have created it since we opened
+            raw = self._get_raw(META_TABLE, [b"table/" + name.encode()], [_META_COL])[0]
+            if not raw:
+                raise errors.TableNotFound(f"no table {name!r}")
+            schema = TableSchema.from_json(json.loads(raw[_META_COL][1]))
+            t = self._tables[name] = _HTable(self, schema)
+        return t
+
+    def tables(self, internal: bool = False) -> list[str]:
+        """The catalog's tables, re-read (one scan): other clients create and drop tables too.
+        HBase tables made outside hibase (no catalog entry, no declared types) are not listed."""
+        if not self._closed:
+            names = set()
+            for key, value in self._scan_raw(META_TABLE, b"table/", b"table0", [_META_COL]):
+                name = key[6:].decode()
+                names.add(name)
+                if name not in self._tables:
+                    schema = TableSchema.from_json(json.loads(value[_META_COL][1]))
+                    self._tables[name] = _HTable(self, schema)
+            for name in set(self._tables) - names:
+                del self._tables[name]
+        return sorted(n for n in self._tables if internal or not n.startswith("__"))
+
+    def schema(self, name: str) -> TableSchema:
+        return self.table(name).schema
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise errors.BackendError("the store was opened read-only")
+        if self._closed:
+            raise errors.BackendUnavailable("the store is closed")
+
+    def create_table(self, schema: TableSchema) -> None:
+        with self._lock:
+            self._check_writable()
+            if schema.name in self._tables or schema.name == META_TABLE or \
+                    schema.name.startswith(KV_PREFIX):
+                raise errors.TableExists(f"table {schema.name!r} already exists")
+            self._create_hbase_table(schema.name, schema.families)
+            self._meta_put(b"table/" + schema.name.encode(),
+                           json.dumps(schema.to_json()).encode())
+            self._tables[schema.name] = _HTable(self, schema)
+
+    def save_schema(self, schema: TableSchema) -> None:
+        """Persist a changed schema; the enabled flag is HBase's own (enable/disableTable)."""
+        with self._lock:
+            self._check_writable()
+            t = self.table(schema.name)
+            name = schema.name.encode()
+            if bool(self._call("isTableEnabled", name)) != schema.enabled:
+                self._call("enableTable" if schema.enabled else "disableTable", name)
+            t.schema = schema
+            self._meta_put(b"table/" + name, json.dumps(schema.to_json()).encode())
+
+    def drop_table(self, name: str) -> None:
+        with self._lock:
+            self._check_writable()
+            self.table(name)
+            self._drop_hbase_table(name)
+            self._meta_put(b"table/" + name.encode(), None)
+            del self._tables[name]
+
+    def put_meta(self, key: bytes, value: bytes | None) -> None:
+        with self._lock:
+            self._check_writable()
+            self._meta_put(b"meta/" + key, value)
+            self._gen = os.urandom(8).hex().encode()
+            self._meta_put(b"gen", self._gen)
+            if value is None:
+                self._meta.pop(key, None)
+            else:
+                self._meta[key] = value
+
+    def meta_changed(self) -> bool:
+        """Whether another client changed the catalog's meta keys (index definitions) since
+        this store last read them; if so they are re-read. One get of the `gen` row, which
+        put_meta rewrites on every change."""
+        got = self._get_raw(META_TABLE, [b"gen"], [_META_COL])[0]
+        gen = got[_META_COL][1] if got else b""
+        if gen == self._gen:
+            return False
+        meta = {}
+        for key, value in self._scan_raw(META_TABLE, b"meta/", b"meta0", [_META_COL]):
+            meta[key[5:]] = value[_META_COL][1]
+        self._meta, self._gen = meta, gen
+        return True
+
+    def meta_items(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        for key in sorted(self._meta):
+            if key.startswith(prefix):
+                yield key, self._meta[key]
+
+    # -- raw reads ---------------------------------------------------------------------------
+    @staticmethod
+    def _thrift_columns(columns: list[bytes] | None) -> list[bytes] | None:
+        """hibase column names -> Thrift's: a family is b"f" (b"f:" is the empty qualifier)."""
+        if columns is None:
+            return None
+        out = []
+        for col in columns:
+            fam, qual = split_column(col)
+            out.append(fam if not qual else col)
+        return list(dict.fromkeys(out))
+
+    @staticmethod
+    def _cells(result: Any) -> dict[bytes, tuple[int, bytes]]:
+        cols = result.columns
+        if cols:
+            return {c: (cell.timestamp, cell.value) for c, cell in cols.items()}
+        if result.sortedColumns:
+            return {tc.columnName: (tc.cell.timestamp, tc.cell.value)
+                    for tc in result.sortedColumns}
+        return {}
+
+    def _get_raw(self, table: str, rows: list[bytes], columns: list[bytes] | None,
+                 ts: int | None = None) -> list[dict[bytes, tuple[int, bytes]]]:
+        """Newest cell (ts, value) per column of each row ({} if absent), in `rows` order."""
+        if not rows:
+            return []
+        name = table.encode()
+        cols = self._thrift_columns(columns)
+        if ts is None:
+            if cols is None:
+                results = self._call("getRows", name, rows, {})
+            else:
+                results = self._call("getRowsWithColumns", name, rows, cols, {})
+        else:
+            results = self._call("getRowsWithColumnsTs", name, rows, cols or [], ts, {})
+        by_row = {r.row: self._cells(r) for r in results}
+        return [by_row.get(r, {}) for r in rows]
+
+    def _scan_raw(self, table: str, start: bytes | None, stop: bytes | None,
+                  columns: list[bytes] | None, ts: int | None = None, reverse: bool = False,
+                  chunk: int = _SCAN_CHUNK) -> Iterator[tuple[bytes, dict]]:
+        """(row, {column: (ts, value)}) in [start, stop) (reverse: from start down to stop),
+        read in chunks, each its own short-lived scanner (no connection is held between
+        chunks, and a chunk that fails on the transport is retried from where it was)."""
+        name = table.encode()
+        cols = self._thrift_columns(columns)
+        cursor, skip = start, None
+        while True:
+            scan = self.T.TScan(startRow=cursor or b"", stopRow=stop or b"", columns=cols,
+                                caching=chunk, reversed=reverse or None,
+                                timestamp=ts)
+            sid = self._call("scannerOpenWithScan", name, scan, {})
+            try:
+                results = self._call("scannerGetList", sid, chunk + (1 if skip else 0))
+            finally:
+                try:
+                    self._call("scannerClose", sid)
+                except errors.HibaseError:
+                    pass
+            n = len(results)
+            for r in results:
+                if skip is not None and r.row == skip:
+                    continue
+                yield r.row, self._cells(r)
+            if n < chunk + (1 if skip else 0) or not results:
+                return
+            last = results[-1].row
+            if reverse:
+                cursor, skip = last, last  # reversed start is inclusive: skip it again
+            else:
+                cursor, skip = last + b"\x00", None
+
+    # -- reads -------------------------------------------------------------------------------
+    def _versions(self, table: str, row: bytes, columns: list[bytes], ts: int | None,
+                  versions: int) -> dict[bytes, list]:
+        """Every version (newest first, at most `versions`) of each named column."""
+        out = {}
+        name = table.encode()
+        versions = min(versions, (1 << 31) - 1)  # an i32 in the IDL
+        for col in columns:
+            if ts is None:
+                got = self._call("getVer", name, row, col, versions, {})
+            else:
+                got = self._call("getVerTs", name, row, col, ts, versions, {})
+            if got:
+                out[col] = sorted(((c.timestamp, c.value) for c in got), reverse=True)
+        return out
+
+    def read_row(self, table: str, row: bytes, columns: list[bytes] | None = None,
+                 timestamp: int | None = None, versions: int = 1) -> dict[bytes, list]:
+        """{b"f:q": [(ts, value), ...newest first]} of one row; {} when absent."""
+        self.table(table)
+        latest = self._get_raw(table, [row], columns, timestamp)[0]
+        if versions <= 1 or not latest:
+            return {c: [tv] for c, tv in latest.items()}
+        return self._versions(table, row, list(latest), timestamp, versions)
+
+    def read_latest(self, table: str, row: bytes, columns: list[bytes] | None = None,
+                    with_ts: bool = True) -> dict:
+        cells = self.read_latest_many(table, [row], columns)[0]
+        return cells if with_ts else {c: tv[1] for c, tv in cells.items()}
+
+    def read_latest_many(self, table: str, rows: list[bytes], columns: list[bytes] | None = None
+                         ) -> list[dict[bytes, tuple[int, bytes]]]:
+        self.table(table)
+        out: list[dict] = []
+        for i in range(0, len(rows), _SCAN_CHUNK):
+            out += self._get_raw(table, rows[i:i + _SCAN_CHUNK], columns)
+        return out
+
+    def scan_latest(self, table: str, start: bytes | None = None, stop: bytes | None = None,
+                    columns: list[bytes] | None = None, reverse: bool = False,
+                    with_ts: bool = True) -> Iterator[tuple[bytes, dict]]:
+        self.table(table)
+        for row, cells in self._scan_raw(table, start, stop, columns, None, reverse):
+            if cells:
+                yield row, (cells if with_ts else {c: tv[1] for c, tv in cells.items()})
+
+    def scan(self, table: str, start: bytes | None = None, stop: bytes | None = None,
+             columns: list[bytes] | None = None, timestamp: int | None = None,
+             versions: int = 1, reverse: bool = False) -> Iterator[tuple[bytes, dict]]:
+        self.table(table)
+        for row, cells in self._scan_raw(table, start, stop, columns, timestamp, reverse):
+            if not cells:
+                continue
+            if versions > 1:  # Thrift1 scanners return the newest version only
+                yield row, self._versions(table, row, list(cells), timestamp, versions)
+            else:
+                yield row, {c: [tv] for c, tv in cells.items()}
+
+    # -- writes ------------------------------------------------------------------------------
+    @contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """A process-local lock: read-modify-writes of this process are atomic with respect to
+        each other. Thrift1 has no row locks, so writers in other processes are not serialized
+        (as Phoenix without server-side coprocessors); the verified protocol protects readers."""
+        with self._lock:
+            yield
+
+    def apply(self, mutations: list[Mutation]) -> None:
+        if mutations:
+            with self._lock:
+                self.commit(self.prepare(mutations))
+
+    def prepare(self, mutations: list[Mutation]) -> list[tuple[Any, Mutation, list]]:
+        """(table, mutation with its timestamp fixed, segments): segments in the embedded
+        store's format, so the layers above compute before / after states the same way."""
+        from .embedded import EmbeddedStore
+
+        default_ts = now_ms()
+        out = []
+        for m in mutations:
+            t = self.table(m.table)
+            if m.kind == "put":
+                ts = default_ts if m.ts is None else m.ts
+                m = m._replace(ts=ts)
+            else:
+                ts = m.ts
+            out.append((t, m, list(EmbeddedStore._segments(t, m, ts))))
+        return out
+
+    def row_states(self, table: str, row: bytes, columns: list[bytes],
+                   pending: dict[bytes, list[bytes]]) -> tuple[dict, dict]:
+        return self.row_states_many(table, [(row, pending)], columns)[0]
+
+    def row_states_many(self, table: str, items: list[tuple[bytes, dict[bytes, list[bytes]]]],
+                        columns: list[bytes]) -> list[tuple[dict, dict]]:
+        """Newest values of `columns` before and after pending segments (per family, newest
+        first): the stored versions are read from HBase (newest only, unless a pending delete
+        names a timestamp: then every version, which that delete may uncover), folded into one
+        segment, and the pending segments merged over it."""
+        by_fam: dict[bytes, set[bytes]] = {}
+        for col in columns:
+            by_fam.setdefault(col[:col.index(b":")], set()).add(col)
+        rows = [row for row, _ in items]
+        stored = self.read_latest_many(table, rows, columns)
+        out = []
+        for (row, pending), latest in zip(items, stored):
+            before = dict(latest)
+            if _deletes_with_ts(pending):
+                cells = {c: vs for c, vs in self._versions(
+                    table, row, columns, None, 1 << 30).items()}
+            else:
+                cells = {c: [tv] for c, tv in latest.items()}
+            after: dict = {}
+            for fam, cols in by_fam.items():
+                wanted = frozenset(cols)
+                mine = {c: vs for c, vs in cells.items() if c in wanted}
+                base = C.fold(mine, 1 << 30, -1) if mine else None
+                segs = list(pending.get(fam, ())) + ([base] if base else [])
+                if segs:
+                    after.update(C.merge_latest(segs, wanted))
+            out.append((before, after))
+        return out
+
+    def _send(self, prepared: list[tuple[Any, Mutation, list]]) -> None:
+        """Data mutations, in order; consecutive ones of one kind, table and timestamp go in
+        one mutateRows(Ts) call."""
+        T = self.T
+        groups: list[tuple[tuple, list]] = []
+        for t, m, _ in prepared:
+            key = (m.kind, m.table, m.ts)
+            if groups and groups[-1][0] == key:
+                groups[-1][1].append((t, m))
+            else:
+                groups.append((key, [(t, m)]))
+        for (kind, table, ts), ms in groups:
+            batches = []
+            for t, m in ms:
+                if kind == "put":
+                    muts = [T.Mutation(column=c, value=v, isDelete=False)
+                            for c, v in m.data.items()]
+                else:
+                    targets = list(t.schema.families) if m.data is None else \
+                        self._thrift_columns(m.data)
+                    muts = [T.Mutation(column=c, isDelete=True) for c in targets]
+                batches.append(T.BatchMutation(row=m.row, mutations=muts))
+            name = table.encode()
+            for i in range(0, len(batches), _SCAN_CHUNK):
+                part = batches[i:i + _SCAN_CHUNK]
+                if ts is None:
+                    self._call("mutateRows", name, part, {})
+                else:
+                    self._call("mutateRowsTs", name, part, ts, {})
+
+    def commit(self, prepared: list[tuple[Any, Mutation, list]],
+               kv_writes: list[tuple[str, bytes, bytes | None]] = ()) -> None:  # type: ignore[assignment]
+        """Write data mutations and key-value writes. With data mutations, index entries
+        follow the verified protocol (module docstring); without, writes go straight."""
+        with self._lock:
+            self._check_writable()
+            if not prepared:
+                self._kv_write([(n, k, (VERIFIED + v if v is not None and _is_index(n) else v))
+                                for n, k, v in kv_writes])
+                return
+            phase1, phase3 = [], []
+            hooks = self.index_hooks
+            for name, key, value in kv_writes:
+                if _is_index(name):
+                    row = hooks.row_of(name, key) if hooks is not None else None
+                    if row is None:
+                        raise errors.BackendError(
+                            f"cannot tell the rowkey of index entry {key!r} of {name!r}")
+                    phase1.append((name, key, UNVERIFIED + C.pack([row])))
+                    phase3.append((name, key, None if value is None else VERIFIED + value))
+                elif value is None:
+                    phase3.append((name, key, None))  # counts reaching 0 go last
+                else:
+                    phase1.append((name, key, value))
+            self._kv_write(phase1)
+            if self.fail_after == "index":
+                raise errors.BackendError("fault injection: writer stopped after the index step")
+            self._send(prepared)
+            if self.fail_after == "data":
+                raise errors.BackendError("fault injection: writer stopped after the data step")
+            self._kv_write(phase3)
+
+    # -- key-value tables --------------------------------------------------------------------
+    @staticmethod
+    def _kv_hbase(name: str) -> bytes:
+        return (KV_PREFIX + name).encode()
+
+    def _kv_check(self, name: str) -> None:
+        if name not in self._kv:
+            # another client may have created it since we opened
+            if not self._get_raw(META_TABLE, [b"kv/" + name.encode()], [_META_COL])[0]:
+                raise errors.TableNotFound(f"no key-value table {name!r}")
+            self._kv.add(name)
+
+    def kv_tables(self) -> list[str]:
+        return sorted(self._kv)
+
+    def create_kv(self, name: str) -> None:
+        with self._lock:
+            self._check_writable()
+            if name in self._kv:
+                return
+            try:
+                self._create_hbase_table(KV_PREFIX + name, {b"v": 1})
+            except errors.TableExists:
+                pass
+            self._meta_put(b"kv/" + name.encode(), b"")
+            self._kv.add(name)
+
+    def drop_kv(self, name: str) -> None:
+        with self._lock:
+            self._check_writable()
+            if name not in self._kv:
+                return
+            self._drop_hbase_table(KV_PREFIX + name)
+            self._meta_put(b"kv/" + name.encode(), None)
+            self._kv.discard(name)
+
+    def kv_handle(self, name: str) -> Any:
+        raise errors.BackendError("key-value handles (split batches) do not exist on HBase")
+
+    def _kv_write(self, writes: list[tuple[str, bytes, bytes | None]]) -> None:
+        T = self.T
+        by_name: dict[str, list] = {}
+        for name, key, value in writes:
+            self._kv_check(name)
+            m = T.Mutation(column=_KV_COL, isDelete=True) if value is None else \
+                T.Mutation(column=_KV_COL, value=value, isDelete=False)
+            by_name.setdefault(name, []).append(T.BatchMutation(row=key, mutations=[m]))
+        for name, batches in by_name.items():
+            # one key once per call: HBase applies a mutateRows' puts before its deletes
+            seen: dict[bytes, Any] = {}
+            for b in batches:
+                seen[b.row] = b
+            batches = list(seen.values())
+            for i in range(0, len(batches), _SCAN_CHUNK):
+                self._call("mutateRows", self._kv_hbase(name), batches[i:i + _SCAN_CHUNK], {})
+
+    @contextmanager
+    def raw_index(self) -> Iterator[None]:
+        """Within this block, this thread's index reads return stored entries as they are
+        (an unverified entry's value is 0x00 + ..., never equal to a covered-values payload):
+        what verify / repair compares."""
+        prev = getattr(self._raw, "on", False)
+        self._raw.on = True
+        try:
+            yield
+        finally:
+            self._raw.on = prev
+
+    def _decode_index(self, name: str, items: list[tuple[bytes, bytes]]
+                      ) -> list[tuple[bytes, bytes]]:
+        """Verified entries as they are; unverified ones resolved against the data rows."""
+        if getattr(self._raw, "on", False):
+            return [(k, v[1:] if v[:1] == VERIFIED else v) for k, v in items]
+        pending = [(i, k, C.unpack(v[1:])[0]) for i, (k, v) in enumerate(items)
+                   if v[:1] != VERIFIED]
+        if not pending:
+            return [(k, v[1:]) for k, v in items]
+        resolved = self.index_hooks.resolve(name, [(k, row) for _, k, row in pending]) \
+            if self.index_hooks is not None else [None] * len(pending)
+        fixed = {i: payload for (i, _, _), payload in zip(pending, resolved)}
+        out = []
+        for i, (k, v) in enumerate(items):
+            if i in fixed:
+                if fixed[i] is not None:
+                    out.append((k, fixed[i]))
+            else:
+                out.append((k, v[1:]))
+        return out
+
+    def kv_get(self, name: str, keys: list[bytes]) -> list[bytes | None]:
+        self._kv_check(name)
+        got = self._get_raw(KV_PREFIX + name, list(keys), [_KV_COL])
+        values = [cells[_KV_COL][1] if _KV_COL in cells else None for cells in got]
+        if not _is_index(name):
+            return values
+        present = [(k, v) for k, v in zip(keys, values) if v is not None]
+        decoded = dict(self._decode_index(name, present))
+        return [decoded.get(k) for k in keys]
+
+    def kv_iter(self, name: str) -> Any:
+        self._kv_check(name)
+        return _ListIter(self, name)
+
+    def kv_delete_range(self, name: str, start: bytes, stop: bytes | None) -> None:
+        with self._lock:
+            self._check_writable()
+            self._kv_check(name)
+            keys = [k for k, _ in self._scan_raw(KV_PREFIX + name, start or None, stop,
+                                                 [_KV_COL])]
+            self._kv_write([(name, k, None) for k in keys])
+
+    def kv_scan(self, name: str, start: bytes | None = None, stop: bytes | None = None,
+                reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) for start <= key < stop, ascending (or descending from stop)."""
+        self._kv_check(name)
+        table = KV_PREFIX + name
+        if reverse:
+            # HBase's reversed scan starts at its (inclusive) start row: skip `stop` itself
+            # and end at the first key below `start`
+            def down() -> Iterator[tuple[bytes, dict]]:
+                for k, c in self._scan_raw(table, stop, None, [_KV_COL], reverse=True):
+                    if start is not None and k < start:
+                        return
+                    if stop is None or k < stop:
+                        yield k, c
+            it = down()
+        else:
+            it = self._scan_raw(table, start or None, stop, [_KV_COL])
+        index = _is_index(name)
+        chunk: list = []
+        for key, cells in it:
+            if _KV_COL not in cells:
+                continue
+            if not index:
+                yield key, cells[_KV_COL][1]
+                continue
+            chunk.append((key, cells[_KV_COL][1]))
+            if len(chunk) >= 256:
+                yield from self._decode_index(name, chunk)
+                chunk = []
+        if chunk:
+            yield from self._decode_index(name, chunk)
+
+    # -- regions, maintenance ----------------------------------------------------------------
+    def regions(self, table: str) -> list[Region]:
+        self.table(table)
+        out = []
+        for r in self._call("getTableRegions", table.encode()):
+            out.append(HRegion(table, r.startKey or b"", r.endKey or b"", r.id,
+                               r.serverName or b"", r.port or 0, r.name or b"",
+                               r.version or 0))
+        out.sort(key=lambda r: r.start)
+        return out
+
+    def add_split_listener(self, listener: SplitListener) -> None:
+        """Accepted for interface parity, never called: HBase splits regions on its own and
+        Thrift1 tells no client (hence no local indexes on this backend)."""
+        self._split_listeners.append(listener)
+
+    def split(self, table: str, row: bytes | None = None) -> bool:
+        raise errors.BackendError(
+            "HBase's Thrift1 gateway has no split call: split regions with the HBase shell "
+            f"(split '{table}'{', ' + repr(row.decode(errors='replace')) if row else ''}) "
+            "or let HBase split them by size")
+
+    def compact(self, table: str) -> int:
+        """HBase's major compaction (asynchronous in HBase); returns 0 (rows folded unknown)."""
+        self._check_writable()
+        self.table(table)
+        self._call("majorCompact", table.encode())
+        return 0
+
+    def flush(self) -> None:
+        """Nothing to do: HBase flushes its MemStores itself."""
+
+    def disk_size(self) -> int:
+        """Unknown through Thrift1 (HBase's own metrics have it): 0."""
+        return 0
+
+    def family_handle(self, table: str, family: bytes) -> Any:
+        raise errors.BackendError("family handles (split batches) do not exist on HBase")
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            q = self._pool._queue
+            while True:
+                try:
+                    conn = q.get_nowait()
+                except Exception:
+                    break
+                try:
+                    conn.close()
+                except Exception:
+                    pass
+
+
+def _is_index(name: str) -> bool:
+    return name.startswith(_INDEX_KV)
+
+
+def _deletes_with_ts(pending: dict[bytes, list[bytes]]) -> bool:
+    for segs in pending.values():
+        for raw in segs:
+            seg = C.unpack(raw)
+            if seg[0] in (C.DELETE_COLUMNS, C.DELETE_FAMILY) and seg[1] != C.ALL_VERSIONS:
+                return True
+    return False
+
+
+def _map_io_error(message: str) -> errors.HibaseError:
+    msg = message or "HBase error"
+    low = msg.lower()
+    if "no table" in low or "tablenotfound" in low or "not found" in low and "table" in low:
+        return errors.TableNotFound(msg)
+    if "disabled" in low:
+        return errors.TableDisabled(msg)
+    if "already exists" in low:
+        return errors.TableExists(msg)
+    if "family" in low and ("no " in low or "not" in low or "unknown" in low):
+        return errors.FamilyNotFound(msg)
+    return errors.BackendError(msg)
