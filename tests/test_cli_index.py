@@ -308,3 +308,36 @@ def test_intersection_reads_each_answered_column_once(tmp_path):
     rows = run("query", path, sql, "--csv").stdout
     assert rows == run("query", path, sql, "--csv", "--full-scan").stdout
     assert len(rows.splitlines()) == 1 + 100
+
+
+def test_query_with_a_shared_redis_cache(tmp_path):
+    """`hibase query --cache redis://...` answers through the shared hot cache."""
+    import redis as redis_client
+    from click.testing import CliRunner
+    from servers import start_redis
+
+    import hibase
+    from hibase.cli import cli
+
+    server = start_redis()
+    try:
+        store = str(tmp_path / "s")
+        db = hibase.connect(store, cache_policy=None)
+        db.create_table("t", {"f": {}}, columns={"f:a": "int"})
+        t = db.table("t")
+        for i in range(20):
+            t.put(b"r%02d" % i, {b"f:a": str(i % 4).encode()})
+        db.create_index("t", "ia", ["f:a"])
+        db.close()
+        runner = CliRunner()
+        for _ in range(2):
+            result = runner.invoke(cli, ["query", store, "SELECT * FROM t WHERE f.a = 2",
+                                         "--json", "--cache", server.url])
+            assert result.exit_code == 0, result.output
+            assert result.output.count('"row"') == 5
+        keys = redis_client.Redis.from_url(server.url).keys("*")
+        assert keys, "the query's index set was stored in Redis"
+        bad = runner.invoke(cli, ["query", store, "SELECT * FROM t", "--cache", "bogus://x"])
+        assert bad.exit_code == 1 and "Error:" in bad.output
+    finally:
+        server.close()

@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from .cli import (_cell_text, _note, cli, emit, open_store, output_options, show_bytes,
                   store_argument, table_argument)
-from .client import Connection, Table
+from .client import Connection, Table, connect
 from .query import engine
 from .query.ast import ROWKEY
 
@@ -274,9 +274,18 @@ def _headers(select: Any, rows: list) -> list[bytes]:
               show_default=True,
               help="Index ranges: an ordered index scan, the paper's value-table walk with "
                    "parallel point lookups, or the planner's choice.")
+@click.option("--cache", "cache", default=None, metavar="URL",
+              help="Hot-index cache shared across processes: redis://host:port[,redis://...] "
+                   "or zk://host:port/path (cache nodes registered by `hibase cache-node`). "
+                   "Default: none (an in-process cache would die with the command).")
+@click.option("--cache-policy", type=click.Choice(["hotscore", "hotscore-per-record", "lru"]),
+              default="hotscore", show_default=True,
+              help="Replacement policy with --cache redis://... (zk:// nodes run their own).")
+@click.option("--cache-capacity", type=int, default=None, metavar="RECORDS",
+              help="Cache capacity in index entries, with --cache redis://...")
 @output_options
 def query(dir: str, statement: str, explain: bool, full_scan: bool, range_method: str,
-          fmt: str) -> None:
+          cache: str | None, cache_policy: str, cache_capacity: int | None, fmt: str) -> None:
     """Run an SQL query: SELECT cols FROM table [WHERE condition] [LIMIT n].
 
     Columns are family.qualifier (Phoenix's spelling), ROWKEY is the rowkey, * every column.
@@ -293,8 +302,16 @@ def query(dir: str, statement: str, explain: bool, full_scan: bool, range_method
         hibase query data/ "SELECT f.url FROM telecom WHERE f.ip = '1.2.3.4' LIMIT 10"
         hibase query data/ "SELECT * FROM telecom WHERE f.ip = '1.2.3.4' AND f.port = 443" --json
         hibase query data/ "EXPLAIN SELECT * FROM telecom WHERE f.url LIKE 'http://a/%'"
+        hibase query data/ "SELECT * FROM telecom WHERE f.ip = '1.2.3.4'" --cache redis://127.0.0.1:6379
     """
-    db = open_store(dir, read_only=True)
+    if cache is None:
+        db = open_store(dir, read_only=True)
+    else:
+        zk = cache.startswith("zk://")  # the cache-node services run the policy there
+        db = connect(dir, read_only=True, cache=cache,
+                     **({} if zk else {"cache_policy": cache_policy,
+                                       "cache_capacity": cache_capacity}))
+        click.get_current_context().call_on_close(db.close)
     if explain and not _EXPLAIN.match(statement):
         statement = "EXPLAIN " + statement
     select = engine.parse_select(statement)
