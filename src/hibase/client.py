@@ -285,7 +285,10 @@ class Table:
         _check_ts(timestamp)
         cols = self._columns(columns)
         if timestamp is None:
-            found = self._store.read_latest_many(self._name, rows, cols)
+            found = self._store.read_latest_many(self._name, rows, cols,
+                                                 with_ts=include_timestamp)
+            if not include_timestamp:
+                return [(r, cells) for r, cells in zip(rows, found) if cells]
         else:
             found = [{c: vs[0] for c, vs in self._store.read_row(self._name, r, cols,
                                                                  timestamp).items()}

@@ -125,11 +125,10 @@ def _run_step(indexer, table: str, plan: Plan, step: Step, types) -> Iterator[tu
     batch: list[bytes] = []
 
     def flush() -> Iterator[tuple[bytes, dict]]:
-        for row, got in zip(batch, read_many(table, batch, fetch_cols)):
-            if not got and (plan.columns is None or
-                            (check_exists and not read_many(table, [row])[0])):
+        for row, cells in zip(batch, read_many(table, batch, fetch_cols, with_ts=False)):
+            if not cells and (plan.columns is None or
+                              (check_exists and not read_many(table, [row])[0])):
                 continue
-            cells = {c: tv[1] for c, tv in got.items()}
             if node is None or matches(node, row, cells, types):
                 yield row, _project(cells, plan.columns)
         batch.clear()

@@ -331,19 +331,22 @@ class EmbeddedStore:
             return cells if with_ts else {c: tv[1] for c, tv in cells.items()}
         return C.merge_values(segs)
 
-    def read_latest_many(self, table: str, rows: list[bytes], columns: list[bytes] | None = None
-                         ) -> list[dict[bytes, tuple[int, bytes]]]:
-        """read_latest for many rows, one iterator per family for all of them."""
+    def read_latest_many(self, table: str, rows: list[bytes], columns: list[bytes] | None = None,
+                         with_ts: bool = True) -> list[dict]:
+        """read_latest for many rows, one iterator per family for all of them, visiting the
+        rows in key order (neighbouring seeks share blocks) and answering in the given order."""
         t = self._tables.get(table) or self.table(table)
         plan = self._plan(t, columns)
         out: list[dict] = [{} for _ in rows]
         now = now_ms()
-        merge = C.merge_latest
+        order = sorted(range(len(rows)), key=rows.__getitem__) if len(rows) > 1 else [0] * len(rows)
         with self._views(plan, lambda view: view.iter()) as views:
             for fo, it, wanted in views:
                 ttl = fo.time_to_live
                 floor = now - ttl * 1000 if ttl != FOREVER else -1
-                for i, row in enumerate(rows):
+                merge = C.merge_latest if with_ts or floor >= 0 else C.merge_values
+                for i in order:
+                    row = rows[i]
                     prefix = C.row_prefix(row)
                     it.seek(prefix)
                     segs = []
@@ -358,6 +361,8 @@ class EmbeddedStore:
                     cells = merge(segs, wanted)
                     if floor >= 0:
                         cells = {c: tv for c, tv in cells.items() if tv[0] >= floor}
+                        if not with_ts:
+                            cells = {c: tv[1] for c, tv in cells.items()}
                     if out[i]:
                         out[i].update(cells)
                     else:

@@ -488,13 +488,13 @@ class HBaseStore:
         cells = self.read_latest_many(table, [row], columns)[0]
         return cells if with_ts else {c: tv[1] for c, tv in cells.items()}
 
-    def read_latest_many(self, table: str, rows: list[bytes], columns: list[bytes] | None = None
-                         ) -> list[dict[bytes, tuple[int, bytes]]]:
+    def read_latest_many(self, table: str, rows: list[bytes], columns: list[bytes] | None = None,
+                         with_ts: bool = True) -> list[dict]:
         self.table(table)
         out: list[dict] = []
         for i in range(0, len(rows), _SCAN_CHUNK):
             out += self._get_raw(table, rows[i:i + _SCAN_CHUNK], columns)
-        return out
+        return out if with_ts else [{c: tv[1] for c, tv in cells.items()} for cells in out]
 
     def scan_latest(self, table: str, start: bytes | None = None, stop: bytes | None = None,
                     columns: list[bytes] | None = None, reverse: bool = False,
