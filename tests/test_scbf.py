@@ -355,4 +355,4 @@ def test_bench_smoke() -> None:
             assert row[name]["events_match_loads"]
     assert 0.97 < sim[0]["scbf"]["mean_over_expected"] < 1.03
     assert 0.85 < sim[1]["cbf"]["mean_over_expected"] < 1.15
-    assert r["findings"] and r["elapsed_s"] > 0
+    assert r["findings"]

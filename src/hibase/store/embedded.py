@@ -39,6 +39,18 @@ def _cf_name(table: str, family: bytes) -> str:
     return f"t/{table}/{family.decode()}"
 
 
+def _segments_at(it, prefix: bytes) -> list[bytes]:
+    """The segments of the row whose keys start with `prefix`, read through a reused iterator."""
+    it.seek(prefix)
+    segs = []
+    while it.valid():
+        if not it.key().startswith(prefix):
+            break
+        segs.append(it.value())
+        it.next()
+    return segs
+
+
 class _Table:
     """An open table: its schema, family handles and regions (kept sorted by start key)."""
 
@@ -289,14 +301,7 @@ class EmbeddedStore:
         now = now_ms()
         with self._views(self._plan(t, columns), lambda view: view.iter()) as views:
             for fo, it, wanted in views:
-                it.seek(prefix)
-                segs = []
-                while it.valid():
-                    key = it.key()
-                    if not key.startswith(prefix):
-                        break
-                    segs.append(it.value())
-                    it.next()
+                segs = _segments_at(it, prefix)
                 if segs:
                     self._select(out, C.merge_segments(segs, wanted), fo, timestamp, versions, now)
                     if len(segs) > COMPACT_AFTER and not self.read_only:
@@ -347,15 +352,7 @@ class EmbeddedStore:
                 merge = C.merge_latest if with_ts or floor >= 0 else C.merge_values
                 for i in order:
                     row = rows[i]
-                    prefix = C.row_prefix(row)
-                    it.seek(prefix)
-                    segs = []
-                    while it.valid():
-                        key = it.key()
-                        if not key.startswith(prefix):
-                            break
-                        segs.append(it.value())
-                        it.next()
+                    segs = _segments_at(it, C.row_prefix(row))
                     if not segs:
                         continue
                     cells = merge(segs, wanted)
@@ -526,15 +523,7 @@ class EmbeddedStore:
             it = t.fams[fam][0].iter()
             wanted = frozenset(cols)
             for (row, pending), (before, after) in zip(items, out):
-                prefix = C.row_prefix(row)
-                it.seek(prefix)
-                segs = []
-                while it.valid():
-                    key = it.key()
-                    if not key.startswith(prefix):
-                        break
-                    segs.append(it.value())
-                    it.next()
+                segs = _segments_at(it, C.row_prefix(row))
                 old = merge_latest(segs, wanted) if segs else {}
                 before.update(old)
                 new = pending.get(fam)
