@@ -66,3 +66,48 @@ def test_verify_reports_and_repairs_damage(tmp_path):
     assert db.verify_index("t", "ia", repair=True)["repaired"]
     assert db.verify_index("t", "ia")["ok"]
     db.close()
+
+
+def test_bulk_load_suspends_upkeep_then_rebuilds(tmp_path):
+    db = hibase.connect(str(tmp_path / "s"))
+    db.create_table("t", {"f": {}}, columns={"f:a": "int"})
+    t = db.table("t")
+    t.put(b"r0", {b"f:a": b"1"})
+    db.create_index("t", "ia", ["f:a"])
+    db.create_index("t", "la", ["f:a"], local=True)
+    with db.bulk_load("t") as names:
+        assert sorted(names) == ["ia", "la"]
+        assert {i["state"] for i in db.indexes("t")} == {"stale"}
+        for i in range(1, 200):
+            t.put(b"r%03d" % i, {b"f:a": str(i % 5).encode()})
+        assert "INDEX" not in t.explain("f.a = 1")  # stale indexes are not used...
+        assert len(list(t.where("f.a = 1"))) == 41  # ...and answers stay exact
+        spec = db.indexer.catalog.get("t", "ia")
+        assert len(list(db.store.kv_scan("__idx__t", spec.alias))) == 1  # upkeep was off
+    assert {i["state"] for i in db.indexes("t")} == {"ready"}
+    assert db.verify_index("t", "ia")["ok"] and db.verify_index("t", "la")["ok"]
+    assert "INDEX" in t.explain("f.a = 1")
+    assert len(list(t.where("f.a = 1"))) == 41
+    db.close()
+
+
+def test_cli_load_bulk(tmp_path):
+    from click.testing import CliRunner
+
+    from hibase.cli import cli
+
+    store = str(tmp_path / "s")
+    db = hibase.connect(store)
+    db.create_table("t", {"f": {}}, columns={"f:a": "int"})
+    db.create_index("t", "ia", ["f:a"])
+    db.close()
+    src = tmp_path / "in.csv"
+    src.write_text("id,a\n" + "".join(f"k{i},{i % 3}\n" for i in range(300)))
+    result = CliRunner().invoke(cli, ["load", store, "t", str(src), "--rowkey-column", "id",
+                                      "-f", "f", "--bulk", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "Rebuilt 1 index(es): ia." in result.output
+    db = hibase.connect(store)
+    assert db.verify_index("t", "ia")["ok"]
+    assert len(db.sql("SELECT * FROM t WHERE f.a = 2")) == 100
+    db.close()

@@ -191,6 +191,12 @@ class Connection:
         self.store.table(full)
         return [s.describe() for s in self.indexer.specs(full)]
 
+    def bulk_load(self, table: str | bytes, processes: int | None = None,
+                  progress: Any = None) -> Any:
+        """A context manager for big loads: index upkeep is suspended inside the block and the
+        table's indexes are rebuilt at its end (`with db.bulk_load("t"): ...puts...`)."""
+        return self.indexer.bulk(self._full(table), processes, progress)
+
     def build_index(self, table: str | bytes, name: str, processes: int | None = None,
                     progress: Any = None) -> dict:
         """Rebuild an index from the table (writes wait meanwhile)."""

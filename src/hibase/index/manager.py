@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from ..store.base import Mutation
 from . import local, lookup
@@ -10,7 +11,7 @@ from .build import build_index, verify_index
 from .catalog import IndexCatalog
 from .maintain import Change, index_writes
 from .routing import Router
-from .spec import READY, IndexSpec
+from .spec import READY, STALE, IndexSpec
 
 __all__ = ["IndexManager"]
 
@@ -65,7 +66,8 @@ class IndexManager:
         """Write mutations and their index rows / value counts in one atomic batch."""
         if self.shared:
             self._refresh()
-        specs = [s for t in {m.table for m in mutations} for s in self.catalog.for_table(t)]
+        specs = [s for t in {m.table for m in mutations} for s in self.catalog.for_table(t)
+                 if s.state != STALE]
         if not specs:
             self.store.apply(mutations)
             return []
@@ -110,6 +112,26 @@ class IndexManager:
                                processes, progress)
         finally:
             self._invalidate_cache(table)
+
+    @contextmanager
+    def bulk(self, table: str, processes: int | None = None,
+             progress: Callable[[str, int, int], Any] | None = None) -> Iterator[list[str]]:
+        """Suspend the upkeep of `table`'s indexes while the block loads data, then rebuild
+        them (in worker processes over regions): much cheaper than per-put upkeep for big
+        loads. Meanwhile the indexes are "stale": queries do not use them and writes skip them;
+        an interrupted rebuild leaves them stale until `build` runs."""
+        names = [s.name for s in self.catalog.for_table(table)]
+        with self.store.write_lock():
+            for name in names:
+                self.catalog.set_state(self.catalog.get(table, name), STALE)
+        self._invalidate_cache(table)
+        try:
+            yield names
+        finally:
+            for name in names:
+                report = (lambda done, total, n=name: progress(n, done, total)) if progress \
+                    else None
+                self.build(table, name, processes, report)
 
     def verify(self, table: str, name: str, repair: bool = False) -> dict[str, Any]:
         try:

@@ -23,9 +23,11 @@ from .. import codec
 
 NULL, PRESENT = b"\x00", b"\x01"
 
-__all__ = ["IndexSpec", "index_table", "value_table", "BUILDING", "READY"]
+__all__ = ["IndexSpec", "index_table", "value_table", "BUILDING", "READY", "STALE"]
 
-BUILDING, READY = "building", "ready"
+# building: maintained by writes, not used by queries until its build finishes; ready: used;
+# stale: neither (a bulk load suspended it; a build makes it ready again)
+BUILDING, READY, STALE = "building", "ready", "stale"
 
 
 def index_table(table: str) -> str:
