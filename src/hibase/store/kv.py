@@ -1,0 +1,108 @@
+"""Key-value tables of the embedded store: single-version rows written whole, the storage of
+index entries and value tables (a RocksDB column family each, `k/<name>`)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import rocksdict as rd
+
+from .. import errors
+
+__all__ = ["KeyValueTables"]
+
+
+class KeyValueTables:
+    """Mixed into EmbeddedStore, which provides _db, _kv, _lock, _options and _check_writable;
+    writes to these tables go through EmbeddedStore.commit(kv_writes=...)."""
+
+    _db: Any
+    _kv: dict[str, tuple[Any, Any]]
+    _lock: Any
+
+    def _kv_handle(self, name: str) -> Any:
+        try:
+            return self._kv[name][1]
+        except KeyError:
+            raise errors.TableNotFound(f"no key-value table {name!r}") from None
+
+    def kv_tables(self) -> list[str]:
+        return sorted(self._kv)
+
+    def create_kv(self, name: str) -> None:
+        with self._lock:
+            self._check_writable()
+            if name in self._kv:
+                return
+            self._db.create_column_family("k/" + name, self._options())
+            self._db.put(b"kv/" + name.encode(), b"")
+            self._load_kv(name)
+
+    def _load_kv(self, name: str) -> None:
+        self._kv[name] = (self._db.get_column_family("k/" + name),
+                          self._db.get_column_family_handle("k/" + name))
+
+    def drop_kv(self, name: str) -> None:
+        with self._lock:
+            self._check_writable()
+            if name not in self._kv:
+                return
+            self._db.delete(b"kv/" + name.encode())
+            view, _ = self._kv.pop(name)
+            view.close()
+            self._db.drop_column_family("k/" + name)
+
+    def _kv_view(self, name: str) -> Any:
+        try:
+            return self._kv[name][0]
+        except KeyError:
+            raise errors.TableNotFound(f"no key-value table {name!r}") from None
+
+    def kv_get(self, name: str, keys: list[bytes]) -> list[bytes | None]:
+        return self._kv_view(name).get(keys)
+
+    def kv_iter(self, name: str) -> Any:
+        """A raw iterator (seek / valid / key / value / next) over a key-value table, reading it
+        as of its creation: iterators created together under the write lock agree."""
+        return self._kv_view(name).iter()
+
+    def kv_handle(self, name: str) -> Any:
+        """The RocksDB column-family handle of a key-value table (for split listeners)."""
+        return self._kv_handle(name)
+
+    def kv_delete_range(self, name: str, start: bytes, stop: bytes | None) -> None:
+        """Delete every key in [start, stop) (stop None: to the end)."""
+        with self._lock:
+            self._check_writable()
+            handle = self._kv_handle(name)
+            wb = rd.WriteBatch(raw_mode=True)
+            if stop is None:
+                for key, _ in self.kv_scan(name, start):
+                    wb.delete(key, handle)
+            else:
+                wb.delete_range(start, stop, handle)
+            self._db.write(wb)
+
+    def kv_scan(self, name: str, start: bytes | None = None, stop: bytes | None = None,
+                reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) for start <= key < stop, ascending (or descending from stop)."""
+        view = self._kv_view(name)
+        if reverse:
+            it = view.iter()
+            if stop is None:
+                it.seek_to_last()
+            else:
+                it.seek_for_prev(stop)
+                if it.valid() and it.key() >= stop:
+                    it.prev()
+            while it.valid():
+                key = it.key()
+                if start is not None and key < start:
+                    return
+                yield key, it.value()
+                it.prev()
+            return
+        for key, value in view.items(from_key=start):
+            if stop is not None and key >= stop:
+                return
+            yield key, value
