@@ -7,6 +7,7 @@ import random
 import threading
 
 import pytest
+from cache_helpers import found, make_db, oracle
 from servers import start_redis
 
 import hibase
@@ -34,25 +35,6 @@ def cache_spec(request):
     return server.url
 
 
-def make_db(path, rows=60, values=6, **options):
-    """Table t: rows r000.. with f:a = i % values (int) and f:b (covered by index by_a)."""
-    db = hibase.connect(str(path), **options)
-    db.create_table("t", {"f": {}}, columns={"f:a": "int", "f:b": "string"})
-    t = db.table("t")
-    with t.batch() as b:
-        for i in range(rows):
-            b.put(b"r%03d" % i, {b"f:a": b"%d" % (i % values), b"f:b": b"b%d" % i})
-    db.create_index("t", "by_a", ["f:a"], covering=["f:b"])
-    return db, t
-
-
-def oracle(t, value):
-    """Rows with f:a == value by a full scan: no index, no cache."""
-    return sorted(k for k, d in t.scan(columns=[b"f:a"]) if d.get(b"f:a") == b"%d" % value)
-
-
-def found(t, cond):
-    return sorted(k for k, _ in t.where(cond, columns=[b"f:b"]))
 
 
 # -- options -----------------------------------------------------------------------------------

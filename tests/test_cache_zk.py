@@ -14,9 +14,10 @@ import uuid
 import pytest
 import redis
 from click.testing import CliRunner
+import cache_helpers
+from cache_helpers import found, oracle
 from servers import start_redis, start_zookeeper, wait_until
 
-import hibase
 from hibase.cache.node import CacheNodeService
 from hibase.cache.redis_backend import ALLOW, DATA
 from hibase.cli import cli
@@ -61,23 +62,8 @@ def env(zk, redis_pair):
         svc.stop()
 
 
-def make_db(path, cache, rows=200, values=20):
-    db = hibase.connect(str(path), cache=cache)
-    db.create_table("t", {"f": {}}, columns={"f:a": "int", "f:b": "string"})
-    t = db.table("t")
-    with t.batch() as b:
-        for i in range(rows):
-            b.put(b"r%03d" % i, {b"f:a": b"%d" % (i % values), b"f:b": b"b%d" % i})
-    db.create_index("t", "by_a", ["f:a"], covering=["f:b"])
-    return db, t
-
-
-def oracle(t, value):
-    return sorted(k for k, d in t.scan(columns=[b"f:a"]) if d.get(b"f:a") == b"%d" % value)
-
-
-def found(t, cond):
-    return sorted(k for k, _ in t.where(cond, columns=[b"f:b"]))
+def make_db(path, cache):
+    return cache_helpers.make_db(path, rows=200, values=20, cache=cache)
 
 
 def ring(db):
