@@ -10,7 +10,8 @@ import threading
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, given, settings
-from test_query_property import COLUMNS, ROWS, VALUES, apply_ops, brute_force, conditions
+from test_query_property import (COLUMNS, ROWS, WRITE_OPS, apply_ops, brute_force,
+                                 conditions)
 
 import hibase
 from hibase import errors
@@ -19,18 +20,10 @@ from hibase.index.lookup import key_range
 
 INDEXES = [("ia", ["f:a"], ["f:b"]), ("ibc", ["f:b", "f:c"], []), ("id", ["g:d"], ["f:a", "f:c"])]
 
-ops = st.lists(
-    st.one_of(
-        st.tuples(st.just("put"), st.sampled_from(ROWS),
-                  st.fixed_dictionaries({}, optional=VALUES)),
-        st.tuples(st.just("delete"), st.sampled_from(ROWS),
-                  st.one_of(st.none(), st.lists(st.sampled_from(
-                      [b"f:a", b"f:b", b"f:c", b"g:d", b"g"]), min_size=1, max_size=2))),
-        st.tuples(st.just("batch"), st.sampled_from(ROWS),
-                  st.fixed_dictionaries({}, optional=VALUES)),
-        st.tuples(st.just("split"), st.sampled_from(ROWS), st.none()),
-    ),
-    min_size=1, max_size=40)
+# the property test's writes, plus forced region splits
+ops = st.lists(st.one_of(*WRITE_OPS, st.tuples(st.just("split"), st.sampled_from(ROWS),
+                                               st.none())),
+               min_size=1, max_size=40)
 
 
 def _tables(db, split_size: int = 400):

@@ -63,17 +63,16 @@ conditions = st.recursive(
     max_leaves=5,
 )
 
-ops = st.lists(
-    st.one_of(
-        st.tuples(st.just("put"), st.sampled_from(ROWS),
-                  st.fixed_dictionaries({}, optional=VALUES)),
-        st.tuples(st.just("delete"), st.sampled_from(ROWS),
-                  st.one_of(st.none(), st.lists(st.sampled_from(
-                      [b"f:a", b"f:b", b"f:c", b"g:d", b"g"]), min_size=1, max_size=2))),
-        st.tuples(st.just("batch"), st.sampled_from(ROWS),
-                  st.fixed_dictionaries({}, optional=VALUES)),
-    ),
-    min_size=1, max_size=40)
+WRITE_OPS = (
+    st.tuples(st.just("put"), st.sampled_from(ROWS),
+              st.fixed_dictionaries({}, optional=VALUES)),
+    st.tuples(st.just("delete"), st.sampled_from(ROWS),
+              st.one_of(st.none(), st.lists(st.sampled_from(
+                  [b"f:a", b"f:b", b"f:c", b"g:d", b"g"]), min_size=1, max_size=2))),
+    st.tuples(st.just("batch"), st.sampled_from(ROWS),
+              st.fixed_dictionaries({}, optional=VALUES)),
+)
+ops = st.lists(st.one_of(*WRITE_OPS), min_size=1, max_size=40)
 
 
 def apply_ops(table, ops_list) -> None:
