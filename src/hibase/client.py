@@ -15,7 +15,7 @@ from .query.ast import Select
 from .store.base import Mutation
 from .store.embedded import EmbeddedStore
 from .store.filters import compile_filter
-from .store.schema import TableSchema, check_row, check_table_name
+from .store.schema import TableSchema, check_row, check_table_name, split_column
 
 __all__ = ["Connection", "Table", "Batch", "connect"]
 
@@ -224,16 +224,11 @@ class Connection:
         return self.indexer.verify(self._full(table), name, repair)
 
 
-def _data(cells: dict[bytes, tuple[int, bytes]], include_timestamp: bool,
-          sort: bool = False) -> dict:
+def _data(cells: dict[bytes, tuple[int, bytes]], include_timestamp: bool) -> dict:
     """happybase's row shape from {column: (ts, value)}."""
     if include_timestamp:
-        out = {c: (tv[1], tv[0]) for c, tv in cells.items()}
-    else:
-        out = {c: tv[1] for c, tv in cells.items()}
-    if sort:
-        return OrderedDict(sorted(out.items()))
-    return out
+        return {c: (tv[1], tv[0]) for c, tv in cells.items()}
+    return {c: tv[1] for c, tv in cells.items()}
 
 
 class Table:
@@ -278,8 +273,7 @@ class Table:
         if timestamp is None:
             if not include_timestamp:
                 return self._store.read_latest(self._name, row, cols, with_ts=False)
-            cells = self._store.read_latest(self._name, row, cols)
-            return {c: (tv[1], tv[0]) for c, tv in cells.items()}
+            return _data(self._store.read_latest(self._name, row, cols), True)
         cells = self._store.read_row(self._name, row, cols, timestamp)
         return _data({c: vs[0] for c, vs in cells.items()}, include_timestamp)
 
@@ -465,18 +459,13 @@ class Table:
             raise errors.InvalidArgument(f"counter value must be an int, not {value!r}")
         if not -(1 << 63) <= value < (1 << 63):
             raise errors.InvalidArgument(f"counter value {value} does not fit in 64 bits")
-        fam, qual = _split(column)
+        _, qual = split_column(column)
         ctype = self.schema.columns.get(column)
         if qual is None:
             raise errors.InvalidArgument(f"counter needs 'family:qualifier', got {column!r}")
         if ctype is not None and str(ctype) != "long binary":
             raise errors.SchemaError(
                 f"column {column.decode()!r} is declared {ctype}; counters need 'long binary'")
-
-
-def _split(column: bytes) -> tuple[bytes, bytes | None]:
-    from .store.schema import split_column
-    return split_column(column)
 
 
 def _check_ts(timestamp: Any) -> None:
