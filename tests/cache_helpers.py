@@ -3,12 +3,11 @@ cache) and by a full scan that touches neither."""
 
 from __future__ import annotations
 
-import hibase
 
-
-def make_db(path, rows=60, values=6, **options):
-    """Table t: rows r000.. with f:a = i % values (int) and f:b (covered by index by_a)."""
-    db = hibase.connect(str(path), **options)
+def make_db(backend, rows=60, values=6, **options):
+    """A connection to `backend` (a backends.Backend) with connect() `options`, and its table t:
+    rows r000.. with f:a = i % values (int) and f:b (covered by index by_a)."""
+    db = backend.connect(**options)
     db.create_table("t", {"f": {}}, columns={"f:a": "int", "f:b": "string"})
     t = db.table("t")
     with t.batch() as b:

@@ -1,5 +1,6 @@
 """The hot-index cache behind Table.where: connect options, hit / miss accounting, policy
-choice, coherence with writes (also under threads and racing fills), on every backend."""
+choice, coherence with writes (also under threads and racing fills); on both store backends,
+with the cache in process and in Redis."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import pytest
 from cache_helpers import found, make_db, oracle
 from servers import start_redis
 
-import hibase
 from hibase.cache import HotCache
 from hibase.cache.testing import free_port
 from hibase.errors import BackendUnavailable, InvalidArgument
@@ -39,8 +39,8 @@ def cache_spec(request):
 
 # -- options -----------------------------------------------------------------------------------
 
-def test_default_is_memory_hotscore(tmp_path):
-    with hibase.connect(str(tmp_path / "s")) as db:
+def test_default_is_memory_hotscore(backend):
+    with backend.connect() as db:
         assert isinstance(db.cache, HotCache)
         stats = db.cache_stats()
         assert stats["backend"] == "memory" and stats["policy"] == "hotscore"
@@ -50,8 +50,8 @@ def test_default_is_memory_hotscore(tmp_path):
 
 
 @pytest.mark.parametrize("policy", ["lru", "hotscore-per-record", "hotscore"])
-def test_policy_choice(tmp_path, policy):
-    db, t = make_db(tmp_path / "s", cache_policy=policy, cache_capacity=500)
+def test_policy_choice(backend, policy):
+    db, t = make_db(backend, cache_policy=policy, cache_capacity=500)
     with db:
         assert found(t, "f.a = 1") == oracle(t, 1)
         assert found(t, "f.a = 1") == oracle(t, 1)
@@ -60,8 +60,8 @@ def test_policy_choice(tmp_path, policy):
         assert (stats["hits"], stats["misses"], stats["sets"], stats["records"]) == (1, 1, 1, 10)
 
 
-def test_no_cache(tmp_path):
-    db, t = make_db(tmp_path / "s", cache_policy=None)
+def test_no_cache(backend):
+    db, t = make_db(backend, cache_policy=None)
     with db:
         assert db.cache is None and db.indexer.cache is None
         assert found(t, "f.a = 2") == oracle(t, 2)
@@ -80,23 +80,23 @@ def test_no_cache(tmp_path):
     {"cache": "zk://127.0.0.1:1/x", "cache_policy": "lru"},
     {"cache": "redis://host:notaport"}, {"cache": "zk://nohostport"},
 ])
-def test_invalid_options(tmp_path, options):
+def test_invalid_options(backend, options):
     with pytest.raises(InvalidArgument):
-        hibase.connect(str(tmp_path / "s"), **options)
+        backend.connect(**options)
 
 
-def test_unreachable_servers_at_connect(tmp_path):
+def test_unreachable_servers_at_connect(backend):
     port = free_port()
     with pytest.raises(BackendUnavailable, match="cannot reach any Redis cache node"):
-        hibase.connect(str(tmp_path / "s"), cache=f"redis://127.0.0.1:{port}")
+        backend.connect(cache=f"redis://127.0.0.1:{port}")
     with pytest.raises(BackendUnavailable, match="ZooKeeper"):
-        hibase.connect(str(tmp_path / "s"), cache=f"zk://127.0.0.1:{port}/hibase")
+        backend.connect(cache=f"zk://127.0.0.1:{port}/hibase")
 
 
 # -- hits and misses ---------------------------------------------------------------------------
 
-def test_hits_answer_without_the_store(tmp_path, cache_spec, monkeypatch):
-    db, t = make_db(tmp_path / "s", cache=cache_spec)
+def test_hits_answer_without_the_store(backend, cache_spec, monkeypatch):
+    db, t = make_db(backend, cache=cache_spec)
     with db:
         want = oracle(t, 3)
         assert found(t, "f.a = 3") == want
@@ -112,8 +112,8 @@ def test_hits_answer_without_the_store(tmp_path, cache_spec, monkeypatch):
         assert (stats["hits"], stats["misses"], stats["hit_ratio"]) == (1, 1, 0.5)
 
 
-def test_range_walk_is_answered_per_value(tmp_path, cache_spec):
-    db, t = make_db(tmp_path / "s", cache=cache_spec)
+def test_range_walk_is_answered_per_value(backend, cache_spec):
+    db, t = make_db(backend, cache=cache_spec)
     with db:
         assert "WALK" in t.explain("f.a BETWEEN 1 AND 4")
         want = sorted(sum((oracle(t, v) for v in range(1, 5)), []))
@@ -125,21 +125,20 @@ def test_range_walk_is_answered_per_value(tmp_path, cache_spec):
         assert (stats["hits"], stats["misses"], stats["sets"]) == (5, 4, 4)
 
 
-def test_hotscore_keeps_hot_sets_that_lru_loses(tmp_path):
+def test_hotscore_keeps_hot_sets_that_lru_loses(backend):
     """Five hot sets queried every round, two one-off sets between rounds: LRU (6 sets fit)
     always evicts the hot set it needs next; hotscore keeps the hot ones after warm-up."""
     ratios = {}
     for policy in ("lru", "hotscore"):
         opts = {"count_period": 14, "hotscore_alpha": 0.5} if policy == "hotscore" else {}
-        db = hibase.connect(str(tmp_path / policy), cache_policy=policy, cache_capacity=60,
-                            **opts)
-        db.create_table("t", {"f": {}}, columns={"f:a": "int"})
-        t = db.table("t")
+        db = backend.connect(cache_policy=policy, cache_capacity=60, **opts)
+        db.create_table(policy, {"f": {}}, columns={"f:a": "int"})
+        t = db.table(policy)
         with t.batch() as b:
             for v in list(range(5)) + list(range(100, 160)):
                 for j in range(10):
                     b.put(b"v%03d-%d" % (v, j), {b"f:a": b"%d" % v})
-        db.create_index("t", "by_a", ["f:a"])
+        db.create_index(policy, "by_a", ["f:a"])
         scan = iter(range(100, 160))
         for _ in range(30):
             for v in [0, 1, 2, 3, 4, next(scan, 100), next(scan, 101)]:
@@ -153,8 +152,8 @@ def test_hotscore_keeps_hot_sets_that_lru_loses(tmp_path):
 
 # -- coherence with writes ---------------------------------------------------------------------
 
-def test_writes_patch_cached_sets(tmp_path, cache_spec):
-    db, t = make_db(tmp_path / "s", cache=cache_spec)
+def test_writes_patch_cached_sets(backend, cache_spec):
+    db, t = make_db(backend, cache=cache_spec)
     with db:
         for v in range(6):
             assert found(t, f"f.a = {v}") == oracle(t, v)
@@ -173,8 +172,8 @@ def test_writes_patch_cached_sets(tmp_path, cache_spec):
         assert db.cache_stats()["misses"] == misses  # every set stayed cached and exact
 
 
-def test_a_set_emptied_by_writes_stays_exact(tmp_path, cache_spec):
-    db, t = make_db(tmp_path / "s", cache=cache_spec)
+def test_a_set_emptied_by_writes_stays_exact(backend, cache_spec):
+    db, t = make_db(backend, cache=cache_spec)
     with db:
         assert len(found(t, "f.a = 4")) == 10
         for row in oracle(t, 4):
@@ -188,10 +187,10 @@ def test_a_set_emptied_by_writes_stays_exact(tmp_path, cache_spec):
         assert db.cache_stats()["hits"] == before + 1
 
 
-def test_fill_racing_a_write_is_not_stored(tmp_path, cache_spec):
+def test_fill_racing_a_write_is_not_stored(backend, cache_spec):
     """The loader reads the index, then a write moves a row into the value before the fill:
     the stale load must not be cached."""
-    db, t = make_db(tmp_path / "s", cache=cache_spec)
+    db, t = make_db(backend, cache=cache_spec)
     with db:
         spec = db.indexer.catalog.get("t", "by_a")
         vkey = spec.value_key([2])
@@ -208,8 +207,8 @@ def test_fill_racing_a_write_is_not_stored(tmp_path, cache_spec):
         assert db.cache_stats()["refused_fills"] >= 1
 
 
-def test_index_drop_and_rebuild_invalidate(tmp_path, cache_spec):
-    db, t = make_db(tmp_path / "s", cache=cache_spec)
+def test_index_drop_and_rebuild_invalidate(backend, cache_spec):
+    db, t = make_db(backend, cache=cache_spec)
     with db:
         assert found(t, "f.a = 1") == oracle(t, 1)
         db.drop_index("t", "by_a")
@@ -222,11 +221,11 @@ def test_index_drop_and_rebuild_invalidate(tmp_path, cache_spec):
         assert db.cache_stats()["sets"] >= 1
 
 
-def test_threads_writing_and_querying_agree_with_the_oracle(tmp_path, cache_spec):
+def test_threads_writing_and_querying_agree_with_the_oracle(backend, cache_spec):
     """Writers move their own rows between values and check each write is visible at once;
     readers query points and ranges; a small capacity keeps the policy admitting and evicting.
     At the end every value's answer equals a full scan."""
-    db, t = make_db(tmp_path / "s", rows=80, values=8, cache=cache_spec, cache_capacity=40,
+    db, t = make_db(backend, rows=80, values=8, cache=cache_spec, cache_capacity=40,
                     count_period=25)
     errors: list = []
     stop = threading.Event()

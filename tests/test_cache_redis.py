@@ -1,5 +1,5 @@
 """The Redis backend against real redis-server processes: ring placement, one round trip per
-hit, node loss and return, missed writes, garbage under our keys."""
+hit, node loss and return, missed writes, garbage under our keys; on both store backends."""
 
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ def nodes(servers):
     return servers
 
 
-def make_db(path, cache):
-    return cache_helpers.make_db(path, rows=200, values=20, cache=cache)
+def make_db(backend, cache):
+    return cache_helpers.make_db(backend, rows=200, values=20, cache=cache)
 
 
 def spec_of(nodes):
@@ -55,8 +55,8 @@ def test_ring_moves_only_the_lost_nodes_keys():
         assert three.node_for(k) == owner[k]  # deterministic
 
 
-def test_sets_live_on_their_ring_node(tmp_path, nodes):
-    db, t = make_db(tmp_path / "s", spec_of(nodes))
+def test_sets_live_on_their_ring_node(backend, nodes):
+    db, t = make_db(backend, spec_of(nodes))
     with db:
         for v in range(20):
             assert found(t, f"f.a = {v}") == oracle(t, v)
@@ -73,8 +73,8 @@ def test_sets_live_on_their_ring_node(tmp_path, nodes):
         assert len(holders) >= 2
 
 
-def test_a_hit_is_one_round_trip(tmp_path, nodes):
-    db, t = make_db(tmp_path / "s", spec_of(nodes))
+def test_a_hit_is_one_round_trip(backend, nodes):
+    db, t = make_db(backend, spec_of(nodes))
     with db:
         found(t, "f.a = 7")
         clients = [redis.Redis.from_url(s.url) for s in nodes]
@@ -92,8 +92,8 @@ def test_a_hit_is_one_round_trip(tmp_path, nodes):
         assert db.cache_stats()["hits"] == 1
 
 
-def test_a_node_killed_mid_workload_costs_misses_not_errors(tmp_path, nodes):
-    db, t = make_db(tmp_path / "s", spec_of(nodes[:2]))
+def test_a_node_killed_mid_workload_costs_misses_not_errors(backend, nodes):
+    db, t = make_db(backend, spec_of(nodes[:2]))
     want = {v: oracle(t, v) for v in range(20)}
     errors: list = []
     stop = threading.Event()
@@ -134,10 +134,10 @@ def test_a_node_killed_mid_workload_costs_misses_not_errors(tmp_path, nodes):
         assert db.cache_stats()["hits"] == hits + 20  # the node is back in use
 
 
-def test_writes_missed_while_a_node_hung_are_purged_before_reuse(tmp_path, nodes):
+def test_writes_missed_while_a_node_hung_are_purged_before_reuse(backend, nodes):
     """A node that stops answering (CLIENT PAUSE) but keeps its data must not serve a set that
     a write could not patch meanwhile."""
-    db, t = make_db(tmp_path / "s", spec_of(nodes[:1]))
+    db, t = make_db(backend, spec_of(nodes[:1]))
     with db:
         assert found(t, "f.a = 3") == oracle(t, 3)
         admin = redis.Redis.from_url(nodes[0].url)
@@ -153,8 +153,8 @@ def test_writes_missed_while_a_node_hung_are_purged_before_reuse(tmp_path, nodes
 
 @pytest.mark.parametrize("garbage", ["string", "list", "no marker", "bad checksum",
                                      "unparsable", "wrong marker"])
-def test_garbage_under_our_keys_is_a_miss_and_is_replaced(tmp_path, nodes, garbage):
-    db, t = make_db(tmp_path / "s", spec_of(nodes[:1]))
+def test_garbage_under_our_keys_is_a_miss_and_is_replaced(backend, nodes, garbage):
+    db, t = make_db(backend, spec_of(nodes[:1]))
     with db:
         assert found(t, "f.a = 5") == oracle(t, 5)
         (key,) = [k for k in db.cache.backend.keys()]
@@ -182,8 +182,8 @@ def test_garbage_under_our_keys_is_a_miss_and_is_replaced(tmp_path, nodes, garba
         assert db.cache_stats()["hits"] == 1
 
 
-def test_a_write_to_a_garbage_key_deletes_it(tmp_path, nodes):
-    db, t = make_db(tmp_path / "s", spec_of(nodes[:1]))
+def test_a_write_to_a_garbage_key_deletes_it(backend, nodes):
+    db, t = make_db(backend, spec_of(nodes[:1]))
     with db:
         found(t, "f.a = 6")
         (key,) = list(db.cache.backend.keys())
@@ -194,8 +194,8 @@ def test_a_write_to_a_garbage_key_deletes_it(tmp_path, nodes):
         assert found(t, "f.a = 6") == oracle(t, 6)
 
 
-def test_flushed_node_refills(tmp_path, nodes):
-    db, t = make_db(tmp_path / "s", spec_of(nodes))
+def test_flushed_node_refills(backend, nodes):
+    db, t = make_db(backend, spec_of(nodes))
     with db:
         for v in range(20):
             found(t, f"f.a = {v}")
@@ -206,9 +206,9 @@ def test_flushed_node_refills(tmp_path, nodes):
         wait_until(lambda: len(list(db.cache.backend.keys())) == 20)
 
 
-def test_some_nodes_unreachable_at_connect(tmp_path, nodes):
+def test_some_nodes_unreachable_at_connect(backend, nodes):
     dead = f"redis://127.0.0.1:{free_port()}"
-    db, t = make_db(tmp_path / "s", f"{nodes[0].url},{dead}")
+    db, t = make_db(backend, f"{nodes[0].url},{dead}")
     with db:
         for v in range(20):
             assert found(t, f"f.a = {v}") == oracle(t, v)

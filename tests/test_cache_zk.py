@@ -1,6 +1,6 @@
 """ZooKeeper membership and the cache-node service, against a real ZooKeeper and real Redis
 nodes: nodes join and leave the ring, a killed service's znode expires, ZooKeeper outages keep
-the last node list, and the node-side hotscore admits and evicts."""
+the last node list, and the node-side hotscore admits and evicts; on both store backends."""
 
 from __future__ import annotations
 
@@ -62,18 +62,18 @@ def env(zk, redis_pair):
         svc.stop()
 
 
-def make_db(path, cache):
-    return cache_helpers.make_db(path, rows=200, values=20, cache=cache)
+def make_db(backend, cache):
+    return cache_helpers.make_db(backend, rows=200, values=20, cache=cache)
 
 
 def ring(db):
     return set(db.cache.backend.ring.nodes)
 
 
-def test_nodes_join_and_leave_the_ring(tmp_path, env):
+def test_nodes_join_and_leave_the_ring(backend, env):
     spec, (a, b), service = env
     service(a)
-    db, t = make_db(tmp_path / "s", spec)
+    db, t = make_db(backend, spec)
     with db:
         assert ring(db) == {a.url}
         svc_b = service(b)
@@ -94,14 +94,14 @@ def test_nodes_join_and_leave_the_ring(tmp_path, env):
             assert found(t, f"f.a = {v}") == oracle(t, v)
 
 
-def test_a_killed_service_expires_and_returns(tmp_path, env):
+def test_a_killed_service_expires_and_returns(backend, env):
     spec, (a, b), service = env
     service(a)
     cmd = [sys.executable, "-m", "hibase", "cache-node", "--redis", b.url, "--zk", spec,
            "--session-timeout", "2", "--poll", "0.01"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        db, t = make_db(tmp_path / "s", spec)
+        db, t = make_db(backend, spec)
         with db:
             wait_until(lambda: ring(db) == {a.url, b.url}, timeout=20)
             for v in range(20):
@@ -124,11 +124,11 @@ def test_a_killed_service_expires_and_returns(tmp_path, env):
             proc.kill()
 
 
-def test_zookeeper_down_keeps_the_last_node_list(tmp_path, env, zk):
+def test_zookeeper_down_keeps_the_last_node_list(backend, env, zk):
     spec, (a, b), service = env
     service(a)
     service(b)
-    db, t = make_db(tmp_path / "s", spec)
+    db, t = make_db(backend, spec)
     with db:
         wait_until(lambda: ring(db) == {a.url, b.url})
         for v in range(20):
@@ -148,10 +148,10 @@ def test_zookeeper_down_keeps_the_last_node_list(tmp_path, env, zk):
             assert found(t, f"f.a = {v}") == oracle(t, v)
 
 
-def test_node_side_hotscore_admits_counts_and_evicts(tmp_path, env):
+def test_node_side_hotscore_admits_counts_and_evicts(backend, env):
     spec, (a, _), service = env
     svc = service(a, capacity=50, count_period=20)
-    db, t = make_db(tmp_path / "s", spec)
+    db, t = make_db(backend, spec)
     node = redis.Redis.from_url(a.url)
     with db:
         for v in range(5):  # warm-up: admitted on access while there is room (5 x 10 = 50)
@@ -179,10 +179,10 @@ def test_node_side_hotscore_admits_counts_and_evicts(tmp_path, env):
         assert cached == {cache_key("t", spec_a.value_key([v])) for v in range(5, 10)}
 
 
-def test_sets_that_move_away_are_dropped_by_their_old_node(tmp_path, env):
+def test_sets_that_move_away_are_dropped_by_their_old_node(backend, env):
     spec, (a, b), service = env
     service(a)
-    db, t = make_db(tmp_path / "s", spec)
+    db, t = make_db(backend, spec)
     node_a = redis.Redis.from_url(a.url)
     with db:
         for v in range(20):

@@ -1,5 +1,6 @@
 """`hibase index ...`, `hibase query`, the bench group's wiring and the extension hook, through
-click's CliRunner; and the library's full_scan option they rely on."""
+click's CliRunner; and the library's full_scan option they rely on. Commands on a store run on
+both backends: the command line takes a thrift:// URL where it takes a folder."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import types
 import pytest
 from click.testing import CliRunner
 
-import hibase
 from hibase import cli as cli_module
 from hibase.cli import cli
 from hibase.index.spec import index_table
@@ -45,16 +45,16 @@ def error(*args) -> str:
 
 
 @pytest.fixture
-def store(tmp_path):
-    """A store with table t (declared f:ip, f:port, f:url; undeclared f:n) and 5 rows."""
-    path = str(tmp_path / "store")
-    with hibase.connect(path) as db:
+def store(backend):
+    """The store argument of the commands (a folder, or a thrift:// URL) of a store with table t
+    (declared f:ip, f:port, f:url; undeclared f:n) and 5 rows."""
+    with backend.connect() as db:
         db.create_table("t", {"f": {}}, columns={"f:ip": "string", "f:port": "int",
                                                  "f:url": "string"})
         t = db.table("t")
         for key, data in ROWS.items():
             t.put(key, data)
-    return path
+    return backend.url
 
 
 # -- help ----------------------------------------------------------------------------------------
@@ -113,9 +113,9 @@ def test_index_lifecycle(store):
     error("index", "verify", store, "t", "by_ip")
 
 
-def test_verify_reports_and_repairs_a_damaged_index(store):
+def test_verify_reports_and_repairs_a_damaged_index(backend, store):
     run("index", "create", store, "t", "by_url", "-c", "f:url", "--no-progress")
-    with hibase.connect(store, cache_policy=None) as db:  # remove one entry behind its back
+    with backend.connect(cache_policy=None) as db:  # remove one entry behind its back
         key = next(k for k, _ in db.store.kv_scan(index_table("t")))
         db.store.commit([], [(index_table("t"), key, None)])
     res = run("index", "verify", store, "t", "by_url", code=1)
@@ -272,8 +272,8 @@ def test_extension_with_a_broken_import_fails_loudly(monkeypatch):
 
 # -- the library option the demo and `query --full-scan` use --------------------------------------
 
-def test_full_scan_option_returns_the_same_rows(store):
-    with hibase.connect(store) as db:
+def test_full_scan_option_returns_the_same_rows(backend, store):
+    with backend.connect() as db:
         db.create_index("t", "by_ip", ["f:ip"])
         sql = "SELECT f.port FROM t WHERE f.ip = '10.0.0.1' OR ROWKEY = 'r3'"
         assert db.sql(sql, full_scan=True) == db.sql(sql)
@@ -288,9 +288,9 @@ def test_full_scan_option_returns_the_same_rows(store):
 
 # -- library fix found while benchmarking: no redundant lookups in an intersection -------------
 
-def test_intersection_reads_each_answered_column_once(tmp_path):
-    path = str(tmp_path / "s")
-    with hibase.connect(path) as db:
+def test_intersection_reads_each_answered_column_once(backend):
+    path = backend.url
+    with backend.connect() as db:
         db.create_table("t", {"f": {}}, columns={"f:ip": "string", "f:port": "int",
                                                  "f:url": "string"})
         with db.table("t").batch() as b:
@@ -310,19 +310,15 @@ def test_intersection_reads_each_answered_column_once(tmp_path):
     assert len(rows.splitlines()) == 1 + 100
 
 
-def test_query_with_a_shared_redis_cache(tmp_path):
+def test_query_with_a_shared_redis_cache(backend):
     """`hibase query --cache redis://...` answers through the shared hot cache."""
     import redis as redis_client
-    from click.testing import CliRunner
     from servers import start_redis
-
-    import hibase
-    from hibase.cli import cli
 
     server = start_redis()
     try:
-        store = str(tmp_path / "s")
-        db = hibase.connect(store, cache_policy=None)
+        store = backend.url
+        db = backend.connect(cache_policy=None)
         db.create_table("t", {"f": {}}, columns={"f:a": "int"})
         t = db.table("t")
         for i in range(20):

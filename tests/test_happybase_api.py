@@ -1,5 +1,6 @@
 """happybase parity: Connection and Table calls, argument shapes and return shapes, written from
-happybase's documented behaviour (and HBase's semantics behind its Thrift gateway)."""
+happybase's documented behaviour (and HBase's semantics behind its Thrift gateway); on both
+backends."""
 
 from __future__ import annotations
 
@@ -64,8 +65,8 @@ def test_connection_tables_create_delete(db):
     assert db.table("b").row(b"r") == {}
 
 
-def test_connection_table_prefix(db_path):
-    with hibase.connect(db_path, table_prefix="app") as conn:
+def test_connection_table_prefix(backend):
+    with backend.connect(table_prefix="app") as conn:
         conn.create_table("users", {"f": {}})
         assert conn.tables() == [b"users"]
         conn.table("users").put(b"k", {b"f:a": b"1"})
@@ -106,6 +107,8 @@ def test_families_shape(table):
     assert fams[b"f"]["max_versions"] == 3
     assert fams[b"g"]["max_versions"] == 1
     assert fams[b"f"]["time_to_live"] == 2147483647
+    # happybase decodes the IDL's string options as bytes
+    assert (fams[b"f"]["compression"], fams[b"f"]["bloom_filter_type"]) == (b"NONE", b"ROW")
 
 
 def test_regions_shape(table):
@@ -252,6 +255,17 @@ def test_scan_limit_batch_size_sorted_columns(filled):
     assert list(data) == sorted(data) == [b"f:a", b"f:b", b"f:c", b"f:z", b"g:a", b"g:c"]
     (_, data), = filled.scan(row_stop=b"r01", sorted_columns=True, include_timestamp=True)
     assert list(data) == sorted(data) and all(isinstance(v, tuple) for v in data.values())
+
+
+def test_many_rows_scan_in_chunks(table):
+    """More rows than one scanner batch (Thrift1 fetches scanners in chunks), both ways."""
+    with table.batch() as b:
+        for i in range(2500):
+            b.put(b"k%05d" % i, {b"f:a": b"%d" % i})
+    keys_ = keys(table.scan())
+    assert keys_ == [b"k%05d" % i for i in range(2500)]
+    assert keys(table.scan(reverse=True)) == keys_[::-1]
+    assert keys(table.rows(keys_[::7])) == keys_[::7]
 
 
 def test_scan_reverse(filled):

@@ -1,14 +1,16 @@
-"""Batch build over regions in worker processes, interrupted builds, verify and repair."""
+"""Index creation, queries through indexes, batch build over regions in worker processes,
+interrupted builds, verify and repair, bulk loads; on both backends."""
 
 from __future__ import annotations
 
 import warnings
 
-import hibase
 from hibase.index.spec import BUILDING
 
 
-def _table(db, rows=3000):
+def _table(backend, db, rows=3000):
+    """Table t over several regions: the embedded store splits it by size as it grows; HBase
+    splits its own regions, so on thrift the gateway's store splits it at the same rows."""
     db.create_table("t", {"f": {}}, columns={"f:a": "int", "f:s": "string"},
                     split_size=16 * 1024)
     t = db.table("t")
@@ -16,13 +18,62 @@ def _table(db, rows=3000):
         for i in range(rows):
             b.put(b"r%05d" % i, {b"f:a": str(i % 37).encode(), b"f:s": b"s%d" % (i % 11),
                                  b"f:x": b"x"})
+    if backend.kind == "thrift":
+        for i in range(rows // 6, rows, rows // 6):
+            backend.split("t", b"r%05d" % i)
     assert len(t.regions()) > (4 if rows >= 3000 else 1)
     return t
 
 
-def test_parallel_build_in_worker_processes_equals_serial(tmp_path):
-    db = hibase.connect(str(tmp_path / "s"))
-    t = _table(db)
+def _flights(db, n=60):
+    db.create_table("flights", {"f": {}}, columns={"f:delay": "double", "f:dest": "string"})
+    t = db.table("flights")
+    with t.batch() as b:
+        for i in range(n):
+            b.put(b"k%03d" % i, {b"f:dest": [b"IAH", b"SFO", b"JFK"][i % 3],
+                                 b"f:delay": str(i).encode(), b"f:carrier": b"C%d" % (i % 7)})
+    return t
+
+
+def test_index_create_query_verify(db):
+    t = _flights(db)
+    spec = db.create_index("flights", "by_dest", ["f:dest"], covering=["f:carrier"])
+    assert spec["state"] == "ready"
+    db.create_index("flights", "by_delay", ["f:delay"])
+    got = sorted(k for k, _ in t.where("f.dest = 'IAH'"))
+    assert got == [b"k%03d" % i for i in range(0, 60, 3)]
+    got = t.where("f.dest = 'SFO' AND f.delay BETWEEN 10 AND 20", columns=[b"f:carrier"])
+    assert sorted(got) == [(b"k%03d" % i, {b"f:carrier": b"C%d" % (i % 7)})
+                           for i in (10, 13, 16, 19)]
+    t.put(b"k000", {b"f:dest": b"SFO"})
+    t.delete(b"k003")
+    assert b"k000" not in {k for k, _ in t.where("f.dest = 'IAH'")}
+    assert b"k003" not in {k for k, _ in t.where("f.dest = 'IAH'")}
+    assert b"k000" in {k for k, _ in t.where("f.dest = 'SFO'")}
+    for name in ("by_dest", "by_delay"):
+        assert db.verify_index("flights", name)["ok"]
+    assert db.build_index("flights", "by_dest")["rows_indexed"] == 59
+    db.drop_index("flights", "by_delay")
+    assert [i["name"] for i in db.indexes("flights")] == ["by_dest"]
+    assert sorted(k for k, _ in t.where("f.delay > 57")) == [b"k058", b"k059"]
+
+
+def test_sql_and_explain(db):
+    _flights(db)
+    db.create_index("flights", "by_dest", ["f:dest"], covering=["f:carrier"])
+    rows = db.sql("SELECT f.carrier FROM flights WHERE f.dest = 'JFK' AND f.delay > 50 LIMIT 5")
+    assert rows == [(b"k%03d" % i, {b"f:carrier": b"C%d" % (i % 7)}) for i in (53, 56, 59)]
+    plan = db.sql("EXPLAIN SELECT f.carrier FROM flights WHERE f.dest = 'JFK'")
+    assert "INDEX by_dest" in plan and "COVERED" in plan
+    assert "FULL TABLE SCAN" in db.sql("EXPLAIN SELECT * FROM flights WHERE f.delay = 3")
+    assert db.sql("SELECT * FROM flights WHERE ROWKEY = 'k001'") == [
+        (b"k001", {b"f:dest": b"SFO", b"f:delay": b"1", b"f:carrier": b"C1"})]
+    assert db.sql("SELECT * FROM flights WHERE f.dest = 'IAH'", full_scan=True) == \
+        db.sql("SELECT * FROM flights WHERE f.dest = 'IAH'")
+
+
+def test_parallel_build_in_worker_processes_equals_serial(backend, db):
+    t = _table(backend, db)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a worker falling back to in-process would warn
         info = db.create_index("t", "ia", ["f:a", "f:s"], covering=["f:x"], processes=2)
@@ -33,12 +84,10 @@ def test_parallel_build_in_worker_processes_equals_serial(tmp_path):
     assert db.sql("SELECT f.x FROM t WHERE f.a = 5") == parallel
     assert sorted(r for r, _ in parallel) == sorted(
         r for r, d in t.scan() if d[b"f:a"] == b"5")
-    db.close()
 
 
-def test_interrupted_build_is_not_used_and_rerun_repairs(tmp_path):
-    db = hibase.connect(str(tmp_path / "s"))
-    t = _table(db, 500)
+def test_interrupted_build_is_not_used_and_rerun_repairs(backend, db):
+    t = _table(backend, db, 500)
     db.create_index("t", "ia", ["f:a"])
     spec = db.indexer.catalog.get("t", "ia")
     # an interrupted build leaves the index "building" with partial contents
@@ -49,12 +98,10 @@ def test_interrupted_build_is_not_used_and_rerun_repairs(tmp_path):
     db.build_index("t", "ia")
     assert "INDEX ia" in t.explain("f.a = 3")
     assert db.verify_index("t", "ia")["ok"]
-    db.close()
 
 
-def test_verify_reports_and_repairs_damage(tmp_path):
-    db = hibase.connect(str(tmp_path / "s"))
-    _table(db, 300)
+def test_verify_reports_and_repairs_damage(backend, db):
+    _table(backend, db, 300)
     db.create_index("t", "ia", ["f:a"])
     spec = db.indexer.catalog.get("t", "ia")
     entries = list(db.store.kv_scan("__idx__t", spec.alias))
@@ -65,11 +112,9 @@ def test_verify_reports_and_repairs_damage(tmp_path):
     assert report["examples"]["extra"] == [b"ghost"]
     assert db.verify_index("t", "ia", repair=True)["repaired"]
     assert db.verify_index("t", "ia")["ok"]
-    db.close()
 
 
-def test_bulk_load_suspends_upkeep_then_rebuilds(tmp_path):
-    db = hibase.connect(str(tmp_path / "s"))
+def test_bulk_load_suspends_upkeep_then_rebuilds(db):
     db.create_table("t", {"f": {}}, columns={"f:a": "int"})
     t = db.table("t")
     t.put(b"r0", {b"f:a": b"1"})
@@ -88,16 +133,15 @@ def test_bulk_load_suspends_upkeep_then_rebuilds(tmp_path):
     assert db.verify_index("t", "ia")["ok"] and db.verify_index("t", "la")["ok"]
     assert "INDEX" in t.explain("f.a = 1")
     assert len(list(t.where("f.a = 1"))) == 41
-    db.close()
 
 
-def test_cli_load_bulk(tmp_path):
+def test_cli_load_bulk(backend, tmp_path):
     from click.testing import CliRunner
 
     from hibase.cli import cli
 
-    store = str(tmp_path / "s")
-    db = hibase.connect(store)
+    store = backend.url
+    db = backend.connect()
     db.create_table("t", {"f": {}}, columns={"f:a": "int"})
     db.create_index("t", "ia", ["f:a"])
     db.close()
@@ -107,7 +151,7 @@ def test_cli_load_bulk(tmp_path):
                                       "-f", "f", "--bulk", "--no-progress"])
     assert result.exit_code == 0, result.output
     assert "Rebuilt 1 index(es): ia." in result.output
-    db = hibase.connect(store)
+    db = backend.connect()
     assert db.verify_index("t", "ia")["ok"]
     assert len(db.sql("SELECT * FROM t WHERE f.a = 2")) == 100
     db.close()

@@ -1,6 +1,11 @@
 """SCBF routing of local-index lookups: filters exact under puts, deletes and splits (never a
 false negative), persisted with a generation counter and rebuilt when missing or stale, and
-EXPLAIN showing the regions visited and skipped."""
+EXPLAIN showing the regions visited and skipped.
+
+The routing tests run on both backends. The persistence tests (db_path: save on close, load on
+open, a crash losing the save, read-only opens) are about one writer process owning an embedded
+store and its +1 generation counter; on a shared HBase store the generation is random and the
+filters reload whenever another client changed them (tests/test_hbase_local.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +17,13 @@ from hibase.index import local
 from hibase.index.lookup import key_range
 
 
-def _table(db, rows: int = 600, seed: int = 0, split_size: int = 2500):
-    db.create_table("t", {"f": {}}, columns={"f:a": "int", "f:u": "string"},
-                    split_size=split_size)
+def _table(db, rows: int = 600, seed: int = 0, split_size: int = 2500, backend=None):
+    if backend is None:  # embedded-only tests
+        db.create_table("t", {"f": {}}, columns={"f:a": "int", "f:u": "string"},
+                        split_size=split_size)
+    else:
+        backend.create_table(db, "t", {"f": {}}, columns={"f:a": "int", "f:u": "string"},
+                             split_size=split_size)
     t = db.table("t")
     db.create_index("t", "lu", ["f:u"], covering=["f:a"], local=True)
     rng = random.Random(seed)
@@ -42,8 +51,8 @@ def _exact(db, table: str = "t") -> None:
     assert report["false_negatives"] == 0 and report["stale_items"] == 0, report
 
 
-def test_filters_exact_under_puts_deletes_and_splits(db):
-    t = _table(db)
+def test_filters_exact_under_puts_deletes_and_splits(backend, db):
+    t = _table(db, backend=backend)
     assert len(t.regions()) > 4
     _exact(db)
     rng = random.Random(5)
@@ -55,7 +64,7 @@ def test_filters_exact_under_puts_deletes_and_splits(db):
             t.put(row, {b"f:u": b"moved%d" % rng.randrange(20)})
     _exact(db)
     for _ in range(6):
-        db.split("t", b"r%05d" % rng.randrange(1800))
+        backend.split("t", b"r%05d" % rng.randrange(1800))
     for i in range(200):  # and back in, with splits caused by the load
         t.put(b"s%05d" % i, {b"f:u": b"u%d" % (i % 50), b"f:a": b"1"})
     _exact(db)
@@ -66,8 +75,8 @@ def test_filters_exact_under_puts_deletes_and_splits(db):
         assert len(list(t.where(f"f.u = '{v}'"))) == want
 
 
-def test_point_lookups_visit_only_regions_that_may_hold_the_value(db):
-    t = _table(db, rows=900)
+def test_point_lookups_visit_only_regions_that_may_hold_the_value(backend, db):
+    t = _table(db, rows=900, backend=backend)
     spec = db.indexer.catalog.get("t", "lu")
     regions = db.store.regions("t")
     assert len(regions) >= 6
@@ -91,8 +100,8 @@ def test_point_lookups_visit_only_regions_that_may_hold_the_value(db):
     assert len(routes[0].regions) == len(regions) and routes[0].skipped_by_filter == 0
 
 
-def test_explain_shows_regions_visited_and_skipped(db):
-    t = _table(db, rows=600)
+def test_explain_shows_regions_visited_and_skipped(backend, db):
+    t = _table(db, rows=600, backend=backend)
     n = len(t.regions())
     plan = t.explain("f.u = 'never-there'")
     m = re.search(r"visits (\d+) of (\d+) region\(s\), (\d+) skipped by SCBF routing", plan)
@@ -229,7 +238,7 @@ def test_bench_local_cli_small(tmp_path):
     assert absent["local_scbf"]["regions_visited"] < 1 and absent["global"]["regions_visited"] == 1
 
 
-def test_stacks_repack_or_grow_and_stay_exact(db):
+def test_stacks_repack_or_grow_and_stay_exact(backend, db):
     """Many values entering one region: with repack (the default) the stack is rebuilt as one
     bigger filter; without, it grows as the paper's scalable SCBF. Exact either way."""
     db.create_table("t", {"f": {}}, columns={"f:u": "string"})

@@ -1,5 +1,10 @@
-"""The embedded store: on-disk row segments, folding, versions / TTL against a reference model of
-HBase's semantics, compaction, and regions (automatic and admin splits, listeners, reopen)."""
+"""The store: versions / TTL against a reference model of HBase's semantics, reopening, reads
+across regions (`db` / `backend`: both backends); and the embedded store's own layout.
+
+Embedded-only (`embedded_db` / `db_path`), since they inspect or drive what only the embedded
+store has: its on-disk row segments and their folding, compaction measured in segments, regions
+split by size or by db.split (HBase splits its own regions; a Thrift1 client cannot), split
+listeners, its folder and read-only folder opens."""
 
 from __future__ import annotations
 
@@ -83,15 +88,15 @@ def test_fold_keeps_live_versions_only():
 
 # -- writes cost O(cells written) ---------------------------------------------------------------
 
-def test_wide_row_single_cell_put_writes_one_small_segment(db):
-    db.create_table("w", {"f": {"max_versions": 1}})
-    t = db.table("w")
+def test_wide_row_single_cell_put_writes_one_small_segment(embedded_db):
+    embedded_db.create_table("w", {"f": {"max_versions": 1}})
+    t = embedded_db.table("w")
     wide = {b"f:q%05d" % i: b"v%d" % i for i in range(20_000)}
     t.put(b"row", wide)
-    assert len(segments(db, "w", b"f", b"row")) == 1
-    before = set(all_segment_keys(db, "w", b"f"))
+    assert len(segments(embedded_db, "w", b"f", b"row")) == 1
+    before = set(all_segment_keys(embedded_db, "w", b"f"))
     t.put(b"row", {b"f:q00007": b"changed"})
-    after = segments(db, "w", b"f", b"row")
+    after = segments(embedded_db, "w", b"f", b"row")
     new = [(k, v) for k, v in after if k not in before]
     assert len(after) == 2 and len(new) == 1
     key, value = new[0]
@@ -104,20 +109,20 @@ def test_wide_row_single_cell_put_writes_one_small_segment(db):
                                                                  b"f:q00008": b"v8"}
 
 
-def test_many_segments_fold_on_read_and_read_the_same(db):
-    db.create_table("m", {"f": {"max_versions": 2}, "g": {}})
-    t = db.table("m")
+def test_many_segments_fold_on_read_and_read_the_same(embedded_db):
+    embedded_db.create_table("m", {"f": {"max_versions": 2}, "g": {}})
+    t = embedded_db.table("m")
     n = embedded.COMPACT_AFTER + 5
     for i in range(n):
         t.put(b"r", {b"f:q%d" % (i % 4): b"v%d" % i, b"g:x": b"%d" % i}, timestamp=i + 1)
     t.delete(b"r", columns=[b"f:q0"])
     t.put(b"other", {b"f:q0": b"x"})
-    assert len(segments(db, "m", b"f", b"r")) == n + 1
+    assert len(segments(embedded_db, "m", b"f", b"r")) == n + 1
     expect_cells = {c: t.cells(b"r", c, include_timestamp=True)
                     for c in (b"f:q0", b"f:q1", b"f:q2", b"f:q3", b"g:x")}
     # the read above folded the row: one segment per family, same answers
-    assert len(segments(db, "m", b"f", b"r")) == 1
-    assert len(segments(db, "m", b"g", b"r")) == 1
+    assert len(segments(embedded_db, "m", b"f", b"r")) == 1
+    assert len(segments(embedded_db, "m", b"g", b"r")) == 1
     assert {c: t.cells(b"r", c, include_timestamp=True) for c in expect_cells} == expect_cells
     assert expect_cells[b"f:q0"] == []
     assert expect_cells[b"f:q1"] == [(b"v17", 18), (b"v13", 14)]
@@ -129,9 +134,9 @@ def test_many_segments_fold_on_read_and_read_the_same(db):
     assert t.cells(b"r", b"f:q1") == [b"newest", b"v17"]
 
 
-def test_compact_table(db):
-    db.create_table("c", {"f": {"max_versions": 1}, "g": {}})
-    t = db.table("c")
+def test_compact_table(embedded_db):
+    embedded_db.create_table("c", {"f": {"max_versions": 1}, "g": {}})
+    t = embedded_db.table("c")
     for r in range(30):
         for i in range(3):
             t.put(b"r%02d" % r, {b"f:a": b"%d" % i, b"g:b": b"%d" % i}, timestamp=i + 1)
@@ -140,27 +145,27 @@ def test_compact_table(db):
     t.delete(b"never-written")  # a lone delete marker
     expected = list(t.scan(include_timestamp=True))
     expected_cells = t.cells(b"r01", b"g:b", include_timestamp=True)
-    db.compact_table("c")
+    embedded_db.compact_table("c")
     assert list(t.scan(include_timestamp=True)) == expected
     assert t.cells(b"r01", b"g:b", include_timestamp=True) == expected_cells == [
         (b"2", 3), (b"1", 2), (b"0", 1)]
     for fam in (b"f", b"g"):
-        ks = all_segment_keys(db, "c", fam)
+        ks = all_segment_keys(embedded_db, "c", fam)
         rows = [C.row_of_key(k) for k in ks]
         assert sorted(rows) == [k for k, _ in expected], "deleted rows and markers are gone"
         assert len(set(rows)) == len(rows), "one segment per row"
 
 
-def test_compact_table_drops_expired_cells(db):
-    db.create_table("e", {"f": {"time_to_live": 60}})
-    t = db.table("e")
+def test_compact_table_drops_expired_cells(embedded_db):
+    embedded_db.create_table("e", {"f": {"time_to_live": 60}})
+    t = embedded_db.table("e")
     old = now_ms() - 3_600_000
     for i in range(10):
         t.put(b"old%d" % i, {b"f:a": b"x"}, timestamp=old)
     t.put(b"new", {b"f:a": b"y"})
     assert keys(t.scan()) == [b"new"]
-    db.compact_table("e")
-    assert [C.row_of_key(k) for k in all_segment_keys(db, "e", b"f")] == [b"new"]
+    embedded_db.compact_table("e")
+    assert [C.row_of_key(k) for k in all_segment_keys(embedded_db, "e", b"f")] == [b"new"]
     assert t.row(b"new") == {b"f:a": b"y"}
 
 
@@ -316,30 +321,30 @@ def fill(t, n, width=40, family=b"f"):
             b.put(b"row%05d" % i, {family + b":v": b"x" * width})
 
 
-def test_tables_split_automatically_as_they_grow(db):
-    db.create_table("s", {"f": {}}, split_size=4096)
-    t = db.table("s")
+def test_tables_split_automatically_as_they_grow(embedded_db):
+    embedded_db.create_table("s", {"f": {}}, split_size=4096)
+    t = embedded_db.table("s")
     assert len(t.regions()) == 1
     fill(t, 1000)
     regions = t.regions()
     check_regions(regions)
     assert len(regions) >= 8
     assert keys(t.scan()) == [b"row%05d" % i for i in range(1000)]
-    for r in db.store.regions("s"):
+    for r in embedded_db.store.regions("s"):
         assert r.size <= 2 * 4096
 
 
-def test_split_by_data_in_any_family(db):
-    db.create_table("s2", {"a": {}, "b": {}}, split_size=4096)
-    t = db.table("s2")
+def test_split_by_data_in_any_family(embedded_db):
+    embedded_db.create_table("s2", {"a": {}, "b": {}}, split_size=4096)
+    t = embedded_db.table("s2")
     fill(t, 1000, family=b"b")  # the first family stays empty
     check_regions(t.regions())
     assert len(t.regions()) >= 8
 
 
-def test_rewrites_of_few_rows_do_not_shatter_regions(db):
-    db.create_table("hot", {"f": {"max_versions": 1}}, split_size=8192)
-    t = db.table("hot")
+def test_rewrites_of_few_rows_do_not_shatter_regions(embedded_db):
+    embedded_db.create_table("hot", {"f": {"max_versions": 1}}, split_size=8192)
+    t = embedded_db.table("hot")
     fill(t, 20, width=10)
     for i in range(2000):  # a hot counter: lots of bytes written, little data kept
         t.counter_inc(b"row00010", b"f:n")
@@ -347,9 +352,9 @@ def test_rewrites_of_few_rows_do_not_shatter_regions(db):
     assert len(t.regions()) <= 2
 
 
-def test_a_region_that_cannot_split_is_not_remeasured_on_every_write(db, monkeypatch):
-    db.create_table("one", {"f": {}}, split_size=4096)
-    t = db.table("one")
+def test_a_region_that_cannot_split_is_not_remeasured_on_every_write(embedded_db, monkeypatch):
+    embedded_db.create_table("one", {"f": {}}, split_size=4096)
+    t = embedded_db.table("one")
     calls = []
     measure = embedded.EmbeddedStore._middle_row
 
@@ -365,18 +370,18 @@ def test_a_region_that_cannot_split_is_not_remeasured_on_every_write(db, monkeyp
     assert t.row(b"row") == {b"f:q": b"value 2999"}
 
 
-def test_admin_split_and_reads_across_it(db):
-    db.create_table("a", {"f": {}, "g": {}})
-    t = db.table("a")
+def test_admin_split_and_reads_across_it(embedded_db):
+    embedded_db.create_table("a", {"f": {}, "g": {}})
+    t = embedded_db.table("a")
     for i in range(100):
         t.put(b"k%03d" % i, {b"f:a": b"%d" % i, b"g:b": b"%d" % i})
     before = list(t.scan())
     before_rev = list(t.scan(reverse=True))
-    assert db.split("a", b"k050") is True
+    assert embedded_db.split("a", b"k050") is True
     assert [r["start_key"] for r in t.regions()] == [b"", b"k050"]
-    assert db.split("a", b"k050") is False  # already a boundary
-    assert db.split("a", b"k020") is True
-    assert db.split("a") is True  # every region at its middle
+    assert embedded_db.split("a", b"k050") is False  # already a boundary
+    assert embedded_db.split("a", b"k020") is True
+    assert embedded_db.split("a") is True  # every region at its middle
     regions = t.regions()
     check_regions(regions)
     assert len(regions) == 6
@@ -388,15 +393,15 @@ def test_admin_split_and_reads_across_it(db):
     t.put(b"k050", {b"f:a": b"changed"})
     assert t.row(b"k050")[b"f:a"] == b"changed"
     with pytest.raises(hibase.errors.InvalidRowKey):
-        db.split("a", b"")
+        embedded_db.split("a", b"")
     with pytest.raises(hibase.errors.TableNotFound):
-        db.split("nope")
+        embedded_db.split("nope")
 
 
-def test_split_of_empty_table_does_nothing(db):
-    db.create_table("e", {"f": {}})
-    assert db.split("e") is False
-    assert len(db.table("e").regions()) == 1
+def test_split_of_empty_table_does_nothing(embedded_db):
+    embedded_db.create_table("e", {"f": {}})
+    assert embedded_db.split("e") is False
+    assert len(embedded_db.table("e").regions()) == 1
 
 
 def test_regions_persist_across_reopen(db_path):
@@ -420,17 +425,17 @@ def test_regions_persist_across_reopen(db_path):
         assert db.table("p").regions() == regions2
 
 
-def test_split_listener_sees_parent_left_right(db):
+def test_split_listener_sees_parent_left_right(embedded_db):
     calls = []
 
     def listener(table, parent, left, right, batch):
         calls.append((table, parent, left, right))
 
-    db.store.add_split_listener(listener)
-    db.create_table("l", {"f": {}}, split_size=4096)
-    t = db.table("l")
+    embedded_db.store.add_split_listener(listener)
+    embedded_db.create_table("l", {"f": {}}, split_size=4096)
+    t = embedded_db.table("l")
     fill(t, 10)
-    assert db.split("l", b"row00005")
+    assert embedded_db.split("l", b"row00005")
     (table, parent, left, right), = calls
     assert table == "l"
     assert (parent.start, parent.end) == (b"", b"")
@@ -444,25 +449,64 @@ def test_split_listener_sees_parent_left_right(db):
         assert left.end == right.start
 
 
-def test_store_folder_layout(db, db_path):
-    db.create_table("x", {"f": {}})
+def test_store_folder_layout(embedded_db, db_path):
+    embedded_db.create_table("x", {"f": {}})
     assert os.path.exists(os.path.join(db_path, "CURRENT"))
 
 
-def test_tables_and_schemas_persist_across_reopen(db_path):
-    with hibase.connect(db_path) as db:
+def test_tables_and_schemas_persist_across_reopen(backend):
+    with backend.connect() as db:
         db.create_table("t", {"f": dict(max_versions=7, time_to_live=3600, compression="GZ"),
                               "g": {}}, columns={"f:n": "int"}, split_size=10_000)
         db.create_table("u", {"f": {}})
         db.table("t").put(b"r", {b"f:n": b"5", b"g:x": b"y"}, timestamp=now_ms())
         families = db.table("t").families()
         db.delete_table("u", disable=True)
-    with hibase.connect(db_path) as db:
+    with backend.connect() as db:
         assert db.tables() == [b"t"]
         t = db.table("t")
         assert t.families() == families
-        assert families[b"f"]["max_versions"] == 7 and families[b"f"]["compression"] == "GZ"
+        assert families[b"f"]["max_versions"] == 7 and families[b"f"]["compression"] == b"GZ"
         assert t.row(b"r") == {b"f:n": b"5", b"g:x": b"y"}
         with pytest.raises(hibase.errors.ValueTypeError):
             t.put(b"r", {b"f:n": b"five"})
         assert db.store.schema("t").split_size == 10_000
+
+
+def test_reopen_sees_indexes_and_declared_types(backend):
+    db = backend.connect()
+    db.create_table("t", {"f": {}}, columns={"f:n": "int"})
+    db.table("t").put(b"r", {b"f:n": b"5"})
+    db.create_index("t", "by_n", ["f:n"])
+    db.close()
+    db2 = backend.connect()
+    assert db2.tables() == [b"t"]
+    assert db2.table("t").schema.columns[b"f:n"].name == "int"
+    assert [i["name"] for i in db2.indexes("t")] == ["by_n"]
+    assert db2.sql("SELECT * FROM t WHERE f.n = 5") == [(b"r", {b"f:n": b"5"})]
+    with pytest.raises(hibase.errors.ValueTypeError):
+        db2.table("t").put(b"r", {b"f:n": b"x"})
+
+
+def test_reads_across_regions_split_on_the_server(backend, db):
+    """Scans, reverse scans, ranges and multi-gets cross region boundaries made by the server
+    (the embedded store itself, or the store behind the gateway, as HBase would)."""
+    db.create_table("a", {"f": {}, "g": {}})
+    t = db.table("a")
+    with t.batch() as b:
+        for i in range(100):
+            b.put(b"k%03d" % i, {b"f:a": b"%d" % i, b"g:b": b"%d" % i})
+    before = list(t.scan())
+    for row in (b"k020", b"k050", b"k051"):
+        assert backend.split("a", row)
+    check_regions(t.regions())
+    assert [r["start_key"] for r in t.regions()] == [b"", b"k020", b"k050", b"k051"]
+    assert list(t.scan()) == before
+    assert list(t.scan(reverse=True)) == before[::-1]
+    assert list(t.scan(row_start=b"k045", row_stop=b"k055")) == before[45:55]
+    assert list(t.scan(row_start=b"k055", row_stop=b"k045", reverse=True)) == \
+        before[46:56][::-1]
+    assert list(t.scan(limit=60, batch_size=7)) == before[:60]
+    assert t.rows([b"k049", b"k050", b"k051", b"k019"]) == before[49:52] + [before[19]]
+    t.put(b"k050", {b"f:a": b"changed"})
+    assert t.row(b"k050") == {b"f:a": b"changed", b"g:b": b"50"}

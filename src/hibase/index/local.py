@@ -19,9 +19,12 @@ once per region, under each region's prefix, and merges the regions' streams in 
 
 Splits (`split_rewrite`, run inside the store's split batch): the daughter holding the upper half
 gets the parent's entries whose rowkey is >= its start key rewritten under its own start key, and
-the per-region counts are split to match, in the same atomic batch as the new region boundaries.
-Queries open their region list and their index iterators together under the write lock, so a
-query sees the index either wholly before or wholly after a split: never a row twice or none.
+both daughters' counts are recounted from their rows, in the same atomic batch as the new region
+boundaries. Queries open their region list and their index iterators together under the write
+lock, so a query sees the index either wholly before or wholly after a split: never a row twice
+or none. On HBase, where a split's writes are separate RPCs applied as copy, switch, clean up
+(store/hbase_layout.py), readers also drop entries whose rowkey lies outside the region scanned,
+and split_rewrite is idempotent, so a split that stopped half way is finished by running it again.
 """
 
 from __future__ import annotations
@@ -133,16 +136,27 @@ def entry_writes(store, changes: Iterable, events: list | None = None) -> list:
 
 def split_rewrite(store, specs: dict[bytes, IndexSpec], table: str, parent, right,
                   put: Any, delete: Any) -> tuple[dict, dict]:
-    """Move the parent's local rows and counts of rows >= right.start under the right
-    daughter's prefix (put(kv, key, value) / delete(kv, key) add to the split's batch).
-    Returns the daughters' counts {alias: {value key: rows}} as (left, right)."""
+    """Move the parent's local rows of rows >= right.start under the right daughter's prefix
+    and write both daughters' counts, recounted from their rows (put(kv, key, value) /
+    delete(kv, key) add to the split's writes). Returns the daughters' counts
+    {alias: {value key: rows}} as (left, right).
+
+    Idempotent: run again over a split that stopped half way (HBase applies the writes as
+    separate RPCs), it moves what is left and recounts, rows already moved included."""
     idx, val = local_table(table), local_value_table(table)
     p, pr = region_prefix(parent.start), region_prefix(right.start)
-    n = len(p)
-    moved: dict[bytes, int] = {}
     at = right.start
+    left: dict[bytes, dict[bytes, int]] = {}
+    right_counts: dict[bytes, dict[bytes, int]] = {}
+
+    def tally(counts: dict, rest: bytes, row: bytes) -> None:
+        vkey = rest[:len(rest) - len(row)]
+        by_value = counts.setdefault(vkey[:2], {})
+        by_value[vkey] = by_value.get(vkey, 0) + 1
+
+    moved: set[bytes] = set()
     for key, value in store.kv_scan(idx, p, _prefix_stop(p)):
-        rest = key[n:]
+        rest = key[len(p):]
         spec = specs.get(rest[:2])
         if spec is None:  # rows of an index being dropped: leave them to its clear()
             continue
@@ -150,29 +164,23 @@ def split_rewrite(store, specs: dict[bytes, IndexSpec], table: str, parent, righ
         if row >= at:
             delete(idx, key)
             put(idx, pr + rest, value)
-            vkey = rest[:len(rest) - len(row)]
-            moved[vkey] = moved.get(vkey, 0) + 1
-    left: dict[bytes, dict[bytes, int]] = {}
-    right_counts: dict[bytes, dict[bytes, int]] = {}
-    for key, raw in store.kv_scan(val, p, _prefix_stop(p)):
-        vkey = key[n:]
-        if vkey[:2] not in specs:
-            continue
-        total = decode_count(raw)
-        r = moved.pop(vkey, 0)
-        rest_n = total - r
-        if r:
-            put(val, pr + vkey, _COUNT.pack(r))
-            right_counts.setdefault(vkey[:2], {})[vkey] = r
-            if rest_n > 0:
-                put(val, key, _COUNT.pack(rest_n))
-            else:
+            moved.add(rest)
+            tally(right_counts, rest, row)
+        else:
+            tally(left, rest, row)
+    for key, _ in store.kv_scan(idx, pr, _prefix_stop(pr)):  # moved by an earlier attempt
+        rest = key[len(pr):]
+        spec = specs.get(rest[:2])
+        if spec is not None and rest not in moved:
+            tally(right_counts, rest, spec.entry_row(rest))
+    for prefix, counts in ((p, left), (pr, right_counts)):
+        for key, _ in store.kv_scan(val, prefix, _prefix_stop(prefix)):
+            vkey = key[len(prefix):]
+            if vkey[:2] in specs and vkey not in counts.get(vkey[:2], {}):
                 delete(val, key)
-        if rest_n > 0:
-            left.setdefault(vkey[:2], {})[vkey] = rest_n
-    for vkey, r in moved.items():  # counts missing (a damaged value table): write what is true
-        put(val, pr + vkey, _COUNT.pack(r))
-        right_counts.setdefault(vkey[:2], {})[vkey] = r
+        for by_value in counts.values():
+            for vkey, n in by_value.items():
+                put(val, prefix + vkey, _COUNT.pack(n))
     return left, right_counts
 
 
@@ -210,6 +218,8 @@ class Route:
     def still_valid(self, store, table: str, router) -> bool:
         """Whether routing now would give this route (same regions, same filters)."""
         routed = router is not None and router.enabled
+        if routed:
+            router.fresh_state(table)  # shared stores: other clients' filter changes
         return (routed == self.routed and (not routed or router.version == self.version)
                 and tuple(r.id for r in store.table(table).regions) == self.region_ids)
 
@@ -266,13 +276,18 @@ def plan_route(store, spec: IndexSpec, ranges: list, router=None) -> Route:
                  tuple(r.id for r in regions))
 
 
-def _region_stream(it: Any, lo: bytes, hi: bytes, n: int) -> Iterator[tuple[bytes, bytes]]:
+def _first(item: tuple) -> bytes:
+    return item[0]
+
+
+def _region_stream(it: Any, lo: bytes, hi: bytes, n: int, region: Any
+                   ) -> Iterator[tuple[bytes, bytes, Any]]:
     it.seek(lo)
     while it.valid():
         key = it.key()
         if key >= hi:
             return
-        yield key[n:], it.value()
+        yield key[n:], it.value(), region
         it.next()
 
 
@@ -281,7 +296,29 @@ def scan_entries(store, spec: IndexSpec, ranges: list, router=None, route_out: l
     """(user rowkey, covered values) of every entry in `ranges`, range after range, each range
     in index order merged over the regions the route visits. The route and the iterators are
     taken together under the write lock: one consistent instant even across splits. A route
-    `planned` for the same ranges is reused when routing now would give the same one."""
+    `planned` for the same ranges is reused when routing now would give the same one.
+
+    Stores whose reads are no snapshot (HBase, `layout_token`): a split applied by another
+    thread or client while the scan runs deletes rows the old route reads, so the whole scan
+    is read first and done again when the layout changed meanwhile."""
+    token = getattr(store, "layout_token", None)
+    if token is None:
+        yield from _scan_entries(store, spec, ranges, router, route_out, planned)
+        return
+    while True:
+        before = token(spec.table)
+        routes: list = []
+        got = list(_scan_entries(store, spec, ranges, router, routes, planned))
+        if token(spec.table) == before:
+            break
+        planned = None
+    if route_out is not None:
+        route_out.extend(routes)
+    yield from got
+
+
+def _scan_entries(store, spec: IndexSpec, ranges: list, router, route_out: list | None,
+                  planned: Route | None) -> Iterator[tuple[bytes, list]]:
     with store.write_lock():
         if planned is not None and planned.still_valid(store, spec.table, router):
             route = planned
@@ -299,12 +336,15 @@ def scan_entries(store, spec: IndexSpec, ranges: list, router=None, route_out: l
         for r in regions:
             p = region_prefix(r.start)
             hi = p + rng.stop if rng.stop is not None else _prefix_stop(p)
-            streams.append(_region_stream(its[r.id], p + rng.start, hi, len(p)))
-        merged = streams[0] if len(streams) == 1 else heapq.merge(*streams)
+            streams.append(_region_stream(its[r.id], p + rng.start, hi, len(p), r))
+        merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=_first)
         full, plen, known = rng.known == ntypes, rng.prefix_len, rng.known
-        for rest, value in merged:
+        for rest, value, region in merged:
             row = rest[plen:] if full else spec.entry_row(rest, plen, known)
-            yield row, unpack(value)
+            # rows outside the region: left under the parent's prefix by a split that is
+            # still being applied (HBase, split_rewrite's writes are separate RPCs)
+            if row >= region.start and (not region.end or row < region.end):
+                yield row, unpack(value)
 
 
 def count_values(store, spec: IndexSpec, rng, cap: int = 2000, router=None,

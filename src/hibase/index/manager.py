@@ -60,7 +60,16 @@ class IndexManager:
         """Indexes queries may use (fully built)."""
         if self.shared:
             self._refresh()
-        return [s for s in self.catalog.for_table(table) if s.state == READY]
+        specs = [s for s in self.catalog.for_table(table) if s.state == READY]
+        self._follow_splits(table, specs)
+        return specs
+
+    def _follow_splits(self, table: str, specs: list[IndexSpec], force: bool = False) -> None:
+        """Stores that split regions without telling (HBase) are asked to catch up before
+        local rows are computed, built or read: their split listeners then run (_on_split)."""
+        follow = getattr(self.store, "follow_splits", None)
+        if follow is not None and not self.store.read_only and any(s.local for s in specs):
+            follow(table, force)
 
     def write(self, mutations: list[Mutation]) -> list[Change]:
         """Write mutations and their index rows / value counts in one atomic batch."""
@@ -72,6 +81,8 @@ class IndexManager:
             self.store.apply(mutations)
             return []
         with self.store.write_lock():
+            for t in {m.table for m in mutations}:
+                self._follow_splits(t, [s for s in specs if s.table == t])
             prepared = self.store.prepare(mutations)
             events: list = []  # local indexes: values entering / leaving a region
             kv_writes, changes = index_writes(self.store, specs, prepared, events)
@@ -98,18 +109,17 @@ class IndexManager:
                local: bool = False, processes: int | None = None,
                progress: Callable[[int, int], Any] | None = None) -> IndexSpec:
         """Define an index and build it from the table's current rows."""
-        if local and not getattr(self.store, "supports_local_indexes", True):
-            from .. import errors
-            raise errors.SchemaError(self.store.local_index_refusal)
         spec = self.catalog.create(table, name, columns, covering, local)
+        self._follow_splits(table, [spec], force=True)
         build_index(self.store, self.catalog, spec, processes, progress)
         return spec
 
     def build(self, table: str, name: str, processes: int | None = None,
               progress: Callable[[int, int], Any] | None = None) -> dict[str, int]:
         try:
-            return build_index(self.store, self.catalog, self.catalog.get(table, name),
-                               processes, progress)
+            spec = self.catalog.get(table, name)
+            self._follow_splits(table, [spec], force=True)
+            return build_index(self.store, self.catalog, spec, processes, progress)
         finally:
             self._invalidate_cache(table)
 

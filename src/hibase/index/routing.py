@@ -15,7 +15,9 @@ read, so a point lookup visits only the regions that may hold the value instead 
   computed for the parent in the same batch is simply dropped (its id is gone), and if the split
   batch failed the parent's filters would still be the live ones.
 - Persistence, in ``__lrt__<table>``: ``g`` is a generation counter written (+1) in the same
-  atomic batch as the first write (or split) after each save; ``save()`` (on close) writes every
+  atomic batch as the first write (or split) after each save (on a store shared with other
+  clients, HBase: a new random generation with every filter change, and lookups and writes
+  reload the filters when ``g`` is not theirs); ``save()`` (on close) writes every
   filter under ``f | region prefix | alias`` and ``s`` = [generation, region (start, id) list].
   On open the filters are loaded only if ``s`` matches ``g`` and the current regions; otherwise
   (a crash, a missing or stale save) they are rebuilt from the per-region counts.
@@ -27,6 +29,7 @@ per-server filters would equal the union of the per-region ones; routing stops a
 from __future__ import annotations
 
 import math
+import random
 import struct
 import threading
 import weakref
@@ -76,6 +79,9 @@ class Router:
         self.version = 0  # bumped by every filter change: equal versions, equal routes
         self._states: dict[str, _State] = {}
         self._lock = threading.RLock()
+        # a store other clients write too (HBase): their writes change filters this process
+        # holds, so lookups and writes first compare the persisted generation (one read)
+        self.shared = hasattr(store, "meta_changed")
         _ROUTERS[store] = self
 
     # -- state -------------------------------------------------------------------------------
@@ -86,6 +92,19 @@ class Router:
                 st = self._states.get(table)
                 if st is None:
                     st = self._states[table] = self._load(table)
+        return st
+
+    def fresh_state(self, table: str) -> _State:
+        """state(), re-read first when another client changed the filters (shared stores:
+        every filter change there writes a new random generation)."""
+        if not self.shared:
+            return self.state(table)
+        st = self._states.get(table)
+        if st is not None and st.gen == self._durable_gen(table):
+            return st
+        with self.store.write_lock(), self._lock:
+            st = self._states[table] = self._load(table)
+            self.version += 1
         return st
 
     def loaded(self, table: str) -> bool:
@@ -158,7 +177,8 @@ class Router:
     def _bump(self, table: str, st: _State, add: Any = None) -> None:
         """Mark the persisted filters stale: generation + 1, written with `add` (a batch) or
         alone."""
-        st.gen += 1
+        # shared stores: a random generation, so two clients bumping the same one differ
+        st.gen = random.getrandbits(62) if self.shared else st.gen + 1
         st.dirty = True
         write = (routing_table(table), b"g", _GEN.pack(st.gen))
         if add is not None:
@@ -178,7 +198,7 @@ class Router:
         """None: the region holds no row of the index; else whether it may hold `vkey` (any
         value when None). Never False for a value the region holds. `memo` (a dict per value)
         shares the value's hashes between regions."""
-        f = self.state(table).filters.get((region.id, alias))
+        f = self.fresh_state(table).filters.get((region.id, alias))
         if f is None or len(f) == 0:
             return None
         if vkey is None:
@@ -189,7 +209,7 @@ class Router:
               ) -> tuple[list, int, int]:
         """(regions that may hold `vkey` (or any value when None), how many the filters ruled
         out, how many hold no row of the index): may_hold over `regions`, hashing once."""
-        filters = self.state(table).filters
+        filters = self.fresh_state(table).filters
         memo: dict = {}
         chosen = []
         ruled_out = empty = 0
@@ -210,8 +230,8 @@ class Router:
         change, and when their saved filters were up to date, add the generation bump to the
         batch (`kv_writes`)."""
         for table in {e[0] for e in events}:
-            st = self.state(table)
-            if not st.dirty:
+            st = self.fresh_state(table)
+            if not st.dirty or self.shared:
                 self._bump(table, st, lambda *w: kv_writes.append(w))
 
     def after_commit(self, events: list) -> None:

@@ -1,5 +1,5 @@
 """Index hooks for stores whose index rows and data rows are separate writes (the HBase
-backend): Phoenix's verified / unverified protocol, reader side.
+backend): Phoenix's verified / unverified protocol, reader side, for global and local indexes.
 
 The store writes an entry *unverified* (with its user rowkey) before the data row and rewrites
 it *verified* after; a reader meeting an unverified entry asks `resolve`, which re-reads the
@@ -11,40 +11,57 @@ the writer's last step); `verify_index(repair=True)` cleans leftovers.
 from __future__ import annotations
 
 from ..store import cells as C
+from . import local
 from .maintain import raw_values
 from .spec import IndexSpec
 
 __all__ = ["IndexHooks"]
 
-_PREFIX = "__idx__"
+_GLOBAL, _LOCAL = "__idx__", "__lidx__"
+
+
+def _split_name(name: str) -> tuple[str, bool] | None:
+    """(data table, local?) of an index key-value table's name; None for other tables."""
+    if name.startswith(_GLOBAL):
+        return name[len(_GLOBAL):], False
+    if name.startswith(_LOCAL):
+        return name[len(_LOCAL):], True
+    return None
 
 
 class IndexHooks:
-    """What a store asks the index layer about global-index entries."""
+    """What a store asks the index layer about global- and local-index entries."""
 
     def __init__(self, store, catalog):
         self.store = store
         self.catalog = catalog
 
-    def _spec(self, name: str, key: bytes) -> IndexSpec | None:
-        if not name.startswith(_PREFIX):
-            return None
+    def _spec(self, name: str, key: bytes) -> tuple[IndexSpec | None, bytes]:
+        """The index of an entry key, and the key without a local entry's region prefix."""
+        split = _split_name(name)
+        if split is None:
+            return None, key
+        table, is_local = split
+        if is_local:
+            key = key[local.split_key(key)[1]:]
         alias = key[:2]
-        for spec in self.catalog.for_table(name[len(_PREFIX):]):
-            if spec.alias == alias and not spec.local:
-                return spec
-        return None
+        for spec in self.catalog.for_table(table):
+            if spec.alias == alias and spec.local == is_local:
+                return spec, key
+        return None, key
 
     def row_of(self, name: str, key: bytes) -> bytes | None:
-        """The user rowkey of a global-index entry key."""
-        spec = self._spec(name, key)
+        """The user rowkey of an index entry key."""
+        spec, key = self._spec(name, key)
         return None if spec is None else spec.split_entry(key)[1]
 
     def resolve(self, name: str, entries: list[tuple[bytes, bytes]]) -> list[bytes | None]:
         """For each unverified (entry key, rowkey): the covered-values payload if the data row
         produces that entry now, else None (the entry is skipped)."""
-        table = name[len(_PREFIX):]
-        specs = [self._spec(name, key) for key, _ in entries]
+        table = _split_name(name)[0]
+        found = [self._spec(name, key) for key, _ in entries]
+        specs = [s for s, _ in found]
+        entries = [(k, row) for (_, k), (_, row) in zip(found, entries)]
         needed = list(dict.fromkeys(c for s in specs if s is not None for c in s.needed))
         if not needed:
             return [None] * len(entries)

@@ -202,6 +202,11 @@ class ThriftServer:
             if self._stopped.is_set():
                 return
             self._stopping.set()
+            if self._sock is not None:
+                try:  # wakes an accept() in progress at once (Linux: EINVAL), not at its timeout
+                    self._sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
             if self._acceptor is not None and self._acceptor is not threading.current_thread():
                 self._acceptor.join(timeout)
             if self._sock is not None:

@@ -8,12 +8,15 @@ Layout in HBase:
 - the catalog (schemas with declared column types, index definitions, meta keys, the list of
   key-value tables) lives in the HBase table `hibase_meta` (family `m`, column `m:v`), rows
   `table/<name>`, `meta/<key>`, `kv/<name>`;
-- a key-value table (global index, value table) `<name>` is the HBase table `hibase_kv<name>`
-  (e.g. `hibase_kv__idx__flights`), one family `v` (1 version), one column `v:v`.
+- a key-value table (global or local index, value table) `<name>` is the HBase table
+  `hibase_kv<name>` (e.g. `hibase_kv__idx__flights`), one family `v` (1 version), column `v:v`
+  (hbase_kv.py);
+- local-index rows are keyed by the region layout recorded in meta `regions/<table>`, which
+  follows HBase's splits (hbase_layout.py).
 
 Write consistency across tables (Phoenix's strongly consistent global indexes, PHOENIX-5156):
-index rows and the data row are separate RPCs here, so `commit(prepared, kv_writes)` runs
-three phases: (1) every touched index entry is written *unverified* (new entries, and old ones
+index rows (global and local) and the data row are separate RPCs here, so
+`commit(prepared, kv_writes)` runs three phases: (1) every touched index entry is written *unverified* (new entries, and old ones
 about to go) with its user rowkey, value counts that grow are written; (2) the data mutations;
 (3) new entries are rewritten *verified* with their covered values, old ones deleted, counts
 that reach zero removed. A stored index value is `0x01 + covered values` (verified) or
@@ -25,9 +28,11 @@ sees the raw entries (`raw_index()`) and rewrites or deletes leftovers. `fail_af
 or `"data"` raises after that phase (tests kill a writer between steps with it).
 
 What Thrift1 cannot do, and how this backend copes:
-- no region split and no alter table: `split()` raises BackendError; split listeners are
-  accepted but never called, so local indexes (rewritten on splits) are refused
-  (`supports_local_indexes = False`);
+- no region split call and no split notification: `split()` raises BackendError; HBase's own
+  splits are found by comparing its regions with the recorded layout (`follow_splits`), and the
+  split listeners then run with their writes ordered puts, layout switch, deletes;
+- no alter table: a table's families are fixed at creation (local-index rows live in their
+  own key-value table, so an index never needs a new family);
 - no server-side coprocessors or row locks: index upkeep is client-side; `write_lock()` is a
   process-local lock, so writers in *different* processes to the same rows are not serialized
   (as Phoenix without its coprocessors); the verified protocol keeps readers right meanwhile;
@@ -39,6 +44,7 @@ What Thrift1 cannot do, and how this backend copes:
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import socket
@@ -51,30 +57,27 @@ from urllib.parse import parse_qs, urlsplit
 from .. import errors
 from . import cells as C
 from .base import Mutation, Region, SplitListener, now_ms
+from .hbase_kv import (_META_COL, _SCAN_CHUNK, KV_PREFIX, META_TABLE, UNVERIFIED, VERIFIED,
+                      HBaseKeyValueTables, is_index)
+from .hbase_layout import Layouts
 from .schema import FOREVER, TableSchema, split_column
 
 __all__ = ["HBaseStore", "parse_url", "META_TABLE", "KV_PREFIX"]
 
-META_TABLE = "hibase_meta"
-KV_PREFIX = "hibase_kv"
 LATEST_TIMESTAMP = (1 << 63) - 1
-_META_COL = b"m:v"
-_KV_COL = b"v:v"
-_INDEX_KV = "__idx__"  # global index tables: values carry the verified / unverified status
-VERIFIED, UNVERIFIED = b"\x01", b"\x00"
-_SCAN_CHUNK = 1000
 
 
 def parse_url(url: str) -> dict:
     """thrift://host[:port][?transport=buffered|framed&protocol=binary|compact&timeout=ms
-    &pool_size=n&retries=n] -> happybase connection options and ours."""
+    &pool_size=n&retries=n&region_check_ms=n] -> happybase connection options and ours
+    (region_check_ms: how often local-index work asks HBase for its regions, 0 = always)."""
     parts = urlsplit(url)
     if parts.scheme != "thrift":
         raise errors.InvalidArgument(f"not a thrift:// URL: {url!r}")
     if parts.path not in ("", "/"):
         raise errors.InvalidArgument(f"a thrift:// URL has no path, got {parts.path!r}")
     q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-    known = {"transport", "protocol", "timeout", "pool_size", "retries"}
+    known = {"transport", "protocol", "timeout", "pool_size", "retries", "region_check_ms"}
     unknown = sorted(set(q) - known)
     if unknown:
         raise errors.InvalidArgument(f"unknown thrift:// option(s) {unknown}; known: "
@@ -89,27 +92,16 @@ def parse_url(url: str) -> dict:
         timeout = int(q.get("timeout", "30000"))
         pool_size = int(q.get("pool_size", "8"))
         retries = int(q.get("retries", "3"))
+        region_check_ms = int(q.get("region_check_ms", "1000"))
         port = parts.port or 9090
     except ValueError as exc:
         raise errors.InvalidArgument(f"bad thrift:// URL {url!r}: {exc}") from None
-    if timeout <= 0 or pool_size < 1 or retries < 0:
-        raise errors.InvalidArgument("timeout and pool_size must be >= 1, retries >= 0")
+    if timeout <= 0 or pool_size < 1 or retries < 0 or region_check_ms < 0:
+        raise errors.InvalidArgument(
+            "timeout and pool_size must be >= 1, retries and region_check_ms >= 0")
     return {"host": parts.hostname or "127.0.0.1", "port": port, "transport": transport,
             "protocol": protocol, "timeout": timeout, "pool_size": pool_size,
-            "retries": retries}
-
-
-class HRegion(Region):
-    """A region as HBase reports it, with its region server."""
-
-    def __init__(self, table: str, start: bytes, end: bytes, id: int, server: bytes, port: int,
-                 name: bytes, version: int):
-        super().__init__(table, start, end, id, 0)
-        self.server, self.port, self.name, self.version = server, port, name, version
-
-    def info(self) -> dict:
-        return {"start_key": self.start, "end_key": self.end, "id": self.id, "name": self.name,
-                "version": self.version, "server_name": self.server, "port": self.port}
+            "retries": retries, "region_check_ms": region_check_ms}
 
 
 class _HTable:
@@ -126,48 +118,17 @@ class _HTable:
         return self.store.regions(self.schema.name)
 
     def region_of(self, row: bytes) -> Region:
-        for r in self.regions:
-            if r.contains(row):
-                return r
-        raise errors.BackendError(f"HBase reports no region of {self.schema.name!r} for {row!r}")
+        regions = self.regions
+        i = bisect.bisect_right([r.start for r in regions], row) - 1
+        if i < 0:
+            raise errors.BackendError(f"no region of {self.schema.name!r} holds {row!r}")
+        return regions[i]
 
 
-class _ListIter:
-    """kv_iter's raw iterator (seek / valid / key / value / next) over a materialized scan."""
-
-    def __init__(self, store: "HBaseStore", name: str):
-        self._store, self._name = store, name
-        self._items: list = []
-        self._i = 0
-
-    def seek(self, key: bytes) -> None:
-        self._items = list(self._store.kv_scan(self._name, key))
-        self._i = 0
-
-    def seek_to_first(self) -> None:
-        self.seek(b"")
-
-    def valid(self) -> bool:
-        return self._i < len(self._items)
-
-    def key(self) -> bytes:
-        return self._items[self._i][0]
-
-    def value(self) -> bytes:
-        return self._items[self._i][1]
-
-    def next(self) -> None:
-        self._i += 1
-
-
-class HBaseStore:
+class HBaseStore(HBaseKeyValueTables):
     """hibase's store interface over HBase through Thrift1 (happybase)."""
 
-    supports_local_indexes = False
-    local_index_refusal = (
-        "local indexes are not available on the HBase (Thrift1) backend: Thrift1 cannot split "
-        "regions or run coprocessors, so local-index rows could not be rewritten when HBase "
-        "splits a region; use a global index (local=False)")
+    supports_local_indexes = True
 
     def __init__(self, url: str, *, create: bool = True, read_only: bool = False, **_: Any):
         import happybase  # imported here: the embedded store works without it
@@ -186,8 +147,10 @@ class HBaseStore:
         self._closed = False
         self._raw = threading.local()
         self.index_hooks: Any = None  # set by the index layer: row_of / resolve
-        self.fail_after: str | None = None  # fault injection: "index" or "data"
+        # fault injection: "index" or "data" (commit), "split-copy" or "split-switch"
+        self.fail_after: str | None = None
         self.retries = self.opts["retries"]
+        self.layouts = Layouts(self, self.opts["region_check_ms"] / 1000)
         o = self.opts
         try:
             self._pool = happybase.ConnectionPool(
@@ -289,10 +252,10 @@ class HBaseStore:
             pass
 
     def table(self, name: str) -> _HTable:
+        if self._closed:
+            raise errors.BackendUnavailable("the store is closed")
         t = self._tables.get(name)
         if t is None:
-            if self._closed:
-                raise errors.BackendUnavailable("the store is closed")
             # another client may have created it since we opened
             raw = self._get_raw(META_TABLE, [b"table/" + name.encode()], [_META_COL])[0]
             if not raw:
@@ -352,6 +315,7 @@ class HBaseStore:
             self._check_writable()
             self.table(name)
             self._drop_hbase_table(name)
+            self.layouts.forget(name)
             self._meta_put(b"table/" + name.encode(), None)
             del self._tables[name]
 
@@ -379,6 +343,10 @@ class HBaseStore:
             meta[key[5:]] = value[_META_COL][1]
         self._meta, self._gen = meta, gen
         return True
+
+    def meta_value(self, key: bytes) -> bytes | None:
+        """One meta key as last read (meta_changed re-reads them)."""
+        return self._meta.get(key)
 
     def meta_items(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         for key in sorted(self._meta):
@@ -618,13 +586,13 @@ class HBaseStore:
         with self._lock:
             self._check_writable()
             if not prepared:
-                self._kv_write([(n, k, (VERIFIED + v if v is not None and _is_index(n) else v))
+                self._kv_write([(n, k, (VERIFIED + v if v is not None and is_index(n) else v))
                                 for n, k, v in kv_writes])
                 return
             phase1, phase3 = [], []
             hooks = self.index_hooks
             for name, key, value in kv_writes:
-                if _is_index(name):
+                if is_index(name):
                     row = hooks.row_of(name, key) if hooks is not None else None
                     if row is None:
                         raise errors.BackendError(
@@ -643,163 +611,27 @@ class HBaseStore:
                 raise errors.BackendError("fault injection: writer stopped after the data step")
             self._kv_write(phase3)
 
-    # -- key-value tables --------------------------------------------------------------------
-    @staticmethod
-    def _kv_hbase(name: str) -> bytes:
-        return (KV_PREFIX + name).encode()
-
-    def _kv_check(self, name: str) -> None:
-        if name not in self._kv:
-            # another client may have created it since we opened
-            if not self._get_raw(META_TABLE, [b"kv/" + name.encode()], [_META_COL])[0]:
-                raise errors.TableNotFound(f"no key-value table {name!r}")
-            self._kv.add(name)
-
-    def kv_tables(self) -> list[str]:
-        return sorted(self._kv)
-
-    def create_kv(self, name: str) -> None:
-        with self._lock:
-            self._check_writable()
-            if name in self._kv:
-                return
-            try:
-                self._create_hbase_table(KV_PREFIX + name, {b"v": 1})
-            except errors.TableExists:
-                pass
-            self._meta_put(b"kv/" + name.encode(), b"")
-            self._kv.add(name)
-
-    def drop_kv(self, name: str) -> None:
-        with self._lock:
-            self._check_writable()
-            if name not in self._kv:
-                return
-            self._drop_hbase_table(KV_PREFIX + name)
-            self._meta_put(b"kv/" + name.encode(), None)
-            self._kv.discard(name)
-
-    def kv_handle(self, name: str) -> Any:
-        raise errors.BackendError("key-value handles (split batches) do not exist on HBase")
-
-    def _kv_write(self, writes: list[tuple[str, bytes, bytes | None]]) -> None:
-        T = self.T
-        by_name: dict[str, list] = {}
-        for name, key, value in writes:
-            self._kv_check(name)
-            m = T.Mutation(column=_KV_COL, isDelete=True) if value is None else \
-                T.Mutation(column=_KV_COL, value=value, isDelete=False)
-            by_name.setdefault(name, []).append(T.BatchMutation(row=key, mutations=[m]))
-        for name, batches in by_name.items():
-            # one key once per call: HBase applies a mutateRows' puts before its deletes
-            seen: dict[bytes, Any] = {}
-            for b in batches:
-                seen[b.row] = b
-            batches = list(seen.values())
-            for i in range(0, len(batches), _SCAN_CHUNK):
-                self._call("mutateRows", self._kv_hbase(name), batches[i:i + _SCAN_CHUNK], {})
-
-    @contextmanager
-    def raw_index(self) -> Iterator[None]:
-        """Within this block, this thread's index reads return stored entries as they are
-        (an unverified entry's value is 0x00 + ..., never equal to a covered-values payload):
-        what verify / repair compares."""
-        prev = getattr(self._raw, "on", False)
-        self._raw.on = True
-        try:
-            yield
-        finally:
-            self._raw.on = prev
-
-    def _decode_index(self, name: str, items: list[tuple[bytes, bytes]]
-                      ) -> list[tuple[bytes, bytes]]:
-        """Verified entries as they are; unverified ones resolved against the data rows."""
-        if getattr(self._raw, "on", False):
-            return [(k, v[1:] if v[:1] == VERIFIED else v) for k, v in items]
-        pending = [(i, k, C.unpack(v[1:])[0]) for i, (k, v) in enumerate(items)
-                   if v[:1] != VERIFIED]
-        if not pending:
-            return [(k, v[1:]) for k, v in items]
-        resolved = self.index_hooks.resolve(name, [(k, row) for _, k, row in pending]) \
-            if self.index_hooks is not None else [None] * len(pending)
-        fixed = {i: payload for (i, _, _), payload in zip(pending, resolved)}
-        out = []
-        for i, (k, v) in enumerate(items):
-            if i in fixed:
-                if fixed[i] is not None:
-                    out.append((k, fixed[i]))
-            else:
-                out.append((k, v[1:]))
-        return out
-
-    def kv_get(self, name: str, keys: list[bytes]) -> list[bytes | None]:
-        self._kv_check(name)
-        got = self._get_raw(KV_PREFIX + name, list(keys), [_KV_COL])
-        values = [cells[_KV_COL][1] if _KV_COL in cells else None for cells in got]
-        if not _is_index(name):
-            return values
-        present = [(k, v) for k, v in zip(keys, values) if v is not None]
-        decoded = dict(self._decode_index(name, present))
-        return [decoded.get(k) for k in keys]
-
-    def kv_iter(self, name: str) -> Any:
-        self._kv_check(name)
-        return _ListIter(self, name)
-
-    def kv_delete_range(self, name: str, start: bytes, stop: bytes | None) -> None:
-        with self._lock:
-            self._check_writable()
-            self._kv_check(name)
-            keys = [k for k, _ in self._scan_raw(KV_PREFIX + name, start or None, stop,
-                                                 [_KV_COL])]
-            self._kv_write([(name, k, None) for k in keys])
-
-    def kv_scan(self, name: str, start: bytes | None = None, stop: bytes | None = None,
-                reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
-        """(key, value) for start <= key < stop, ascending (or descending from stop)."""
-        self._kv_check(name)
-        table = KV_PREFIX + name
-        if reverse:
-            # HBase's reversed scan starts at its (inclusive) start row: skip `stop` itself
-            # and end at the first key below `start`
-            def down() -> Iterator[tuple[bytes, dict]]:
-                for k, c in self._scan_raw(table, stop, None, [_KV_COL], reverse=True):
-                    if start is not None and k < start:
-                        return
-                    if stop is None or k < stop:
-                        yield k, c
-            it = down()
-        else:
-            it = self._scan_raw(table, start or None, stop, [_KV_COL])
-        index = _is_index(name)
-        chunk: list = []
-        for key, cells in it:
-            if _KV_COL not in cells:
-                continue
-            if not index:
-                yield key, cells[_KV_COL][1]
-                continue
-            chunk.append((key, cells[_KV_COL][1]))
-            if len(chunk) >= 256:
-                yield from self._decode_index(name, chunk)
-                chunk = []
-        if chunk:
-            yield from self._decode_index(name, chunk)
-
     # -- regions, maintenance ----------------------------------------------------------------
     def regions(self, table: str) -> list[Region]:
+        """The region layout local indexes follow (hbase_layout.py): HBase's regions as last
+        followed. `follow_splits` catches up with splits HBase made since."""
         self.table(table)
-        out = []
-        for r in self._call("getTableRegions", table.encode()):
-            out.append(HRegion(table, r.startKey or b"", r.endKey or b"", r.id,
-                               r.serverName or b"", r.port or 0, r.name or b"",
-                               r.version or 0))
-        out.sort(key=lambda r: r.start)
-        return out
+        return self.layouts.regions(table)
+
+    def follow_splits(self, table: str, force: bool = False) -> int:
+        """Apply the splits HBase made since the layout was recorded (throttled by
+        region_check_ms unless `force`): local rows move as on the embedded store."""
+        self.table(table)
+        return self.layouts.follow(table, force)
+
+    def layout_token(self, table: str) -> bytes:
+        """The recorded layout of `table` as stored now (one get; b"" when none): equal tokens
+        before and after a read mean no split was applied in between, by any client."""
+        return self.layouts.stored(table)
 
     def add_split_listener(self, listener: SplitListener) -> None:
-        """Accepted for interface parity, never called: HBase splits regions on its own and
-        Thrift1 tells no client (hence no local indexes on this backend)."""
+        """Run `listener(table, parent, left, right, batch)` for every split follow_splits
+        finds; its batch writes are applied as puts, layout switch, deletes."""
         self._split_listeners.append(listener)
 
     def split(self, table: str, row: bytes | None = None) -> bool:
@@ -844,10 +676,6 @@ class HBaseStore:
                     conn.close()
                 except Exception:
                     pass
-
-
-def _is_index(name: str) -> bool:
-    return name.startswith(_INDEX_KV)
 
 
 def _deletes_with_ts(pending: dict[bytes, list[bytes]]) -> bool:

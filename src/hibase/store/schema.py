@@ -111,8 +111,11 @@ class FamilyOptions:
         return cls(**{**asdict(fo), "compression": comp, "bloom_filter_type": bloom})
 
     def descriptor(self, family: bytes) -> dict[str, Any]:
-        """The shape happybase's Table.families() returns for one family."""
-        return {"name": family + b":", **asdict(self)}
+        """The shape happybase's Table.families() returns for one family (its string options
+        as bytes, as happybase decodes the IDL's strings)."""
+        return {**{"name": family + b":"}, **asdict(self),
+                "compression": self.compression.encode(),
+                "bloom_filter_type": self.bloom_filter_type.encode()}
 
 
 @dataclass
