@@ -204,28 +204,60 @@ def bench_scbf(probes: int, seed: int, as_json: bool, output: str | None,
     finish_bench(report, as_json, output, _scbf_summary)
 
 
+def _backend_option(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    from .errors import InvalidArgument
+    try:
+        return _bench_module("query_remote").check_backend(value)
+    except InvalidArgument as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
 @bench.command("query")
-@click.option("--rows", type=click.IntRange(min=1), default=1_000_000, show_default=True,
-              help="Telecom rows loaded.")
+@click.option("--backend", default="embedded", show_default=True, callback=_backend_option,
+              metavar="embedded|gateway|thrift://HOST:PORT",
+              help="Where the queries run. embedded: the embedded store against SQLite. "
+                   "gateway: the benchmark starts `hibase serve --thrift` on a temporary "
+                   "folder in a subprocess and runs the queries through it, next to the "
+                   "embedded store on the same rows. thrift://HOST:PORT[?options]: the same "
+                   "against a running gateway or HBase Thrift1 server (its rows go into a new "
+                   "table bench_<pid>_<ms>, dropped at the end).")
+@click.option("--rows", type=click.IntRange(min=1), default=None,
+              help="Telecom rows loaded [default: 1,000,000 embedded; "
+                   "50,000 with gateway or thrift://, where loading is slower].")
 @click.option("--repeats", type=click.IntRange(min=1), default=50, show_default=True,
               help="Timed runs of each indexed query (fewer for slow ones: ~2 s each at most).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--workdir", type=click.Path(file_okay=False), metavar="DIR",
               help="Put (and keep) the stores under DIR (default: a temporary folder).")
 @bench_options
-def bench_query(rows: int, repeats: int, seed: int, workdir: str | None, as_json: bool,
-                output: str | None, progress: bool) -> None:
+def bench_query(backend: str, rows: int | None, repeats: int, seed: int, workdir: str | None,
+                as_json: bool, output: str | None, progress: bool) -> None:
     """Indexed queries against a full scan and against SQLite with the same B-tree indexes:
     equality queries returning 0, ~10, ~1,000 and ~100,000 rows, a range, an AND of two
     indexed columns, an OR; index size against table size; load time with 3 indexes against
     none (the paper: 1.03-1.12).
+
+    With --backend gateway or thrift://HOST:PORT the same queries run through hibase's HBase
+    backend over Thrift1 and on the embedded store, on the same rows, so the network hop is
+    measured: p50 of each query on both and their ratio, load rows/s on both, and the time of
+    one bare round trip. The run fails (exit code 1) if the two return different rows.
 
     Example:
 
     \b
         hibase bench query --rows 200000
         hibase bench query --rows 1000000 --json --output query-1m.json
+        hibase bench query --backend gateway --rows 50000
+        hibase serve --thrift --port 9090 data/ &
+        hibase bench query --backend thrift://127.0.0.1:9090 --json
     """
+    if backend != "embedded":
+        mod = _bench_module("query_remote")
+        report = mod.run(backend, rows=rows or mod.DEFAULT_ROWS, repeats=repeats, seed=seed,
+                         progress=progress, workdir=workdir)
+        finish_bench(report, as_json, output, mod.summary)
+        return
     mod = _bench_module("query")
-    report = mod.run(rows=rows, repeats=repeats, seed=seed, progress=progress, workdir=workdir)
+    report = mod.run(rows=rows or 1_000_000, repeats=repeats, seed=seed, progress=progress,
+                     workdir=workdir)
     finish_bench(report, as_json, output, mod.summary)

@@ -32,6 +32,9 @@ the same B-tree secondary indexes on the same telecom rows (SPEC §1; issue 3, i
 No hot-index cache: the store is opened with ``cache_policy=None`` when ``hibase.connect``
 takes that option (else the default, which has no cache layer). The OS page cache is warm for
 both stores (just written), as in the store benchmark.
+
+``hibase.bench.query_remote`` runs these queries over Thrift1 (``hibase bench query --backend
+gateway | thrift://host:port``) next to the embedded store, with the helpers below.
 """
 
 from __future__ import annotations
@@ -243,35 +246,42 @@ def _queries(rows: int, stats: dict[str, Any]) -> list[dict[str, Any]]:
 
 # -- hibase -------------------------------------------------------------------------------------
 
+def _load_table(db: Any, table: str, chunks: list[list], indexes: bool, progress: bool,
+                desc: str) -> dict[str, Any]:
+    """Create `table` (telecom schema; the 3 paper indexes first if `indexes`, kept on every
+    put) in the open `db` and load the chunks through table.batch; load time and rows/s."""
+    db.create_table(table, {"f": {"max_versions": 1}}, columns=TELECOM_COLUMNS)
+    if indexes:
+        for name, cols in INDEXES:
+            db.create_index(table, name, cols)
+    batch = db.table(table).batch(batch_size=BATCH_CELLS)
+    put = batch.put
+    clock = time.perf_counter
+    elapsed = cpu = 0.0
+    gc.collect()
+    total = sum(map(len, chunks))
+    with _bar(progress, total, desc) as bar:
+        for chunk in chunks:
+            t0, c0 = clock(), time.process_time()
+            for k, d in chunk:
+                put(k, d)
+            elapsed += clock() - t0
+            cpu += time.process_time() - c0
+            bar.update(len(chunk))
+        t0, c0 = clock(), time.process_time()
+        batch.send()
+        db.store.flush()
+        elapsed += clock() - t0
+        cpu += time.process_time() - c0
+    return {"load_s": elapsed, "load_cpu_s": cpu, "rows_per_s": total / elapsed}
+
+
 def _hibase_load(path: str, chunks: list[list], indexes: bool, progress: bool
                  ) -> dict[str, Any]:
     db, _ = _connect(path)
     try:
-        db.create_table(TABLE, {"f": {"max_versions": 1}}, columns=TELECOM_COLUMNS)
-        if indexes:
-            for name, cols in INDEXES:
-                db.create_index(TABLE, name, cols)
-        table = db.table(TABLE)
-        batch = table.batch(batch_size=BATCH_CELLS)
-        put = batch.put
-        clock = time.perf_counter
-        elapsed = cpu = 0.0
-        gc.collect()
-        total = sum(map(len, chunks))
-        with _bar(progress, total, "hibase load" + (" +3 indexes" if indexes else "")) as bar:
-            for chunk in chunks:
-                t0, c0 = clock(), time.process_time()
-                for k, d in chunk:
-                    put(k, d)
-                elapsed += clock() - t0
-                cpu += time.process_time() - c0
-                bar.update(len(chunk))
-            t0, c0 = clock(), time.process_time()
-            batch.send()
-            db.store.flush()
-            elapsed += clock() - t0
-            cpu += time.process_time() - c0
-        return {"load_s": elapsed, "load_cpu_s": cpu, "rows_per_s": total / elapsed}
+        return _load_table(db, TABLE, chunks, indexes, progress,
+                           "hibase load" + (" +3 indexes" if indexes else ""))
     finally:
         db.close()
 
@@ -304,20 +314,25 @@ def _hibase_sizes(db: Any) -> dict[str, Any]:
                         "all_indexes_ratio": sst_index / sst_data if sst_data else None}}
 
 
+def _build_range_index(db: Any, table: str, progress: bool, desc: str) -> float:
+    """Create RANGE_INDEX on the loaded `table` (the batch build over its regions); seconds."""
+    bar = tqdm(desc=desc, unit="region", file=sys.stderr, disable=not progress, leave=False)
+
+    def report(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    t0 = time.perf_counter()
+    db.create_index(table, RANGE_INDEX[0], RANGE_INDEX[1], progress=report)
+    seconds = time.perf_counter() - t0
+    bar.close()
+    return seconds
+
+
 def _hibase_build_range_index(path: str, progress: bool) -> dict[str, Any]:
     db, _ = _connect(path)
     try:
-        bar = tqdm(desc="hibase build " + RANGE_INDEX[0], unit="region", file=sys.stderr,
-                   disable=not progress, leave=False)
-
-        def report(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
-
-        t0 = time.perf_counter()
-        db.create_index(TABLE, RANGE_INDEX[0], RANGE_INDEX[1], progress=report)
-        seconds = time.perf_counter() - t0
-        bar.close()
+        seconds = _build_range_index(db, TABLE, progress, "hibase build " + RANGE_INDEX[0])
         settle = _settle(db)
         sizes = _hibase_sizes(db)
         return {"build_s": seconds, "regions": len(db.table(TABLE).regions()),
@@ -395,16 +410,26 @@ def _sqlite_build_range_index(path: str) -> dict[str, Any]:
 
 # -- queries ------------------------------------------------------------------------------------
 
-def _measure_queries(hpath: str, spath: str, queries: list[dict], repeats: int,
-                     progress: bool) -> tuple[list[dict], str]:
+def _prepared(db: Any, table: str, cond: str) -> Callable[[], list]:
+    """`SELECT * FROM table WHERE cond` planned once: a call executes the plan (what a cached
+    plan would leave of a query's cost)."""
     from hibase.query import engine
     from hibase.query.ast import Select
     from hibase.query.execute import execute
 
+    select = Select(table, None, engine.parse_condition(cond), None)
+    plan, conj = engine.prepare(select, db.store, db.indexer)
+    types = db.store.schema(table).columns
+    return lambda: list(execute(plan, db.indexer, types, conj))
+
+
+def _measure_queries(hpath: str, spath: str, queries: list[dict], repeats: int,
+                     progress: bool) -> tuple[list[dict], str]:
+    from hibase.query import engine
+
     db, cache = _connect(hpath)
     con = _sqlite_open(spath)
     table = db.table(TABLE)
-    types = db.store.schema(TABLE).columns
     out = []
     try:
         for q in tqdm(queries, desc="queries", file=sys.stderr, disable=not progress,
@@ -422,9 +447,7 @@ def _measure_queries(hpath: str, spath: str, queries: list[dict], repeats: int,
             keys = sorted(k for k, _ in got)
             r["rows"] = len(keys)
 
-            select = Select(TABLE, None, engine.parse_condition(cond), None)
-            plan, conj = engine.prepare(select, db.store, db.indexer)
-            hp, _ = _timed(lambda: list(execute(plan, db.indexer, types, conj)), repeats)
+            hp, _ = _timed(_prepared(db, TABLE, cond), repeats)
             parse, _ = _timed(lambda: engine.parse_condition(cond), min(repeats, 200), 0.5)
             explain, _ = _timed(lambda: table.explain(cond), min(repeats, 200), 0.5)
             r["hibase_index"] = h
