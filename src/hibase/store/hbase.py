@@ -128,8 +128,6 @@ class _HTable:
 class HBaseStore(HBaseKeyValueTables):
     """hibase's store interface over HBase through Thrift1 (happybase)."""
 
-    supports_local_indexes = True
-
     def __init__(self, url: str, *, create: bool = True, read_only: bool = False, **_: Any):
         import happybase  # imported here: the embedded store works without it
         import Hbase_thrift  # loaded by happybase
