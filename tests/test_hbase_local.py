@@ -142,3 +142,24 @@ def test_local_writes_follow_the_verified_protocol(gateway):
     assert db.verify_index("t", "la", repair=True)["repaired"]
     assert db.verify_index("t", "la")["ok"]
     db.close()
+
+
+def test_dropping_the_last_local_index_returns_to_hbase_regions(gateway):
+    """While a local index exists, regions() is the recorded layout (followed); once the last
+    one is dropped, HBase's regions again, splits included."""
+    gw, url = gateway
+    db = hibase.connect(url)
+    model = _load(db)
+    gw.split("t", b"r0500")
+    _check(db, model)
+    assert [r["start_key"] for r in db.table("t").regions()] == [b"", b"r0500"]
+    db.drop_index("t", "la")
+    assert db.store.meta_value(b"regions/t") is None
+    gw.split("t", b"r0300")
+    assert [r["start_key"] for r in db.table("t").regions()] == [b"", b"r0300", b"r0500"]
+    db.create_index("t", "la", ["f:a"], local=True)  # records the layout again, as it is now
+    gw.split("t", b"r0700")
+    _check(db, model)
+    assert [r.start for r in db.store.regions("t")] == [b"", b"r0300", b"r0500", b"r0700"]
+    assert db.verify_index("t", "la")["ok"]
+    db.close()

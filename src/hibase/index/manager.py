@@ -165,6 +165,11 @@ class IndexManager:
                     self.router.rebuild(table)
                 else:
                     self.router.forget(table)
+                    # HBase: no local rows follow the recorded layout any more; regions()
+                    # answers with HBase's own again
+                    forget = getattr(self.store, "forget_layout", None)
+                    if forget is not None:
+                        forget(table)
 
     def drop_table(self, table: str) -> None:
         with self.store.write_lock():

@@ -622,6 +622,12 @@ class HBaseStore(HBaseKeyValueTables):
         self.table(table)
         return self.layouts.follow(table, force)
 
+    def forget_layout(self, table: str) -> None:
+        """The table's last local index is gone: stop recording a layout for it."""
+        with self._lock:
+            self._check_writable()
+            self.layouts.forget(table)
+
     def layout_token(self, table: str) -> bytes:
         """The recorded layout of `table` as stored now (one get; b"" when none): equal tokens
         before and after a read mean no split was applied in between, by any client."""
