@@ -14,22 +14,13 @@ from backends import TIMEOUT_MS, Backend
 from hibase import errors
 from hibase.server.thrift import ThriftServer
 from hibase.store.hbase import HBaseStore, parse_url
+from test_index_build import _flights
 
 
 @pytest.fixture
 def hbase(thrift_backend):
     """The thrift Backend: hbase.connect() opens another client of the same gateway."""
     return thrift_backend
-
-
-def _flights(db, n=60):
-    db.create_table("flights", {"f": {}}, columns={"f:delay": "double", "f:dest": "string"})
-    t = db.table("flights")
-    with t.batch() as b:
-        for i in range(n):
-            b.put(b"k%03d" % i, {b"f:dest": [b"IAH", b"SFO", b"JFK"][i % 3],
-                                 b"f:delay": str(i).encode(), b"f:carrier": b"C%d" % (i % 7)})
-    return t
 
 
 # -- HBase backend only ------------------------------------------------------------------------
