@@ -46,7 +46,6 @@ import math
 import os
 import platform
 import shutil
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -60,6 +59,7 @@ from tqdm import tqdm
 import hibase
 from hibase.bench.datasets import (C_IP, C_START, C_URL, COLUMNS, TELECOM_COLUMNS, absent_value,
                                    telecom_rows)
+from hibase.bench.store import progress_bar, quantile, sqlite_open
 from hibase.errors import InvalidArgument
 
 __all__ = ["run", "summary", "TARGETS", "INDEXES"]
@@ -71,7 +71,6 @@ TARGETS = {"eq_le10_speedup_vs_full_scan": 10_000, "eq_le10_p50_us": 200,
            "eq_le10_vs_sqlite_p50_ratio": 1.25, "load_ratio_3_indexes": 1.5}
 BATCH_CELLS = 1000
 SQLITE_TXN_ROWS = 1000
-SQLITE_CACHE_KIB = 256 * 1024
 GEN_CHUNK = 10_000
 TIME_BUDGET_S = 2.0  # per query and engine: stop repeating once this much time is spent
 MIN_REPEATS = 3
@@ -80,11 +79,6 @@ _INT_COLS = {i for i, c in enumerate(COLUMNS) if TELECOM_COLUMNS[c.decode()] in 
 
 
 # -- helpers ------------------------------------------------------------------------------------
-
-def _bar(progress: bool, total: int, desc: str) -> tqdm:
-    return tqdm(total=total, desc=desc, unit="row", unit_scale=True, file=sys.stderr,
-                disable=not progress, leave=False, mininterval=0.5)
-
 
 def _connect(path: str) -> tuple[Any, str]:
     params = inspect.signature(hibase.connect).parameters
@@ -136,11 +130,6 @@ def _sst_bytes(db: Any) -> dict[str, int]:
     return out
 
 
-def _quantile(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(round(q * len(s) + 0.5)) - 1))]
-
-
 def _timed(fn: Callable[[], Any], repeats: int, budget: float = TIME_BUDGET_S
            ) -> tuple[dict[str, Any], Any]:
     """Run fn once untimed (warm-up), then up to `repeats` timed runs (at least MIN_REPEATS or
@@ -161,7 +150,7 @@ def _timed(fn: Callable[[], Any], repeats: int, budget: float = TIME_BUDGET_S
         spent += dt
         if spent > budget and len(times) >= min(MIN_REPEATS, repeats):
             break
-    return {"p50_us": statistics.median(times) * 1e6, "p90_us": _quantile(times, 0.9) * 1e6,
+    return {"p50_us": statistics.median(times) * 1e6, "p90_us": quantile(sorted(times), 0.9) * 1e6,
             "min_us": min(times) * 1e6, "cpu_p50_us": statistics.median(cpus) * 1e6,
             "runs": len(times)}, result
 
@@ -186,7 +175,7 @@ def _generate(rows: int, seed: int, progress: bool) -> tuple[list[list], dict[st
     t_min = t_max = None
     raw = 0
     it = telecom_rows(rows, seed)
-    with _bar(progress, rows, "generate") as bar:
+    with progress_bar(progress, rows, "generate") as bar:
         while True:
             chunk = list(islice(it, GEN_CHUNK))
             if not chunk:
@@ -260,7 +249,7 @@ def _load_table(db: Any, table: str, chunks: list[list], indexes: bool, progress
     elapsed = cpu = 0.0
     gc.collect()
     total = sum(map(len, chunks))
-    with _bar(progress, total, desc) as bar:
+    with progress_bar(progress, total, desc) as bar:
         for chunk in chunks:
             t0, c0 = clock(), time.process_time()
             for k, d in chunk:
@@ -343,14 +332,6 @@ def _hibase_build_range_index(path: str, progress: bool) -> dict[str, Any]:
 
 # -- SQLite -------------------------------------------------------------------------------------
 
-def _sqlite_open(path: str) -> sqlite3.Connection:
-    con = sqlite3.connect(path, isolation_level=None, cached_statements=256)
-    con.execute("PRAGMA journal_mode=WAL")
-    con.execute("PRAGMA synchronous=NORMAL")
-    con.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
-    return con
-
-
 def _sqlite_index_sql(name: str, cols: list[str]) -> str:
     return (f"CREATE INDEX {name} ON {TABLE} "
             f"({', '.join(c.split(':', 1)[1] for c in cols)})")
@@ -358,7 +339,7 @@ def _sqlite_index_sql(name: str, cols: list[str]) -> str:
 
 def _sqlite_load(path: str, chunks: list[list], indexes: bool, progress: bool
                  ) -> dict[str, Any]:
-    con = _sqlite_open(path)
+    con = sqlite_open(path)
     types = {c: ("INTEGER" if i in _INT_COLS else "TEXT") for i, c in enumerate(SQL_COLS)}
     con.execute(f"CREATE TABLE {TABLE} (k BLOB PRIMARY KEY, "
                 f"{', '.join(f'{c} {t}' for c, t in types.items())}) WITHOUT ROWID")
@@ -371,7 +352,7 @@ def _sqlite_load(path: str, chunks: list[list], indexes: bool, progress: bool
     elapsed = 0.0
     gc.collect()
     total = sum(map(len, chunks))
-    with _bar(progress, total, "sqlite load" + (" +3 indexes" if indexes else "")) as bar:
+    with progress_bar(progress, total, "sqlite load" + (" +3 indexes" if indexes else "")) as bar:
         for chunk in chunks:
             t0 = clock()
             for i in range(0, len(chunk), SQLITE_TXN_ROWS):
@@ -390,7 +371,7 @@ def _sqlite_load(path: str, chunks: list[list], indexes: bool, progress: bool
 
 
 def _sqlite_build_range_index(path: str) -> dict[str, Any]:
-    con = _sqlite_open(path)
+    con = sqlite_open(path)
     try:
         t0 = time.perf_counter()
         con.execute(_sqlite_index_sql(*RANGE_INDEX))
@@ -428,7 +409,7 @@ def _measure_queries(hpath: str, spath: str, queries: list[dict], repeats: int,
     from hibase.query import engine
 
     db, cache = _connect(hpath)
-    con = _sqlite_open(spath)
+    con = sqlite_open(spath)
     table = db.table(TABLE)
     out = []
     try:

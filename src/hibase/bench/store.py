@@ -46,6 +46,7 @@ import platform
 import random
 import shutil
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time
@@ -74,7 +75,7 @@ SQL_COLS = [c.split(b":", 1)[1].decode() for c in COLUMNS]
 ROW_CHECKS = 200  # sampled keys whose hibase and SQLite rows are compared for equality
 
 
-def _quantile(sorted_values: list[float], q: float) -> float:
+def quantile(sorted_values: list[float], q: float) -> float:
     """Nearest-rank quantile of an ascending list."""
     if not sorted_values:
         return float("nan")
@@ -82,13 +83,7 @@ def _quantile(sorted_values: list[float], q: float) -> float:
     return sorted_values[i]
 
 
-def _median(values: list[float]) -> float:
-    s = sorted(values)
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
-
-
-def _bar(progress: bool, total: int, desc: str) -> tqdm:
+def progress_bar(progress: bool, total: int, desc: str) -> tqdm:
     return tqdm(total=total, desc=desc, unit="row", unit_scale=True, file=sys.stderr,
                 disable=not progress, leave=False, mininterval=0.5)
 
@@ -239,7 +234,7 @@ def _hibase_load(path: str, rows: int, seed: int, progress: bool,
     raw = 0
     gc.collect()
     cpu = 0.0
-    with _bar(progress, rows, "hibase load") as bar:
+    with progress_bar(progress, rows, "hibase load") as bar:
         for chunk in _chunks(rows, seed):
             keys.extend(k for k, _ in chunk)
             raw += sum(len(k) + sum(map(len, d.values())) for k, d in chunk)
@@ -276,7 +271,9 @@ def _hibase_load(path: str, rows: int, seed: int, progress: bool,
 
 # -- SQLite -----------------------------------------------------------------------------------
 
-def _sqlite_open(path: str) -> sqlite3.Connection:
+def sqlite_open(path: str) -> sqlite3.Connection:
+    """A SQLite connection tuned as the benchmarks compare against it: WAL, synchronous=NORMAL,
+    a page cache as large as the embedded store's block cache."""
     con = sqlite3.connect(path, isolation_level=None, cached_statements=256)
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("PRAGMA synchronous=NORMAL")
@@ -293,7 +290,7 @@ def _sqlite_files(path: str) -> dict[str, int]:
 
 
 def _sqlite_load(path: str, rows: int, seed: int, progress: bool) -> dict[str, Any]:
-    con = _sqlite_open(path)
+    con = sqlite_open(path)
     cols = ", ".join(f"{c} BLOB" for c in SQL_COLS)
     con.execute(f"CREATE TABLE {TABLE} (k BLOB PRIMARY KEY, {cols}) WITHOUT ROWID")
     insert = (f"INSERT INTO {TABLE} (k, {', '.join(SQL_COLS)}) "
@@ -304,7 +301,7 @@ def _sqlite_load(path: str, rows: int, seed: int, progress: bool) -> dict[str, A
     loaded = 0
     gc.collect()
     cpu = 0.0
-    with _bar(progress, rows, "sqlite load") as bar:
+    with progress_bar(progress, rows, "sqlite load") as bar:
         for chunk in _chunks(rows, seed):
             t0, c0 = clock(), time.process_time()
             for i in range(0, len(chunk), SQLITE_TXN_ROWS):
@@ -387,7 +384,7 @@ def _point_reads(get: Callable[[bytes], dict], keys: list[bytes], warm: list[byt
     gc.collect()
     io0 = _disk_reads()
     c0 = time.process_time()
-    with _bar(progress, len(keys), f"{name} row()") as bar:
+    with progress_bar(progress, len(keys), f"{name} row()") as bar:
         step = max(1, len(keys) // 50)
         for i in range(0, len(keys), step):
             for k in keys[i:i + step]:
@@ -401,7 +398,7 @@ def _point_reads(get: Callable[[bytes], dict], keys: list[bytes], warm: list[byt
     io1 = _disk_reads()
     lat.sort()
     us = 1e6
-    return {"row_p50_us": _quantile(lat, 0.50) * us, "row_p99_us": _quantile(lat, 0.99) * us,
+    return {"row_p50_us": quantile(lat, 0.50) * us, "row_p99_us": quantile(lat, 0.99) * us,
             "row_mean_us": sum(lat) / len(lat) * us, "row_min_us": lat[0] * us,
             "row_cpu_us_per_read": cpu / len(lat) * us, "row_missing": missing,
             "row_disk_read_bytes": None if io0 is None else io1 - io0}  # type: ignore[operator]
@@ -418,7 +415,7 @@ def _multi_gets(get_many: Callable[[list[bytes]], list], key_sets: list[list[byt
         t0 = clock()
         got = len(get_many(ks))
         times.append(clock() - t0)
-    return _median(times), got
+    return statistics.median(times), got
 
 
 def _scan(it_factory: Callable[[], Iterator], rows: int, progress: bool, name: str
@@ -427,7 +424,7 @@ def _scan(it_factory: Callable[[], Iterator], rows: int, progress: bool, name: s
     n = 0
     gc.collect()
     io0 = _disk_reads()
-    with _bar(progress, rows, f"{name} scan") as bar:
+    with progress_bar(progress, rows, f"{name} scan") as bar:
         t0, c0 = clock(), time.process_time()
         it = it_factory()
         while True:
@@ -481,7 +478,7 @@ def run(rows: int = 100_000, workdir: str | None = None, seed: int = 0, reads: i
         _read_files(hpath)
         _read_files(spath)
         db, table = _hibase_open(hpath)
-        con = _sqlite_open(spath)
+        con = sqlite_open(spath)
         sq = _SqliteReader(con)
         try:
             # same answers from both stores
