@@ -173,14 +173,18 @@ def split_rewrite(store, specs: dict[bytes, IndexSpec], table: str, parent, righ
         spec = specs.get(rest[:2])
         if spec is not None and rest not in moved:
             tally(right_counts, rest, spec.entry_row(rest))
-    for prefix, counts in ((p, left), (pr, right_counts)):
-        for key, _ in store.kv_scan(val, prefix, _prefix_stop(prefix)):
-            vkey = key[len(prefix):]
-            if vkey[:2] in specs and vkey not in counts.get(vkey[:2], {}):
-                delete(val, key)
+    for prefix, counts in ((p, left), (pr, right_counts)):  # write only the counts that change
+        stored = {}
+        for key, raw in store.kv_scan(val, prefix, _prefix_stop(prefix)):
+            if key[len(prefix):len(prefix) + 2] in specs:
+                stored[key[len(prefix):]] = raw
         for by_value in counts.values():
             for vkey, n in by_value.items():
-                put(val, prefix + vkey, _COUNT.pack(n))
+                packed = _COUNT.pack(n)
+                if stored.pop(vkey, None) != packed:
+                    put(val, prefix + vkey, packed)
+        for vkey in stored:  # values with no row left in this daughter
+            delete(val, prefix + vkey)
     return left, right_counts
 
 
