@@ -67,8 +67,8 @@ class IndexManager:
     def _follow_splits(self, table: str, specs: list[IndexSpec], force: bool = False) -> None:
         """Stores that split regions without telling (HBase) are asked to catch up before
         local rows are computed, built or read: their split listeners then run (_on_split)."""
-        follow = getattr(self.store, "follow_splits", None)
-        if follow is not None and not self.store.read_only and any(s.local for s in specs):
+        follow = getattr(self.store, "follow_splits", None)  # a read-only store follows nothing
+        if follow is not None and any(s.local for s in specs):
             follow(table, force)
 
     def write(self, mutations: list[Mutation]) -> list[Change]:

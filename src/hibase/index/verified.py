@@ -13,11 +13,11 @@ from __future__ import annotations
 from ..store import cells as C
 from . import local
 from .maintain import raw_values
-from .spec import IndexSpec
+from .spec import IndexSpec, index_table
 
 __all__ = ["IndexHooks"]
 
-_GLOBAL, _LOCAL = "__idx__", "__lidx__"
+_GLOBAL, _LOCAL = index_table(""), local.local_table("")  # the tables' name prefixes
 
 
 def _split_name(name: str) -> tuple[str, bool] | None:

@@ -15,17 +15,18 @@ Layout in HBase:
   follows HBase's splits (hbase_layout.py).
 
 Write consistency across tables (Phoenix's strongly consistent global indexes, PHOENIX-5156):
-index rows (global and local) and the data row are separate RPCs here, so
-`commit(prepared, kv_writes)` runs three phases: (1) every touched index entry is written *unverified* (new entries, and old ones
-about to go) with its user rowkey, value counts that grow are written; (2) the data mutations;
-(3) new entries are rewritten *verified* with their covered values, old ones deleted, counts
-that reach zero removed. A stored index value is `0x01 + covered values` (verified) or
-`0x00 + msgpack([rowkey])` (unverified). Readers (kv_scan / kv_get of an index table) hand every
-unverified entry to the index layer's resolver, which re-reads the data row: the entry is used
-(with covered values from the data row) if the row still produces it, skipped otherwise. Readers
-never repair (a repair racing a live writer could undo its phase 3); `verify_index(repair=True)`
-sees the raw entries (`raw_index()`) and rewrites or deletes leftovers. `fail_after = "index"`
-or `"data"` raises after that phase (tests kill a writer between steps with it).
+index rows (global and local) and the data row are separate RPCs here, so `commit(prepared,
+kv_writes)` runs three phases: (1) every touched index entry is written *unverified* (new
+entries, and old ones about to go) with its user rowkey, value counts that grow are written; (2)
+the data mutations; (3) new entries are rewritten *verified* with their covered values, old ones
+deleted, counts that reach zero removed. A stored index value is `0x01 + covered values`
+(verified) or `0x00 + msgpack([rowkey])` (unverified). Readers (kv_scan / kv_get of an index
+table) hand every unverified entry to the index layer's resolver, which re-reads the data row:
+the entry is used (with covered values from the data row) if the row still produces it, skipped
+otherwise. Readers never repair (a repair racing a live writer could undo its phase 3);
+`verify_index(repair=True)` sees the raw entries (`raw_index()`) and rewrites or deletes
+leftovers. `fail_after = "index"` or `"data"` raises after that phase (tests kill a writer
+between steps with it).
 
 What Thrift1 cannot do, and how this backend copes:
 - no region split call and no split notification: `split()` raises BackendError; HBase's own
@@ -104,6 +105,10 @@ def parse_url(url: str) -> dict:
             "retries": retries, "region_check_ms": region_check_ms}
 
 
+def _start(region: Region) -> bytes:
+    return region.start
+
+
 class _HTable:
     """An open table: schema, families (`fams`, keyed like the embedded store's) and regions
     (asked from HBase on use)."""
@@ -119,7 +124,7 @@ class _HTable:
 
     def region_of(self, row: bytes) -> Region:
         regions = self.regions
-        i = bisect.bisect_right([r.start for r in regions], row) - 1
+        i = bisect.bisect_right(regions, row, key=_start) - 1
         if i < 0:
             raise errors.BackendError(f"no region of {self.schema.name!r} holds {row!r}")
         return regions[i]

@@ -17,11 +17,12 @@ embedded store. Their writes cannot be one atomic batch here, so they go out in 
 Between 2 and 3 readers drop entries whose rowkey lies outside the region they scan
 (index/local.py), so no row is seen twice. A reader still on the old layout when 3 deletes the
 parent's copies would miss rows, so local scans on this backend compare the stored layout
-(``layout_token``, one get) before and after reading and read again when it changed. A client that dies between steps leaves the
-marker: the next ``follow`` (of any client) runs that split again, and the listeners' rewrite
-is idempotent (tests stop a split with the store's ``fail_after = "split-copy"`` or
-``"split-switch"``). Region merges are not followed: the layout keeps the finer partition, which is
-still exact (the merged region's rows sit under two prefixes, each read with its own range).
+(``layout_token``, one get) before and after reading and read again when it changed. A client
+that dies between steps leaves the marker: the next ``follow`` (of any client) runs that split
+again, and the listeners' rewrite is idempotent (tests stop a split with the store's
+``fail_after = "split-copy"`` or ``"split-switch"``). Region merges are not followed: the layout
+keeps the finer partition, which is still exact (the merged region's rows sit under two
+prefixes, each read with its own range).
 """
 
 from __future__ import annotations
