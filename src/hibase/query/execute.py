@@ -106,7 +106,6 @@ def _fetch_columns(plan: Plan, step_residual_cols: set[bytes]) -> list[bytes] | 
 def _run_step(indexer, table: str, plan: Plan, step: Step, types) -> Iterator[tuple[bytes, dict]]:
     store = indexer.store
     node = And(tuple(step.residual)) if step.residual else None
-    cols_needed = {a.column.name for a in step.residual}
     if isinstance(step.path, RowRange):
         for row, got in store.scan_latest(table, step.path.start, step.path.stop):
             cells = {c: tv[1] for c, tv in got.items()}
@@ -120,7 +119,11 @@ def _run_step(indexer, table: str, plan: Plan, step: Step, types) -> Iterator[tu
             if node is None or matches(node, row, covered or {}, types):
                 yield row, _project(covered or {}, plan.columns)
         return
-    fetch_cols = _fetch_columns(plan, cols_needed)
+    # A fetched row is read after its index entry: a write in between can move it out of the
+    # condition. The whole conjunct, not just the residual, is checked on the cells returned,
+    # so every row returned satisfies the query against the data returned with it.
+    node = And(tuple(step.conjunct)) if step.conjunct else None
+    fetch_cols = _fetch_columns(plan, {a.column.name for a in step.conjunct})
     read_many = store.read_latest_many
     batch: list[bytes] = []
 
