@@ -1,4 +1,4 @@
-"""`hibase index ...`, `hibase query`, the bench group's wiring and the extension hook, through
+"""`hibase index ...`, `hibase query`, the bench group's wiring and the command tree, through
 click's CliRunner; and the library's full_scan option they rely on. Commands on a store run on
 both backends: the command line takes a thrift:// URL where it takes a folder."""
 
@@ -7,13 +7,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sys
-import types
 
 import pytest
 from click.testing import CliRunner
 
-from hibase import cli as cli_module
 from hibase.cli import cli
 from hibase.index.spec import index_table
 
@@ -237,37 +234,39 @@ def test_bench_store_runs_at_tiny_size(tmp_path):
     assert json.loads(dest.read_text())["rows"] == 200
 
 
-def test_missing_bench_module_is_one_line(monkeypatch):
-    from hibase import cli_bench
+# -- the command tree ---------------------------------------------------------------------------
 
-    def import_module(name):
-        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-
-    monkeypatch.setattr(cli_bench.importlib, "import_module", import_module)
-    assert "not available" in error("bench", "query", "--rows", "10")
-
-
-# -- extension hook -----------------------------------------------------------------------------
-
-def test_extensions_register_and_missing_ones_are_skipped(monkeypatch):
-    seen = []
-    fake = types.ModuleType("hibase.cli_fake_ext")
-    fake.register = lambda group: seen.append(group)  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "hibase.cli_fake_ext", fake)
-    monkeypatch.setattr(cli_module, "EXTENSIONS", ("cli_not_there", "cli_fake_ext"))
-    cli_module._register_extensions()
-    assert seen == [cli]
+def _walk(group, path=()):
+    for name, command in sorted(group.commands.items()):
+        yield path + (name,), command
+        if hasattr(command, "commands"):
+            yield from _walk(command, path + (name,))
 
 
-def test_extension_with_a_broken_import_fails_loudly(monkeypatch):
-    monkeypatch.setattr(cli_module, "EXTENSIONS", ("cli_broken_ext",))
+def test_every_command_has_help_with_an_example():
+    """Every command and subcommand answers --help (exit 0) and shows an Example block."""
+    paths = [p for p, _ in _walk(cli)]
+    assert ("bench", "cache") in paths and ("index", "create") in paths and ("serve",) in paths
+    for path, _ in _walk(cli):
+        result = CliRunner().invoke(cli, [*path, "--help"])
+        assert result.exit_code == 0, (path, result.output)
+        assert "Example" in result.output, path
 
-    def import_module(name):  # the module exists but a dependency of it is missing
-        raise ModuleNotFoundError("No module named 'redis'", name="redis")
 
-    monkeypatch.setattr("importlib.import_module", import_module)
-    with pytest.raises(ModuleNotFoundError):
-        cli_module._register_extensions()
+def test_cli_package_modules_do_not_import_each_other_in_a_circle():
+    """The command modules import only `base` from the package (no module imports back up)."""
+    import ast
+    import pathlib
+
+    import hibase.cli
+    folder = pathlib.Path(hibase.cli.__file__).parent
+    for path in folder.glob("*.py"):
+        if path.name == "__init__.py":
+            continue
+        tree = ast.parse(path.read_text())
+        siblings = {n.module for n in ast.walk(tree)
+                    if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
+        assert siblings <= {"base"}, (path.name, siblings)
 
 
 # -- the library option the demo and `query --full-scan` use --------------------------------------

@@ -1,14 +1,10 @@
-"""`hibase serve`: run a front end over a store folder (for now HBase's Thrift1 gateway).
-
-Registered on the main group by hibase.cli (`register(cli)`); kept free of imports from
-hibase.cli so that either module can be imported first.
-"""
+"""`hibase serve`: run a front end over a store folder (for now HBase's Thrift1 gateway)."""
 
 from __future__ import annotations
 
 import click
 
-__all__ = ["register", "serve_command"]
+__all__ = ["serve_command"]
 
 
 @click.command("serve")
@@ -49,7 +45,7 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, framed: bool, co
     """
     if not thrift:
         raise click.UsageError("choose a front end: --thrift (HBase's Thrift1 interface)")
-    from .thrift import ThriftServer, serve
+    from ..server.thrift import ThriftServer, serve
 
     transport = "framed" if framed else "buffered"
     protocol = "compact" if compact else "binary"
@@ -66,8 +62,3 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, framed: bool, co
     except KeyboardInterrupt:  # pragma: no cover - serve() turns SIGINT into a clean stop
         pass
     click.echo("Stopped; store closed.", err=True)
-
-
-def register(cli_group: click.Group) -> None:
-    """Add `serve` to the hibase command group."""
-    cli_group.add_command(serve_command)

@@ -1,238 +1,25 @@
-"""The `hibase` command line: a thin click layer over the Python API.
-
-Other modules add commands to the same group and reuse the shared pieces:
-
-    from hibase.cli import cli, store_argument, table_argument, output_options, open_store, emit
-
-    @cli.command()
-    @store_argument
-    @output_options
-    def mycommand(dir, fmt):
-        '''What it does.
-
-        Example:
-
-        \\b
-            hibase mycommand data/
-        '''
-        db = open_store(dir, read_only=True)      # closed when the command ends
-        emit(fmt, ["name"], [("x",)])
-
-A module that defines commands this way must be imported before `main()` runs (see the end of
-this file). Subgroups (`@cli.group()`, e.g. `hibase index create`) are HibaseGroups too. Any
-hibase.errors.HibaseError raised by a command becomes `Error: <message>` on stderr with exit code
-1 (HibaseGroup.invoke), never a traceback.
-"""
+"""Store commands: tables, create-table, drop-table, put, get, scan, load, regions, split."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import os
 import re
 import sys
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Iterator
 
 import click
 from tqdm import tqdm
 
-from . import __version__, errors
-from .client import Connection, Table, connect
-from .load import FORMATS, LoadError, cell_to_text, load_file, text_to_cell
-from .store.schema import FamilyOptions
-
-__all__ = ["cli", "main", "HibaseGroup", "store_argument", "table_argument", "output_options",
-           "columns_option", "open_store", "emit", "show_bytes", "parse_bytes"]
-
-BYTES_HELP = """Rowkeys, column names and values are bytes. They print as UTF-8 text, except that a
-byte that is not part of valid UTF-8 or is a control character prints as \\xNN (\\t, \\n, \\r
-for those three) and a backslash prints as \\\\, the same in --table, --json and --csv output,
-so each printed string stands for exactly one byte string. Arguments that name rows, columns or
-values (ROW, --start, --stop, --prefix, --columns, COL=VALUE, --row) accept the same escapes.
-Cells of columns declared binary (e.g. 'long binary') are read and written as their text (42)."""
-
-
-# -- bytes on the command line -------------------------------------------------------------------
-
-_NEEDS_ESCAPE = re.compile("[\x00-\x1f\x7f\\\\\udc80-\udcff]")
-_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\\": "\\\\"}
-_UNESCAPE = re.compile(rb"\\(x[0-9a-fA-F]{2}|[\\ntr])")
-_UNNAMED = {b"\\": b"\\", b"n": b"\n", b"t": b"\t", b"r": b"\r"}
-
-
-def _escape_char(m: re.Match) -> str:
-    c = m.group()
-    if c in _NAMED:
-        return _NAMED[c]
-    code = ord(c)
-    return f"\\x{code - 0xDC00 if code >= 0xDC80 else code:02x}"
-
-
-def show_bytes(b: bytes) -> str:
-    """Bytes as printable text: UTF-8, with \\xNN for undecodable bytes and control characters,
-    \\t \\n \\r, and \\\\ for a backslash (the inverse of parse_bytes)."""
-    text = b.decode("utf-8", "surrogateescape")
-    return _NEEDS_ESCAPE.sub(_escape_char, text) if _NEEDS_ESCAPE.search(text) else text
-
-
-def parse_bytes(text: str) -> bytes:
-    """A command-line string as bytes: UTF-8, with \\xNN, \\t, \\n, \\r and \\\\ unescaped
-    (any other backslash is kept as is)."""
-    raw = text.encode("utf-8", "surrogateescape")
-    if b"\\" not in raw:
-        return raw
-    return _UNESCAPE.sub(lambda m: (bytes([int(m.group(1)[1:], 16)]) if m.group(1)[:1] == b"x"
-                                    else _UNNAMED[m.group(1)]), raw)
-
-
-# -- the group, errors, shared decorators ----------------------------------------------------
-
-class HibaseGroup(click.Group):
-    """A click group that turns library errors into `Error: ...` and exit code 1."""
-
-    group_class = type  # subgroups made with @cli.group() are HibaseGroups as well
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except errors.HibaseError as exc:
-            raise click.ClickException(_one_line(exc)) from None
-        except BrokenPipeError:
-            raise
-        except OSError as exc:  # a file that cannot be read, a full disk...
-            raise click.ClickException(_one_line(exc)) from None
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split("\n")).strip()
-    return text or type(exc).__name__
-
-
-@click.group(cls=HibaseGroup, help=f"""hibase: HBase-style tables (column families, versioned
-cells, regions) in a folder, on RocksDB.
-
-Every command takes the store folder DIR first; `hibase COMMAND --help` explains each one.
-
-{BYTES_HELP}
-
-Example:
-
-\b
-    hibase create-table data/ flights -f f -c f:delay=double
-    hibase put data/ flights k1 f:dest=IAH f:delay=12.5
-    hibase scan data/ flights --prefix k --json
-""")
-@click.version_option(__version__, prog_name="hibase")
-def cli() -> None:
-    pass
-
-
-def main(argv: Sequence[str] | None = None) -> Any:
-    """The console script: `hibase ...` and `python -m hibase ...`."""
-    try:
-        return cli.main(args=argv, prog_name="hibase")
-    except BrokenPipeError:  # `hibase scan ... | head`: stop quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(1)
-
-
-def store_argument(f: Callable) -> Callable:
-    """The store folder, every command's first argument (as `dir`)."""
-    return click.argument("dir", metavar="DIR", type=click.Path(file_okay=False))(f)
-
-
-def table_argument(f: Callable) -> Callable:
-    """A table name (as `table`)."""
-    return click.argument("table", metavar="TABLE")(f)
-
-
-def output_options(f: Callable) -> Callable:
-    """--table (the default) / --json / --csv, passed as `fmt` ("table", "json", "csv")."""
-    for flag, help_ in reversed([
-            ("table", "Print an aligned text table (the default)."),
-            ("json", "Print JSON lines, one object per row."),
-            ("csv", "Print CSV with a header row.")]):
-        f = click.option(f"--{flag}", "fmt", flag_value=flag, default=(flag == "table"),
-                         help=help_)(f)
-    return f
-
-
-def columns_option(f: Callable) -> Callable:
-    """--columns / -c, repeatable or comma-separated, passed as `columns` (list of bytes or
-    None)."""
-    def convert(ctx: click.Context, param: click.Parameter, value: tuple) -> list[bytes] | None:
-        cols = [parse_bytes(c) for v in value for c in v.split(",") if c]
-        return cols or None
-    return click.option("--columns", "-c", multiple=True, callback=convert, metavar="COLS",
-                        help="Only these columns: 'family' or 'family:qualifier', repeated "
-                             "or comma-separated.")(f)
-
-
-def open_store(path: str, *, read_only: bool = False, create: bool = False,
-               cache: str | None = None) -> Connection:
-    """Connect to the store folder for the running command; closed when the command ends.
-
-    Read-only opens work while another process writes; only commands that make tables
-    (create=True) create a missing folder, others say there is no store. `cache` is
-    connect()'s hot-cache option; by default None (no cache): an in-process cache dies with
-    the command, so it would only cost (and steer range queries to value-table walks)."""
-    db = connect(path, create=create and not read_only, read_only=read_only, cache=cache)
-    ctx = click.get_current_context(silent=True)
-    if ctx is not None:
-        ctx.call_on_close(db.close)
-    return db
-
-
-def emit(fmt: str, headers: Sequence[str], items: Iterable[Any],
-         rows: Callable[[Any], Iterable[Sequence[Any]]] | None = None,
-         obj: Callable[[Any], dict] | None = None) -> int:
-    """Print `items` as fmt ("table", "json" or "csv"); returns how many items were printed.
-
-    `rows(item)` gives the item's lines for table/CSV (default: the item itself is one line of
-    values matching `headers`); `obj(item)` its JSON object (default: each line as a dict keyed by
-    `headers`). JSON and CSV stream; the table is aligned once all items are in."""
-    to_rows = rows or (lambda item: [item])
-    n = 0
-    if fmt == "json":
-        for item in items:
-            objs = [obj(item)] if obj else [dict(zip(headers, r)) for r in to_rows(item)]
-            for o in objs:
-                click.echo(json.dumps(o, ensure_ascii=False))
-            n += 1
-        return n
-    if fmt == "csv":
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(headers)
-        for item in items:
-            for r in to_rows(item):
-                writer.writerow(r)
-            n += 1
-            click.echo(buf.getvalue(), nl=False)
-            buf.seek(0)
-            buf.truncate()
-        click.echo(buf.getvalue(), nl=False)
-        return n
-    lines = [list(map(str, headers))]
-    for item in items:
-        lines.extend([["" if v is None else str(v) for v in r] for r in to_rows(item)])
-        n += 1
-    widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
-    lines.insert(1, ["-" * w for w in widths])
-    for line in lines:
-        click.echo("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip())
-    return n
-
-
-def _note(message: str) -> None:
-    click.echo(message, err=True)
+from .. import errors
+from ..client import Connection, Table
+from ..load import FORMATS, LoadError, load_file, text_to_cell
+from ..store.schema import FamilyOptions
+from .base import (cell_text, columns_option, emit, note, open_store, output_options,
+                   parse_bytes, show_bytes, store_argument, table_argument)
 
 
 # -- tables ------------------------------------------------------------------------------------
 
-@cli.command()
+@click.command()
 @store_argument
 @output_options
 def tables(dir: str, fmt: str) -> None:
@@ -309,7 +96,7 @@ def _parse_size(ctx: click.Context, param: click.Parameter, value: str | None) -
     return int(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " ")
 
 
-@cli.command("create-table")
+@click.command("create-table")
 @store_argument
 @table_argument
 @click.option("--family", "-f", "families", multiple=True, required=True,
@@ -336,10 +123,10 @@ def create_table(dir: str, table: str, families: dict, columns: dict,
     """
     db = open_store(dir, create=True)
     db.create_table(table, families, columns=columns or None, split_size=split_size)
-    _note(f"Created table {table!r} (families: {', '.join(families)}).")
+    note(f"Created table {table!r} (families: {', '.join(families)}).")
 
 
-@cli.command("drop-table")
+@click.command("drop-table")
 @store_argument
 @table_argument
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
@@ -356,16 +143,12 @@ def drop_table(dir: str, table: str, yes: bool) -> None:
     if not yes:
         click.confirm(f"Drop table {table!r} and all its data?", abort=True, err=True)
     db.delete_table(table, disable=True)
-    _note(f"Dropped table {table!r}.")
+    note(f"Dropped table {table!r}.")
 
 
 # -- put / get / scan --------------------------------------------------------------------------
 
-def _cell_text(t: Table, column: bytes, value: bytes) -> str:
-    return show_bytes(cell_to_text(t.schema.columns.get(column), value))
-
-
-@cli.command()
+@click.command()
 @store_argument
 @table_argument
 @click.argument("row")
@@ -403,15 +186,15 @@ def put(dir: str, table: str, row: str, cells: tuple, timestamp: int | None) -> 
 
 def _row_json(t: Table, row: bytes, data: dict) -> dict:
     return {"row": show_bytes(row),
-            "columns": {show_bytes(c): _cell_text(t, c, v) for c, v in sorted(data.items())}}
+            "columns": {show_bytes(c): cell_text(t, c, v) for c, v in sorted(data.items())}}
 
 
 def _row_lines(t: Table, row: bytes, data: dict) -> list:
     r = show_bytes(row)
-    return [[r, show_bytes(c), _cell_text(t, c, v)] for c, v in sorted(data.items())]
+    return [[r, show_bytes(c), cell_text(t, c, v)] for c, v in sorted(data.items())]
 
 
-@cli.command()
+@click.command()
 @store_argument
 @table_argument
 @click.argument("row")
@@ -445,14 +228,14 @@ def get(dir: str, table: str, row: str, columns: list | None, versions: int | No
     cells = {c: t.cells(key, c, versions=versions, include_timestamp=True) for c in sorted(data)}
     r = show_bytes(key)
     emit(fmt, ["row", "column", "timestamp", "value"], items,
-         lambda it: [[r, show_bytes(c), ts, _cell_text(t, c, v)]
+         lambda it: [[r, show_bytes(c), ts, cell_text(t, c, v)]
                      for c, vs in cells.items() for v, ts in vs],
          lambda it: {"row": r, "columns": {
-             show_bytes(c): [{"timestamp": ts, "value": _cell_text(t, c, v)} for v, ts in vs]
+             show_bytes(c): [{"timestamp": ts, "value": cell_text(t, c, v)} for v, ts in vs]
              for c, vs in cells.items()}})
 
 
-@cli.command()
+@click.command()
 @store_argument
 @table_argument
 @click.option("--start", help="First rowkey (inclusive).")
@@ -491,7 +274,7 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
 
 # -- load --------------------------------------------------------------------------------------
 
-@cli.command()
+@click.command()
 @store_argument
 @table_argument
 @click.argument("file", type=click.Path(dir_okay=False, exists=True, allow_dash=True))
@@ -555,7 +338,7 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
         if not fams:
             raise click.UsageError("--create needs --family or --map to know the families")
         db.create_table(table, {f: {} for f in sorted(fams)})
-        _note(f"Created table {table!r} (families: {', '.join(sorted(fams))}).")
+        note(f"Created table {table!r} (families: {', '.join(sorted(fams))}).")
 
     def reject(line: int, message: str) -> None:
         tqdm.write(f"line {line}: {message}", file=sys.stderr)
@@ -580,7 +363,7 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
             for bar in bars.values():
                 bar.close()
             if names:
-                _note(f"Rebuilt {len(names)} index(es): {', '.join(names)}.")
+                note(f"Rebuilt {len(names)} index(es): {', '.join(names)}.")
         else:
             stats = run()
     except LoadError as exc:
@@ -593,7 +376,7 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
 def _summary(stats: dict, stopped: bool = False) -> None:
     empty = f", {stats['empty']} without values" if stats.get("empty") else ""
     end = " (stopped at the bad row)" if stopped else ""
-    _note(f"Rows loaded: {stats['rows']}, rejected: {stats['rejected']}{empty}, "
+    note(f"Rows loaded: {stats['rows']}, rejected: {stats['rejected']}{empty}, "
           f"{stats['seconds']:.2f} s, {stats['rows_per_second']:.0f} rows/s{end}")
 
 
@@ -606,7 +389,7 @@ def _region_items(db: Connection, t: Table) -> Iterator[tuple]:
                show_bytes(info["name"]), size)
 
 
-@cli.command()
+@click.command()
 @store_argument
 @table_argument
 @output_options
@@ -624,7 +407,7 @@ def regions(dir: str, table: str, fmt: str) -> None:
     emit(fmt, ["start_key", "end_key", "id", "name", "size"], _region_items(db, db.table(table)))
 
 
-@cli.command()
+@click.command()
 @store_argument
 @table_argument
 @click.option("--row", metavar="ROW",
@@ -644,35 +427,7 @@ def split(dir: str, table: str, row: str | None) -> None:
     done = db.split(table, None if row is None else parse_bytes(row))
     n = len(t.regions())
     if done:
-        _note(f"Split {table!r}: {n} regions now.")
+        note(f"Split {table!r}: {n} regions now.")
     else:
-        _note(f"No region of {table!r} was split ({n} regions): the row is already a region "
+        note(f"No region of {table!r} was split ({n} regions): the row is already a region "
               "start, or no region has two rows to split between.")
-
-
-# -- commands defined in other modules ---------------------------------------------------------
-# The package's own command modules define their commands on import (with @cli.command() or on
-# a group of theirs). Imported last: they import the shared pieces above.
-from . import cli_bench, cli_query  # noqa: E402, F401  (index, query; demo, bench)
-
-# Extensions: a module listed here defines `register(cli)`, which adds its commands to `cli`
-# or to the bench group (`cli_bench.bench`, i.e. `cli.commands["bench"]`), e.g. `hibase bench
-# cache`, `hibase bench local`, `hibase cache-node`. A module that does not exist (yet) is
-# skipped; any other ImportError inside it is a bug and surfaces.
-EXTENSIONS = ("cli_cache", "server.cli", "cli_local")
-
-
-def _register_extensions() -> None:
-    import importlib
-    for name in EXTENSIONS:
-        full = f"{__package__}.{name}"
-        try:
-            module = importlib.import_module(full)
-        except ModuleNotFoundError as exc:
-            if exc.name != full:
-                raise
-            continue
-        module.register(cli)
-
-
-_register_extensions()

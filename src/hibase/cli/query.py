@@ -11,11 +11,11 @@ from typing import Any, Callable, Iterator
 import click
 from tqdm import tqdm
 
-from .cli import (_cell_text, _note, cli, emit, open_store, output_options, show_bytes,
-                  store_argument, table_argument)
-from .client import Connection, Table, connect
-from .query import engine
-from .query.ast import ROWKEY
+from ..client import Connection, Table, connect
+from ..query import engine
+from ..query.ast import ROWKEY
+from .base import (HibaseGroup, cell_text, emit, note, open_store, output_options, show_bytes,
+                   store_argument, table_argument)
 
 __all__ = ["index", "query"]
 
@@ -48,7 +48,7 @@ def _spec_line(d: dict) -> str:
 
 # -- hibase index ------------------------------------------------------------------------------
 
-@cli.group()
+@click.group(cls=HibaseGroup)
 def index() -> None:
     """Global secondary indexes: create, list, drop, build, verify.
 
@@ -112,7 +112,7 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
     finally:
         close()
     kind = "local index" if spec.get("local") else "index"
-    _note(f"Created {kind} {name!r} on {table!r} ({_spec_line(spec)}), built over {regions} "
+    note(f"Created {kind} {name!r} on {table!r} ({_spec_line(spec)}), built over {regions} "
           f"region(s) in {time.perf_counter() - t0:.2f} s.")
 
 
@@ -140,7 +140,7 @@ def index_build(dir: str, table: str, name: str, processes: int | None, progress
         stats = db.build_index(table, name, processes=processes, progress=bar)
     finally:
         close()
-    _note(f"Built index {name!r} on {table!r}: {stats['rows_indexed']} row(s) indexed, "
+    note(f"Built index {name!r} on {table!r}: {stats['rows_indexed']} row(s) indexed, "
           f"{stats['values']} distinct value(s), {stats['regions']} region(s), "
           f"{time.perf_counter() - t0:.2f} s.")
 
@@ -189,7 +189,7 @@ def index_drop(dir: str, table: str, name: str) -> None:
     """
     db = open_store(dir)
     db.drop_index(table, name)
-    _note(f"Dropped index {name!r} on {table!r}.")
+    note(f"Dropped index {name!r} on {table!r}.")
 
 
 def _verify_lines(r: dict) -> list[str]:
@@ -262,7 +262,7 @@ def _headers(select: Any, rows: list) -> list[bytes]:
     return sorted({c for _, data in rows for c in data})
 
 
-@cli.command()
+@click.command()
 @store_argument
 @click.argument("statement", metavar='"SELECT ..."')
 @click.option("--explain", is_flag=True, help="Print the plan instead of running the query "
@@ -325,9 +325,9 @@ def query(dir: str, statement: str, explain: bool, full_scan: bool, range_method
     assert isinstance(rows, list)
     cols = _headers(select, rows)
     emit(fmt, ["row"] + [show_bytes(c) for c in cols], rows,
-         lambda it: [[show_bytes(it[0])] + [_cell_text(t, c, it[1][c]) if c in it[1] else None
+         lambda it: [[show_bytes(it[0])] + [cell_text(t, c, it[1][c]) if c in it[1] else None
                                             for c in cols]],
          lambda it: {"row": show_bytes(it[0]),
-                     "columns": {show_bytes(c): _cell_text(t, c, v)
+                     "columns": {show_bytes(c): cell_text(t, c, v)
                                  for c, v in sorted(it[1].items())}})
-    _note(f"{len(rows)} row(s) in {elapsed * 1e3:.1f} ms")
+    note(f"{len(rows)} row(s) in {elapsed * 1e3:.1f} ms")

@@ -1,31 +1,26 @@
 """`hibase demo` and the `hibase bench ...` group: each benchmark prints a short human summary,
 or its whole JSON report with --json (and into a file with --output FILE).
 
-Other modules add benchmarks to the same group::
-
-    from hibase.cli_bench import bench, bench_options, finish_bench
-
-    @bench.command("mine")
-    @bench_options
-    def bench_mine(as_json, output, progress): ...
+A benchmark is a command on the `bench` group below, with the shared `bench_options`
+(--json, --output FILE, --progress) and `finish_bench` to print its report; the benchmark itself
+lives in hibase.bench.<name>, imported when the command runs (so `hibase --help` stays fast).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 from typing import Any, Callable
 
 import click
 
-from .cli import cli
+from .base import HibaseGroup
 
 __all__ = ["bench", "bench_options", "finish_bench", "demo"]
 
 
 # -- hibase demo -------------------------------------------------------------------------------
 
-@cli.command()
+@click.command()
 @click.option("--rows", type=click.IntRange(min=1), default=200_000, show_default=True,
               help="Telecom records to generate.")
 @click.option("--dir", "dir_", type=click.Path(file_okay=False), metavar="DIR",
@@ -55,14 +50,14 @@ def demo(rows: int, dir_: str | None, keep: bool, seed: int, repeats: int,
         hibase demo --rows 50000 --dir demo-store/
         hibase query demo-store/ "EXPLAIN SELECT * FROM telecom WHERE f.ip = '1.2.3.4'"
     """
-    from .demo import run
+    from ..demo import run
     run(rows=rows, path=dir_, keep=keep, seed=seed, repeats=repeats, progress=progress,
         echo=click.echo)
 
 
 # -- hibase bench ------------------------------------------------------------------------------
 
-@cli.group()
+@click.group(cls=HibaseGroup)
 def bench() -> None:
     """Benchmarks: the store, the split counting Bloom filter, indexed queries.
 
@@ -105,14 +100,6 @@ def finish_bench(report: dict, as_json: bool, output: str | None,
             click.echo(f"full report: {output}")
 
 
-def _bench_module(name: str) -> Any:
-    try:
-        return importlib.import_module(f"hibase.bench.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"hibase.bench.{name}":
-            raise click.ClickException(f"the {name} benchmark (hibase.bench.{name}) is not "
-                                       "available in this installation") from None
-        raise
 
 
 def _fmt(v: Any) -> str:
@@ -178,7 +165,7 @@ def bench_store(rows: int, reads: int, seed: int, workdir: str | None, as_json: 
         hibase bench store --rows 100000
         hibase bench store --rows 1000000 --json --output store-1m.json
     """
-    mod = _bench_module("store")
+    from ..bench import store as mod
     report = mod.run(rows=rows, workdir=workdir, seed=seed, reads=reads, progress=progress)
     finish_bench(report, as_json, output, _store_summary)
 
@@ -199,15 +186,16 @@ def bench_scbf(probes: int, seed: int, as_json: bool, output: str | None,
         hibase bench scbf --probes 100000
         hibase bench scbf --json --output scbf.json
     """
-    mod = _bench_module("scbf")
+    from ..bench import scbf as mod
     report = mod.run(probes=probes, seed=seed)
     finish_bench(report, as_json, output, _scbf_summary)
 
 
 def _backend_option(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    from .errors import InvalidArgument
+    from ..errors import InvalidArgument
     try:
-        return _bench_module("query_remote").check_backend(value)
+        from ..bench import query_remote
+        return query_remote.check_backend(value)
     except InvalidArgument as exc:
         raise click.BadParameter(str(exc), ctx, param) from None
 
@@ -252,12 +240,98 @@ def bench_query(backend: str, rows: int | None, repeats: int, seed: int, workdir
         hibase bench query --backend thrift://127.0.0.1:9090 --json
     """
     if backend != "embedded":
-        mod = _bench_module("query_remote")
+        from ..bench import query_remote as mod
         report = mod.run(backend, rows=rows or mod.DEFAULT_ROWS, repeats=repeats, seed=seed,
                          progress=progress, workdir=workdir)
         finish_bench(report, as_json, output, mod.summary)
         return
-    mod = _bench_module("query")
+    from ..bench import query as mod
     report = mod.run(rows=rows or 1_000_000, repeats=repeats, seed=seed, progress=progress,
                      workdir=workdir)
+    finish_bench(report, as_json, output, mod.summary)
+
+
+# -- cache and local indexes ---------------------------------------------------------------
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected numbers separated by commas, got {text!r}") from None
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected integers separated by commas, got {text!r}") from None
+
+
+@bench.command("cache")
+@click.option("--rows", type=click.IntRange(min=1), default=100_000, show_default=True,
+              help="Telecom rows in the table.")
+@click.option("--queries", type=click.IntRange(min=1), default=10_000, show_default=True,
+              help="Zipf-distributed queries (point and range).")
+@click.option("--zipf", type=click.FloatRange(min=0), default=0.99, show_default=True,
+              help="Zipf exponent of query popularity.")
+@click.option("--ratios", default="0.2,0.4,0.6,0.8", show_default=True,
+              help="Cache sizes as ratios of the records the workload touches.")
+@click.option("--backends", default="memory", show_default=True,
+              help="memory and/or redis, comma-separated (redis starts local servers).")
+@click.option("--redis-nodes", default="1,2,4", show_default=True,
+              help="Redis node counts to run with the redis backend.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the data and the queries.")
+@bench_options
+def bench_cache(rows: int, queries: int, zipf: float, ratios: str, backends: str,
+                redis_nodes: str, seed: int, as_json: bool, output: str | None,
+                progress: bool) -> None:
+    """The paper's cache experiment: hit ratio and latency of hotscore, LRU and
+    hotscore-per-record against no cache and the offline optimum (Belady), at several
+    cache ratios, with the in-process cache and with 1-4 local Redis nodes.
+
+    Example:
+
+    \b
+        hibase bench cache --rows 100000 --queries 10000
+        hibase bench cache --backends memory,redis --redis-nodes 1,2,4 --json -o cache.json
+    """
+    from ..bench import cache as mod
+
+    note = (lambda msg: click.echo(msg, err=True)) if progress else None
+    report = mod.run(rows, queries, zipf, _floats(ratios),
+                     [b.strip() for b in backends.split(",") if b.strip()],
+                     _ints(redis_nodes), seed, progress=note)
+    finish_bench(report, as_json, output, mod.summary)
+
+
+@bench.command("local")
+@click.option("--rows", type=click.IntRange(min=1), default=200_000, show_default=True,
+              help="Telecom rows loaded into each of the three tables.")
+@click.option("--regions", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Regions of each table (pre-split at rowkey quantiles).")
+@click.option("--queries", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Values queried per query type.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the generated data.")
+@click.option("--workdir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Put the temporary store under DIR.")
+@bench_options
+def bench_local(rows: int, regions: int, queries: int, seed: int, workdir: str | None,
+                as_json: bool, output: str | None, progress: bool) -> None:
+    """Local (per-region) indexes against the global index: per query type the regions
+    visited and the median latency of the global index, of the local index visiting every
+    region (hindex) and of the local index routed by split counting Bloom filters; write
+    throughput with a global and with a local index.
+
+    Example:
+
+    \b
+        hibase bench local --rows 200000 --regions 16
+        hibase bench local --rows 50000 --regions 8 --json --output local.json
+    """
+    from ..bench import local as mod
+
+    report = mod.run(rows=rows, regions=regions, queries=queries, seed=seed,
+                     workdir=workdir, progress=progress)
     finish_bench(report, as_json, output, mod.summary)

@@ -1,0 +1,32 @@
+"""The `hibase` command line: a thin click layer over the Python API.
+
+One module per command group, each defining plain click commands on top of `base` (the root
+group `cli`, `main`, and the shared arguments, output formats and error handling):
+
+    store   tables, create-table, drop-table, put, get, scan, load, regions, split
+    query   index create/build/list/drop/verify, query
+    cache   cache-node
+    serve   serve
+    bench   demo, bench store/scbf/query/cache/local
+
+To add a command or a group: define it in its module (or a new one) and add it to COMMANDS
+below; nothing is registered by name or on import.
+"""
+
+from __future__ import annotations
+
+from . import bench, cache, query, serve, store
+from .base import cli, main, parse_bytes, show_bytes
+
+__all__ = ["cli", "main", "parse_bytes", "show_bytes", "COMMANDS"]
+
+COMMANDS = (
+    store.tables, store.create_table, store.drop_table, store.put, store.get, store.scan,
+    store.load, store.regions, store.split,
+    query.index, query.query,
+    cache.cache_node,
+    serve.serve_command,
+    bench.demo, bench.bench,
+)
+for _command in COMMANDS:
+    cli.add_command(_command)

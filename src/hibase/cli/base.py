@@ -1,0 +1,236 @@
+"""The `hibase` command line's root group and the pieces every command module shares.
+
+Command modules (store, query, cache, serve, bench, ...) define plain click commands and groups
+with these helpers; `hibase.cli` (the package's __init__) adds them to `cli` in one list. A
+command looks like this:
+
+    from .base import emit, open_store, output_options, store_argument
+
+    @click.command()
+    @store_argument
+    @output_options
+    def mycommand(dir, fmt):
+        '''What it does.
+
+        Example:
+
+        \\b
+            hibase mycommand data/
+        '''
+        db = open_store(dir, read_only=True)      # closed when the command ends
+        emit(fmt, ["name"], [("x",)])
+
+Any hibase.errors.HibaseError raised by a command becomes `Error: <message>` on stderr with exit
+code 1 (HibaseGroup.invoke on the root group), never a traceback.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import sys
+from typing import Any, Callable, Iterable, Sequence
+
+import click
+
+from .. import __version__, errors
+from ..client import Connection, Table, connect
+from ..load import cell_to_text
+
+__all__ = ["cli", "main", "HibaseGroup", "store_argument", "table_argument", "output_options",
+           "columns_option", "open_store", "emit", "note", "cell_text", "show_bytes",
+           "parse_bytes"]
+
+BYTES_HELP = """Rowkeys, column names and values are bytes. They print as UTF-8 text, except that a
+byte that is not part of valid UTF-8 or is a control character prints as \\xNN (\\t, \\n, \\r
+for those three) and a backslash prints as \\\\, the same in --table, --json and --csv output,
+so each printed string stands for exactly one byte string. Arguments that name rows, columns or
+values (ROW, --start, --stop, --prefix, --columns, COL=VALUE, --row) accept the same escapes.
+Cells of columns declared binary (e.g. 'long binary') are read and written as their text (42)."""
+
+
+# -- bytes on the command line -------------------------------------------------------------------
+
+_NEEDS_ESCAPE = re.compile("[\x00-\x1f\x7f\\\\\udc80-\udcff]")
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\\": "\\\\"}
+_UNESCAPE = re.compile(rb"\\(x[0-9a-fA-F]{2}|[\\ntr])")
+_UNNAMED = {b"\\": b"\\", b"n": b"\n", b"t": b"\t", b"r": b"\r"}
+
+
+def _escape_char(m: re.Match) -> str:
+    c = m.group()
+    if c in _NAMED:
+        return _NAMED[c]
+    code = ord(c)
+    return f"\\x{code - 0xDC00 if code >= 0xDC80 else code:02x}"
+
+
+def show_bytes(b: bytes) -> str:
+    """Bytes as printable text: UTF-8, with \\xNN for undecodable bytes and control characters,
+    \\t \\n \\r, and \\\\ for a backslash (the inverse of parse_bytes)."""
+    text = b.decode("utf-8", "surrogateescape")
+    return _NEEDS_ESCAPE.sub(_escape_char, text) if _NEEDS_ESCAPE.search(text) else text
+
+
+def parse_bytes(text: str) -> bytes:
+    """A command-line string as bytes: UTF-8, with \\xNN, \\t, \\n, \\r and \\\\ unescaped
+    (any other backslash is kept as is)."""
+    raw = text.encode("utf-8", "surrogateescape")
+    if b"\\" not in raw:
+        return raw
+    return _UNESCAPE.sub(lambda m: (bytes([int(m.group(1)[1:], 16)]) if m.group(1)[:1] == b"x"
+                                    else _UNNAMED[m.group(1)]), raw)
+
+
+# -- the group, errors, shared decorators ----------------------------------------------------
+
+class HibaseGroup(click.Group):
+    """A click group that turns library errors into `Error: ...` and exit code 1."""
+
+    group_class = type  # subgroups made with @cli.group() are HibaseGroups as well
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except errors.HibaseError as exc:
+            raise click.ClickException(_one_line(exc)) from None
+        except BrokenPipeError:
+            raise
+        except OSError as exc:  # a file that cannot be read, a full disk...
+            raise click.ClickException(_one_line(exc)) from None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split("\n")).strip()
+    return text or type(exc).__name__
+
+
+@click.group(cls=HibaseGroup, help=f"""hibase: HBase-style tables (column families, versioned
+cells, regions) in a folder, on RocksDB.
+
+Every command takes the store folder DIR first; `hibase COMMAND --help` explains each one.
+
+{BYTES_HELP}
+
+Example:
+
+\b
+    hibase create-table data/ flights -f f -c f:delay=double
+    hibase put data/ flights k1 f:dest=IAH f:delay=12.5
+    hibase scan data/ flights --prefix k --json
+""")
+@click.version_option(__version__, prog_name="hibase")
+def cli() -> None:
+    pass
+
+
+def main(argv: Sequence[str] | None = None) -> Any:
+    """The console script: `hibase ...` and `python -m hibase ...`."""
+    try:
+        return cli.main(args=argv, prog_name="hibase")
+    except BrokenPipeError:  # `hibase scan ... | head`: stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(1)
+
+
+def store_argument(f: Callable) -> Callable:
+    """The store folder, every command's first argument (as `dir`)."""
+    return click.argument("dir", metavar="DIR", type=click.Path(file_okay=False))(f)
+
+
+def table_argument(f: Callable) -> Callable:
+    """A table name (as `table`)."""
+    return click.argument("table", metavar="TABLE")(f)
+
+
+def output_options(f: Callable) -> Callable:
+    """--table (the default) / --json / --csv, passed as `fmt` ("table", "json", "csv")."""
+    for flag, help_ in reversed([
+            ("table", "Print an aligned text table (the default)."),
+            ("json", "Print JSON lines, one object per row."),
+            ("csv", "Print CSV with a header row.")]):
+        f = click.option(f"--{flag}", "fmt", flag_value=flag, default=(flag == "table"),
+                         help=help_)(f)
+    return f
+
+
+def columns_option(f: Callable) -> Callable:
+    """--columns / -c, repeatable or comma-separated, passed as `columns` (list of bytes or
+    None)."""
+    def convert(ctx: click.Context, param: click.Parameter, value: tuple) -> list[bytes] | None:
+        cols = [parse_bytes(c) for v in value for c in v.split(",") if c]
+        return cols or None
+    return click.option("--columns", "-c", multiple=True, callback=convert, metavar="COLS",
+                        help="Only these columns: 'family' or 'family:qualifier', repeated "
+                             "or comma-separated.")(f)
+
+
+def open_store(path: str, *, read_only: bool = False, create: bool = False,
+               cache: str | None = None) -> Connection:
+    """Connect to the store folder for the running command; closed when the command ends.
+
+    Read-only opens work while another process writes; only commands that make tables
+    (create=True) create a missing folder, others say there is no store. `cache` is
+    connect()'s hot-cache option; by default None (no cache): an in-process cache dies with
+    the command, so it would only cost (and steer range queries to value-table walks)."""
+    db = connect(path, create=create and not read_only, read_only=read_only, cache=cache)
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(db.close)
+    return db
+
+
+def emit(fmt: str, headers: Sequence[str], items: Iterable[Any],
+         rows: Callable[[Any], Iterable[Sequence[Any]]] | None = None,
+         obj: Callable[[Any], dict] | None = None) -> int:
+    """Print `items` as fmt ("table", "json" or "csv"); returns how many items were printed.
+
+    `rows(item)` gives the item's lines for table/CSV (default: the item itself is one line of
+    values matching `headers`); `obj(item)` its JSON object (default: each line as a dict keyed by
+    `headers`). JSON and CSV stream; the table is aligned once all items are in."""
+    to_rows = rows or (lambda item: [item])
+    n = 0
+    if fmt == "json":
+        for item in items:
+            objs = [obj(item)] if obj else [dict(zip(headers, r)) for r in to_rows(item)]
+            for o in objs:
+                click.echo(json.dumps(o, ensure_ascii=False))
+            n += 1
+        return n
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(headers)
+        for item in items:
+            for r in to_rows(item):
+                writer.writerow(r)
+            n += 1
+            click.echo(buf.getvalue(), nl=False)
+            buf.seek(0)
+            buf.truncate()
+        click.echo(buf.getvalue(), nl=False)
+        return n
+    lines = [list(map(str, headers))]
+    for item in items:
+        lines.extend([["" if v is None else str(v) for v in r] for r in to_rows(item)])
+        n += 1
+    widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
+    lines.insert(1, ["-" * w for w in widths])
+    for line in lines:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip())
+    return n
+
+
+def note(message: str) -> None:
+    """A message for the user on stderr (stdout stays the command's data)."""
+    click.echo(message, err=True)
+
+
+def cell_text(t: Table, column: bytes, value: bytes) -> str:
+    """A cell's value as printable text (binary-declared columns as their number)."""
+    return show_bytes(cell_to_text(t.schema.columns.get(column), value))
+
