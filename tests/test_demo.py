@@ -20,14 +20,15 @@ def test_demo_prints_the_four_queries_with_rows(tmp_path):
     assert "built 3 indexes in " in out
     assert re.search(r"^  by_ip \(f:ip\) [\d.]+ s, by_ip_port \(f:ip, f:port\) [\d.]+ s, "
                      r"by_url \(f:url\) [\d.]+ s$", out, re.MULTILINE)
-    assert "Both returned the same rows." in out
+    assert "All three returned the same rows." in out
+    time_ = r"([\d.]+ m?s)"
     table = {m.group(1): m for m in re.finditer(
-        r"^(\d)  (.+?)\s{2,}([\d,]+)\s+([\d.]+ m?s)\s+([\d.]+ m?s)\s+([\d,]+)x\s+(.+)$", out,
-        re.MULTILINE)}
+        rf"^(\d)  (.+?)\s{{2,}}([\d,]+)\s+{time_}\s+{time_}\s+{time_}\s+([\d,]+)x\s+([\d,]+)x"
+        r"\s+([\d.]+)x\s+(.+)$", out, re.MULTILINE)}
     assert sorted(table) == ["1", "2", "3", "4"]
     names = [table[k].group(2).strip() for k in "1234"]
     assert names == ["MDN (rowkey prefix) + time window", "IP + time window", "IP + PORT", "URL"]
-    paths = [table[k].group(7) for k in "1234"]
+    paths = [table[k].group(10) for k in "1234"]
     assert paths == ["rowkey range scan", "index by_ip", "index by_ip_port", "index by_url"]
     for k in "1234":
         assert int(table[k].group(3).replace(",", "")) > 0  # values are picked from the data
@@ -42,8 +43,11 @@ def test_demo_into_a_folder_keeps_it_and_refuses_to_overwrite(tmp_path):
     report = demo.run(rows=500, path=path, repeats=1, progress=False, echo=lines.append)
     assert [q["name"] for q in report["queries"]] == [
         "MDN (rowkey prefix) + time window", "IP + time window", "IP + PORT", "URL"]
-    assert all(q["rows"] > 0 and q["full_scan_s"] > 0 and q["index_s"] > 0
+    assert all(q["rows"] > 0 and q["full_scan_s"] > 0 and q["index_s"] > 0 and q["hot_s"] > 0
                for q in report["queries"])
+    hits = next(line for line in lines if line.startswith("hot: "))
+    # the three index queries are answered from the cache in every timed run
+    assert int(re.search(r"\(([\d,]+) cache hits\)", hits).group(1).replace(",", "")) >= 3
     assert report["store"] == path
     assert any(line.startswith(f"try: hibase query {path} ") for line in lines)
     with hibase.connect(path) as db:  # the store stays, indexes ready

@@ -40,8 +40,9 @@ def demo(rows: int, dir_: str | None, keep: bool, seed: int, repeats: int,
     PORT, URL, ...; rowkey = MDN + reversed start time), loads them with the paper's global
     indexes on IP, IP+PORT and URL kept up to date on every put, then runs the paper's four
     query types (by MDN in a time window, by IP in a time window, by IP+PORT, by URL) and
-    prints, per query, the rows returned, the time through the index (or the rowkey), the
-    time of a full table scan answering the same query, and the speed-up.
+    prints, per query, the rows returned and the time of each tier of the paper's hierarchy:
+    a full table scan, the persistent index alone (cold), and the hot-index cache in memory
+    (hot), with the speed-ups.
 
     Example:
 
