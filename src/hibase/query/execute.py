@@ -25,6 +25,9 @@ def _lookup_rows(indexer, lk: IndexLookup) -> Iterator[tuple[bytes, list]]:
         yield from local.scan_entries(store, spec, lk.ranges, getattr(indexer, "router", None),
                                       planned=lk.route)
         return
+    if lk.method == "merge":  # a long IN list: one scan from its smallest to largest value
+        yield from lookup.scan_points(store, spec, [rng.start for rng in lk.ranges])
+        return
     if lk.method != "walk":
         for rng in lk.ranges:
             if is_point(spec, rng):

@@ -19,7 +19,7 @@ from .ast import (
 
 __all__ = [
     "MAX_CONJUNCTS", "Conjunct", "Rule", "RULES", "normalize", "conjuncts", "typed",
-    "coerce_literal", "coerce_prefix", "desugar_between", "push_not_down", "to_dnf", "simplify",
+    "coerce_literal", "coerce_literals", "coerce_prefix", "desugar_between", "push_not_down", "to_dnf", "simplify",
 ]
 
 MAX_CONJUNCTS = 256
@@ -58,6 +58,13 @@ def coerce_literal(column: Column, value: Value, schema_types: SchemaTypes | Non
     return _coerce(_column_type(column, schema_types), value)
 
 
+def coerce_literals(column: Column, values: tuple[Value, ...],
+                    schema_types: SchemaTypes | None) -> tuple[Value, ...]:
+    """coerce_literal over a list (an IN list), the column's type looked up once."""
+    t = _column_type(column, schema_types)
+    return tuple(_coerce(t, v) for v in values)
+
+
 def coerce_prefix(column: Column, prefix: str | bytes,
                   schema_types: SchemaTypes | None) -> str | bytes:
     """A LIKE prefix as the column's value type; only string, char and bytes columns qualify."""
@@ -83,7 +90,8 @@ def typed(node: Node, schema_types: SchemaTypes | None) -> Node:
     if isinstance(node, Between):
         return Between(node.column, lit(node.column, node.low), lit(node.column, node.high))
     if isinstance(node, In):
-        return In(node.column, tuple(dict.fromkeys(lit(node.column, v) for v in node.values)))
+        return In(node.column, tuple(dict.fromkeys(
+            coerce_literals(node.column, node.values, schema_types))))
     if isinstance(node, (Like, NotLike)):
         return type(node)(node.column, coerce_prefix(node.column, node.prefix, schema_types))
     return _map_children(node, lambda n: typed(n, schema_types))

@@ -75,7 +75,73 @@ def parse_condition(text: str) -> Node:
 
 # -- sqlglot plumbing ------------------------------------------------------------------------
 
+# Long IN lists of plain literals skip sqlglot: it builds a node per value (100,000 values took
+# 18 s), so the list is read here by one regex and its text replaced by a string literal of the
+# same length (error positions stay right) that _condition swaps back for the values.
+BIG_IN = 64  # values from which an IN list is read here
+_IN_OPEN = re.compile(r"\bIN\s*\(", re.IGNORECASE)
+_IN_ITEM = re.compile(r"\s*(?:(-?\s*(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|'((?:[^']|'')*)')\s*([,)])")
+_IN_MARK = "\x00hibase-in:"
+
+
+def _literal_lists(sql: str) -> tuple[str, dict[str, tuple[Value, ...]]]:
+    """``sql`` with every IN list of BIG_IN or more plain literals (numbers, 'strings') replaced
+    by a same-length placeholder string, and the values of each placeholder."""
+    if len(sql) < 4 * BIG_IN:
+        return sql, {}
+    masked = _mask_quotes(sql)
+    lists: dict[str, tuple[Value, ...]] = {}
+    out, last = [], 0
+    for m in _IN_OPEN.finditer(masked):
+        if m.start() < last:
+            continue
+        pos, values = m.end(), []
+        while True:
+            item = _IN_ITEM.match(sql, pos)
+            if item is None:
+                break
+            number, text, sep = item.groups()
+            if number is not None:
+                number = number.replace(" ", "")
+                try:
+                    values.append(int(number))
+                except ValueError:
+                    values.append(float(number))
+            else:
+                values.append(text.replace("''", "'"))
+            pos = item.end()
+            if sep == ")":
+                break
+        else:  # pragma: no cover - the loop only ends by break
+            pass
+        if item is None or len(values) < BIG_IN:
+            continue  # not a plain literal list: sqlglot reads it (and reports any error)
+        mark = f"{_IN_MARK}{len(lists)}"
+        span = pos - 1 - m.end()  # the list's text between the parentheses
+        if span < len(mark) + 2:  # pragma: no cover - BIG_IN literals are longer than a mark
+            continue
+        lists[mark] = tuple(values)
+        out.append(sql[last:m.end()])
+        out.append("'" + mark + " " * (span - len(mark) - 2) + "'")
+        last = pos - 1
+    if not lists:
+        return sql, {}
+    out.append(sql[last:])
+    return "".join(out), lists
+
+
 def _parse(sql: str, offset: int) -> exp.Expression:
+    sql, lists = _literal_lists(sql)
+    tree = _parse_sqlglot(sql, offset)
+    for node in tree.find_all(exp.In) if lists else ():
+        if len(node.expressions) == 1 and isinstance(node.expressions[0], exp.Literal):
+            mark = node.expressions[0].this.rstrip()
+            if mark in lists:
+                node.meta["hibase_values"] = lists[mark]
+    return tree
+
+
+def _parse_sqlglot(sql: str, offset: int) -> exp.Expression:
     try:
         trees = [t for t in sqlglot.parse(sql, error_message_context=len(sql) + 1) if t is not None]
     except ParseError as e:
@@ -105,6 +171,25 @@ def _describe(err: dict[str, Any], e: ParseError) -> str:
     return f"{desc} at {token!r}" if token else desc
 
 
+_QUOTED = re.compile(r"'(?:[^']|'')*'?|\"(?:[^\"]|\"\")*\"?|`(?:[^`]|``)*`?")
+_CLOSED = {q: re.compile(f"{q}(?:[^{q}]|{q}{q})*{q}") for q in "'\"`"}
+
+
+def _blank(m: re.Match) -> str:
+    text, quote = m.group(), m.group()[0]
+    if _CLOSED[quote].fullmatch(text):
+        return quote + " " * (len(text) - 2) + quote
+    return quote + " " * (len(text) - 1)  # unterminated: blank to the end
+
+
+def _mask_quotes(sql: str) -> str:
+    """``sql`` with the text inside quotes blanked out (same length, quote marks kept; after an
+    unterminated quote, everything); a regex pass, so long statements cost little."""
+    if not any(q in sql for q in "'\"`"):
+        return sql
+    return _QUOTED.sub(_blank, sql)
+
+
 def _scan_quotes(sql: str) -> tuple[str, int | None]:
     """``sql`` with quoted text blanked out, and where an unterminated quote starts (if any)."""
     out, quote, start, i = list(sql), None, 0, 0
@@ -123,10 +208,6 @@ def _scan_quotes(sql: str) -> tuple[str, int | None]:
             out[i] = " "
         i += 1
     return "".join(out), (start if quote is not None else None)
-
-
-def _mask_quotes(sql: str) -> str:
-    return _scan_quotes(sql)[0]
 
 
 def _unterminated_quote(sql: str) -> int | None:
@@ -270,7 +351,10 @@ def _condition(node: exp.Expression, offset: int) -> Node:
             _unsupported("IN takes a list of literals; subqueries are not supported", node, offset)
         if not node.expressions:
             _syntax("IN needs at least one value", node, offset)
-        values = tuple(dict.fromkeys(_value(v, offset, node) for v in node.expressions))
+        values = node.meta.get("hibase_values")  # a long literal list read by _literal_lists
+        if values is None:
+            values = tuple(_value(v, offset, node) for v in node.expressions)
+        values = tuple(dict.fromkeys(values))
         return In(_column(node.this, offset), values)
     if isinstance(node, exp.Like):
         pred = _like(node, offset)

@@ -23,7 +23,8 @@ from .ast import ROWKEY, And, Atom, Compare, In, IsNotNull, Like, Select
 
 __all__ = ["Plan", "RowGet", "RowRange", "IndexLookup", "Intersect", "FullScan", "plan_query"]
 
-MAX_POINTS = 256  # IN-list expansion limit for one index lookup (cartesian product)
+MAX_POINTS = 256  # point lookups one index lookup makes; past it, one merged scan (see below)
+MAX_MERGED_POINTS = 1_000_000  # IN-list expansion limit for a merged scan of a global index
 REGION_VISIT_COST = 2  # a local lookup's region visit (a seek), in rows read
 _INT_BOUNDS = {"byte": 8, "short": 16, "int": 32, "long": 64}
 
@@ -53,7 +54,8 @@ class IndexLookup:
     estimate: int
     exact_estimate: bool
     used: list[Atom]
-    method: str = "scan"  # "scan": ordered index scan; "walk": value table then point lookups
+    method: str = "scan"  # "scan": ordered index scan; "walk": value table then point lookups;
+    #                       "merge": many points (a long IN list) in one scan, min to max value
     route: Any = None  # local indexes: the regions visited (index.local.Route) when planned
 
     @property
@@ -74,6 +76,7 @@ class IndexLookup:
                     f"range(s) per region{where}; est. {est} row(s) by per-region value tables; "
                     f"answers {_atoms(self.used)}")
         how = ("VALUE-TABLE WALK + PARALLEL POINT LOOKUPS" if self.method == "walk"
+               else "MERGED SCAN (smallest to largest value)" if self.method == "merge"
                else "RANGE SCAN" if any(not is_point(self.spec, r) for r in self.ranges)
                else "POINT LOOKUP")
         est = ("" if self.exact_estimate else ">=") + str(self.estimate)
@@ -299,7 +302,9 @@ def _index_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds]) -> IndexLook
     combos = 1
     for vals in eq_lists:
         combos *= len(vals)
-    if combos > MAX_POINTS:
+    merge = combos > MAX_POINTS
+    if merge and (spec.local or tail is not None or combos > MAX_MERGED_POINTS
+                  or len(eq_lists) != len(spec.columns)):
         return None
     ranges = []
     for eq in itertools.product(*eq_lists):
@@ -318,6 +323,10 @@ def _index_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds]) -> IndexLook
         route = local.plan_route(store, spec, ranges, router_of(store))
         estimate, exact = local.count_routed(store, spec, ranges, route)
         return IndexLookup(spec, ranges, estimate, exact, used, route=route)
+    if merge:  # every range is one full value: their counts in one multi-get
+        estimate = lookup.count_points(store, spec, [r.start for r in ranges])
+        return IndexLookup(spec, sorted(ranges, key=lambda r: r.start), estimate, True, used,
+                           method="merge")
     estimate, exact = 0, True
     for rng in ranges:
         n, ex = lookup.count_values(store, spec, rng)
@@ -346,8 +355,8 @@ def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
     if isinstance(path, RowRange) and best.estimate > 10_000:
         return path
     for lk in lookups:
-        if lk.spec.local:
-            continue  # a local lookup scans each region it visits
+        if lk.spec.local or lk.method == "merge":
+            continue  # a local lookup scans each region it visits; a merge is one scan
         if range_method == "walk" or (range_method == "auto" and _walk_pays(lk, cached)):
             lk.method = "walk"
     # Intersect when reading a second index's entries costs less than fetching the rows the
