@@ -352,6 +352,37 @@ def test_rewrites_of_few_rows_do_not_shatter_regions(embedded_db):
     assert len(t.regions()) <= 2
 
 
+def test_updates_of_live_rows_split_by_live_data_not_by_bytes_written(embedded_db):
+    """3,000 rows (~70 B each live) rewritten 8 times with max_versions=1: the live data stays
+    ~250 KB, so regions must not keep splitting on the overwritten versions (issue 15: the
+    written bytes made 52 regions of what 7 hold)."""
+    embedded_db.create_table("live", {"f": {"max_versions": 1}}, split_size=64 * 1024)
+    t = embedded_db.table("live")
+    counts = []
+    for r in range(8):
+        for i in range(3000):
+            t.put(b"r%05d" % i, {b"f:a": b"x" * 40, b"f:n": b"%d" % r})
+        counts.append(len(t.regions()))
+    check_regions(t.regions())
+    assert counts[-1] == counts[1] and counts[-1] <= 10, counts
+    assert len(list(t.scan())) == 3000
+
+
+def test_one_big_batch_splits_until_every_region_is_under_split_size(embedded_db):
+    """A 20,000-row batch is split as the same rows put one by one would be (it had left 2
+    regions of ~6 split sizes each)."""
+    embedded_db.create_table("big", {"f": {}}, split_size=128 * 1024)
+    t = embedded_db.table("big")
+    with t.batch() as b:
+        for i in range(20000):
+            b.put(b"r%05d" % i, {b"f:a": b"y" * 40})
+    regions = embedded_db.store.regions("big")
+    check_regions(t.regions())
+    assert len(regions) >= 8
+    assert all(r.size <= 128 * 1024 for r in regions), sorted(r.size for r in regions)[-3:]
+    assert len(list(t.scan())) == 20000
+
+
 def test_a_region_that_cannot_split_is_not_remeasured_on_every_write(embedded_db, monkeypatch):
     embedded_db.create_table("one", {"f": {}}, split_size=4096)
     t = embedded_db.table("one")

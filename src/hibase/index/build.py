@@ -201,7 +201,7 @@ def verify_index(store, spec: IndexSpec, repair: bool = False) -> dict[str, Any]
                   "ok": not (missing or extra or wrong or bad_counts), "repaired": False}
         router = router_of(store) if spec.local else None
         if router is not None:
-            routing = router.check(spec.table)
+            routing = router.check(spec.table, spec.alias)
             report["routing"] = routing
             report["ok"] = report["ok"] and routing["false_negatives"] == 0
         if repair and not report["ok"]:

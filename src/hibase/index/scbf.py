@@ -273,11 +273,25 @@ class _CountingFilter:
         f = cls(counters, k, bits, seed, fpr=fpr)
         f._buf[:] = body
         f._count, f.overflows = count, ovf
-        sl, nonzero = f._slice_len, f._nonzero
-        for p, v in enumerate(f._values()):
-            if v:
-                nonzero[p // sl] += 1
+        f._nonzero = f._count_nonzero()
         return f
+
+    def _count_nonzero(self) -> list[int]:
+        """Non-zero counters per slice, computed on the whole buffer as one integer (C-speed
+        big-int operations, not a Python step per counter: reopening 2,000 filters took 32
+        million calls)."""
+        bits, sl = self.counter_bits, self._slice_len
+        width = sl * bits
+        whole = int.from_bytes(self._buf, "little")
+        ones = ((1 << width) - 1) // self._mask  # the low bit of every counter of a slice
+        out = []
+        for i in range(self._slices):
+            x = (whole >> (i * width)) & ((1 << width) - 1)
+            folded = x
+            for shift in range(1, bits):  # any bit of a counter set -> its low bit set
+                folded |= x >> shift
+            out.append((folded & ones).bit_count())
+        return out
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(counters={self.counters}, k={self.k}, "
