@@ -31,7 +31,7 @@ __all__ = [
     "belady_hit_ratio", "make_policy", "simulate", "POLICY_NAMES",
 ]
 
-POLICY_NAMES = ("hotscore", "hotscore-per-record", "lru", "none")
+POLICY_NAMES = ("window-heat", "hotscore", "hotscore-per-record", "lru", "none")
 _NO_KEY = object()  # sentinel: "exclude nothing" (None may be a real key)
 
 
@@ -400,12 +400,16 @@ class HotscorePerRecordPolicy(HotscorePolicy):
 
 
 def make_policy(name: str | None, capacity: int, **options: Any) -> Policy:
-    """Build a policy by name: "hotscore" (default of hibase), "hotscore-per-record", "lru",
-    or None / "none". Options go to the constructor (alpha, count_period, fill_gaps, epsilon)."""
+    """Build a policy by name: "window-heat" (hibase's default, cache/window_heat.py),
+    "hotscore" (as published), "hotscore-per-record", "lru", or None / "none". Options go to
+    the constructor (alpha, count_period; hotscore's fill_gaps, epsilon; window-heat's window,
+    adapt)."""
+    from .window_heat import WindowHeatPolicy  # it builds on this module
+
     key = "none" if name is None else str(name).strip().lower().replace("_", "-")
     classes: dict[str, type[Policy]] = {
-        "hotscore": HotscorePolicy, "hotscore-per-record": HotscorePerRecordPolicy,
-        "lru": LRUPolicy,
+        "window-heat": WindowHeatPolicy, "hotscore": HotscorePolicy,
+        "hotscore-per-record": HotscorePerRecordPolicy, "lru": LRUPolicy,
     }
     if key == "none":
         if options:

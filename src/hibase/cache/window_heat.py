@@ -1,0 +1,287 @@
+"""window-heat, hibase's default cache policy: hotscore's heat deciding admission at every miss.
+
+The published hotscore (cache/policy.py) ranks sets by a decayed visit count but acts only once
+per period: a set that turns hot waits for the period's end, and once the cache is full a miss
+is just a miss. window-heat keeps the same heat (visits, decayed by ``1 - alpha`` at every
+period end of `count_period` accesses: at a period end, hotscore's score times
+``count_period / alpha``) and decides at every access, in the shape of W-TinyLFU (Einziger,
+Friedman, Manes; Caffeine):
+
+* a **window**, an LRU that every miss enters (recency: a set used again soon is served from
+  here before it has earned any heat);
+* a **main** region, a segmented LRU (probation; protected once hit there, at most 80% of the
+  main region). A set pushed out of the window is a *candidate*: it enters the main region only
+  if its heat **per record** beats that of the victims it would push out (the coldest per record
+  among the 32 least recently used main sets, probation first). A set costs its size in
+  records, so a 500-record set must be hotter than the 500 records it would replace; a loser
+  leaves the cache (the candidate, or the victims);
+* an **adaptive window**: two miniature shadow caches (the same policy on a fixed 1-in-k sample
+  of the keys with 1/k of the capacity: one with the smallest window, 1%, one all window,
+  i.e. LRU) see the same accesses; at every period end the window climbs by a factor of 4
+  toward the shadow that hit more in that period (between 1% and 100% of the capacity). When
+  the hot set keeps moving, recency pays and the window grows; on a stable skewed load it stays
+  small and heat decides. (Caffeine's climber compares the real hit ratio of successive samples;
+  a moving hot set swings that ratio more than the window does, and it lost 2-4 points to LRU
+  here. The paired shadows see the same swings, which cancel.)
+
+>>> p = WindowHeatPolicy(4, adapt=False)   # window 1 record, main region 3
+>>> [p.access(k, 1).admit for k in "abcd"]  # room for all four
+[True, True, True, True]
+>>> p.access("a", 1).hit                    # a: heat 2, promoted to protected
+True
+>>> p.access("e", 1)                        # d leaves the window, duels b (heat 1 = 1): loses
+Decision(hit=False, admit=True, evict=['d'])
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable, Iterator
+from itertools import chain
+from typing import Any
+
+from hibase.errors import InvalidArgument
+
+from .policy import _NO_KEY, Policy, _check_int, _cost
+
+__all__ = ["WindowHeatPolicy"]
+
+PROTECTED = 0.8  # share of the main region that sets hit there may hold
+WINDOW_MIN, WINDOW_MAX = 0.01, 1.0  # bounds of the window, shares of the capacity
+CLIMB = 4.0  # the window's factor per period end
+VICTIM_POOL = 32  # least recently used main sets among which the coldest per record go
+SAMPLING = 8  # at most 1 key in 8 feeds the shadow caches ...
+SHADOW_RECORDS = 1000  # ... and each shadow keeps at least this many records
+
+
+def _sampled(key: Hashable, every: int) -> bool:
+    """Whether `key` feeds the shadows: a hash stable across processes (not Python's)."""
+    raw = key if isinstance(key, bytes) else repr(key).encode()
+    return zlib.crc32(raw) % every == 0
+
+
+def _share(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise InvalidArgument(f"{name} must be a number in [0, 1], got {value!r}")
+    return float(value)
+
+
+class WindowHeatPolicy(Policy):
+    """A recency window plus a heat-admitted main region, the window sized by shadow caches
+    (see the module docstring). `alpha` and `count_period` are hotscore's: history keeps
+    ``1 - alpha`` of its weight at every period end of `count_period` accesses, which is also
+    when the window adapts. `window` is the starting share of the capacity; ``adapt=False``
+    keeps it fixed. Heat below `prune` is forgotten at period ends (the table stays bounded)."""
+
+    name = "window-heat"
+
+    def __init__(self, capacity: int, alpha: float = 0.5, count_period: int = 1000, *,
+                 window: float = WINDOW_MIN, adapt: bool = True, prune: float = 0.01) -> None:
+        super().__init__(capacity)
+        self.alpha = _share("alpha", alpha)
+        self.count_period = _check_int("count_period", count_period, 1)
+        self.adapt = bool(adapt)
+        self.prune = _share("prune", prune)
+        self._keep = 1.0 - self.alpha
+        self._heat: dict[Hashable, tuple[float, int]] = {}  # key -> (visits, as of period)
+        self._period = 0
+        self._count = 0  # accesses in the current period
+        self._window: OrderedDict[Hashable, None] = OrderedDict()  # least recent first
+        self._probation: OrderedDict[Hashable, None] = OrderedDict()
+        self._protected: OrderedDict[Hashable, None] = OrderedDict()
+        self._window_records = self._protected_records = 0
+        self.share = min(WINDOW_MAX, max(WINDOW_MIN, _share("window", window)))
+        self.window_max = self._bounded(self.share)
+        self._shadows: tuple[WindowHeatPolicy, WindowHeatPolicy] | None = None
+        self._shadow_hits = (0, 0)
+        self._every = 1
+        if self.adapt and capacity > 0:
+            self._every = max(1, min(SAMPLING, capacity // SHADOW_RECORDS))
+            small, period = capacity // self._every, max(1, self.count_period // self._every)
+            self._shadows = (
+                WindowHeatPolicy(small, alpha, period, window=WINDOW_MIN, adapt=False),
+                WindowHeatPolicy(small, alpha, period, window=WINDOW_MAX, adapt=False))
+
+    # ---- heat ---------------------------------------------------------------------------------
+    def heat(self, key: Hashable) -> float:
+        """Visits to `key`, each decayed by ``1 - alpha`` per period end since it happened."""
+        entry = self._heat.get(key)
+        if entry is None:
+            return 0.0
+        visits, period = entry
+        return visits * self._keep ** (self._period - period) if period != self._period \
+            else visits
+
+    def score(self, key: Hashable) -> float:
+        """`key`'s hotscore score (at a period end, the published policy's score exactly)."""
+        return self.alpha * self.heat(key) / self.count_period
+
+    @property
+    def segments(self) -> dict:
+        """Keys per region, least recently used first (for tests and tools)."""
+        return {"window": list(self._window), "probation": list(self._probation),
+                "protected": list(self._protected)}
+
+    @property
+    def stats(self) -> dict:
+        return {**super().stats, "window_max": self.window_max,
+                "window_records": self._window_records, "periods": self._period,
+                "tracked": len(self._heat)}
+
+    def _bounded(self, share: float) -> int:
+        """The window's size in records for a share of the capacity (at least one record)."""
+        return max(1, min(self.capacity, round(share * self.capacity)))
+
+    def _tick(self, key: Hashable, size: int) -> None:
+        """Count an access: feed the shadows; at a period end decay, prune and adapt."""
+        if self._shadows is not None and (self._every == 1 or _sampled(key, self._every)):
+            for shadow in self._shadows:
+                shadow.access(key, size)
+        self._count += 1
+        if self._count < self.count_period:
+            return
+        self._count = 0
+        self._period += 1
+        self._heat = {k: (h, self._period) for k, h in ((k, self.heat(k)) for k in self._heat)
+                      if h >= self.prune or k in self._cached}
+        if self._shadows is not None:
+            self._climb()
+
+    def _climb(self) -> None:
+        """The window moves toward the shadow that hit more in the period that ended."""
+        hits = tuple(s.stats["hits"] for s in self._shadows)
+        small, lru = (now - before for now, before in zip(hits, self._shadow_hits))
+        self._shadow_hits = hits
+        if lru > small:
+            self.share = min(WINDOW_MAX, self.share * CLIMB)
+        elif small > lru:
+            self.share = max(WINDOW_MIN, self.share / CLIMB)
+        self.window_max = self._bounded(self.share)
+
+    # ---- the Policy hooks ---------------------------------------------------------------------
+    def _access(self, key: Hashable, size: int, hit: bool) -> tuple[bool, list]:
+        self._heat[key] = (self.heat(key) + 1.0, self._period)
+        self._tick(key, size)
+        if hit:
+            self._touch(key)
+            evict = self._resize_cached(key, size) if self._cached[key] != size else []
+            return False, evict + self._evict(keep=key)
+        if _cost(size) > self.capacity:
+            return False, self._evict()
+        self._store(key, size)
+        evict = self._evict()
+        if key in evict:  # it lost its duel at once: never stored
+            evict.remove(key)
+            return False, evict
+        return True, evict
+
+    def _touch(self, key: Hashable) -> None:
+        if key in self._window:
+            self._window.move_to_end(key)
+        elif key in self._protected:
+            self._protected.move_to_end(key)
+        else:
+            del self._probation[key]
+            self._protected[key] = None
+            self._protected_records += _cost(self._cached[key])
+            self._demote()
+
+    def _demote(self) -> None:
+        """Protected sets past the protected share go back to probation (most recent end)."""
+        limit = PROTECTED * (self.capacity - self.window_max)
+        while self._protected_records > limit and len(self._protected) > 1:
+            old, _ = self._protected.popitem(last=False)
+            self._protected_records -= _cost(self._cached[old])
+            self._probation[old] = None
+
+    def _store(self, key: Hashable, size: int) -> None:
+        super()._store(key, size)
+        self._window[key] = None
+        self._window_records += _cost(size)
+
+    def _drop(self, key: Hashable) -> None:
+        cost = _cost(self._cached[key])
+        if key in self._window:
+            del self._window[key]
+            self._window_records -= cost
+        elif key in self._protected:
+            del self._protected[key]
+            self._protected_records -= cost
+        else:
+            del self._probation[key]
+        super()._drop(key)
+
+    def _resize_cached(self, key: Hashable, size: int) -> list:
+        delta = _cost(size) - _cost(self._cached[key])
+        if key in self._window:
+            self._window_records += delta
+        elif key in self._protected:
+            self._protected_records += delta
+        return super()._resize_cached(key, size)
+
+    def _victim_order(self) -> Iterable[Hashable]:
+        return chain(list(self._probation), list(self._protected), list(self._window))
+
+    # ---- eviction: window overflow, then duels in the main region ----------------------------
+    def _evict(self, keep: object = _NO_KEY) -> list:
+        """Move window overflow to probation as candidates; while over the capacity each
+        candidate duels the main region's victims; return what left."""
+        candidates: list[Hashable] = []
+        while self._window_records > self.window_max and self._window:
+            key, _ = self._window.popitem(last=False)
+            self._window_records -= _cost(self._cached[key])
+            self._probation[key] = None
+            candidates.append(key)
+        evicted: list = []
+        waiting = set(candidates)
+        for cand in candidates:
+            waiting.discard(cand)
+            over = self._records - self.capacity
+            if over <= 0:
+                break
+            victims, freed, heat = self._victims(over, exclude=waiting | {cand})
+            cost = _cost(self._cached[cand])
+            if freed >= over and self.heat(cand) * freed > heat * cost:
+                lost = victims
+            else:
+                lost = [cand]
+            for key in lost:
+                self._drop(key)
+            evicted += lost
+        if self._records > self.capacity:  # the window grew, or a resize: plain LRU order
+            evicted += self._make_room(0, exclude=keep)
+        return evicted
+
+    def _victims(self, need: int, exclude: set) -> tuple[list, int, float]:
+        """Main-region sets to push out for `need` records, the coldest per record first among
+        the VICTIM_POOL least recently used (probation, then protected), then in LRU order:
+        (keys, their records, their summed heat)."""
+        pool = []
+        for key in self._main_order():
+            if key in exclude:
+                continue
+            pool.append(key)
+            if len(pool) >= VICTIM_POOL:
+                break
+        pool.sort(key=lambda k: self.heat(k) / _cost(self._cached[k]))
+        victims, freed, heat = [], 0, 0.0
+        for key in pool:
+            victims.append(key)
+            freed += _cost(self._cached[key])
+            heat += self.heat(key)
+            if freed >= need:
+                return victims, freed, heat
+        for key in self._main_order():
+            if key in exclude or key in pool:
+                continue
+            victims.append(key)
+            freed += _cost(self._cached[key])
+            heat += self.heat(key)
+            if freed >= need:
+                break
+        return victims, freed, heat
+
+    def _main_order(self) -> Iterator[Hashable]:
+        yield from self._probation
+        yield from self._protected
