@@ -39,17 +39,17 @@ def cache_spec(request):
 
 # -- options -----------------------------------------------------------------------------------
 
-def test_default_is_memory_hotscore(backend):
+def test_default_is_memory_window_heat(backend):
     with backend.connect() as db:
         assert isinstance(db.cache, HotCache)
         stats = db.cache_stats()
-        assert stats["backend"] == "memory" and stats["policy"] == "hotscore"
+        assert stats["backend"] == "memory" and stats["policy"] == "window-heat"
         assert stats["capacity"] == 100_000
         for field in ("hits", "misses", "hit_ratio", "evictions", "sets", "records"):
             assert stats[field] == 0
 
 
-@pytest.mark.parametrize("policy", ["lru", "hotscore-per-record", "hotscore"])
+@pytest.mark.parametrize("policy", ["lru", "hotscore-per-record", "hotscore", "window-heat"])
 def test_policy_choice(backend, policy):
     db, t = make_db(backend, cache_policy=policy, cache_capacity=500)
     with db:

@@ -82,7 +82,7 @@ def test_nodes_join_and_leave_the_ring(backend, env):
             assert found(t, f"f.a = {v}") == oracle(t, v)
         time.sleep(0.1)
         stats = db.cache_stats()
-        assert stats["backend"] == "redis" and stats["policy"] == "hotscore"
+        assert stats["backend"] == "redis" and stats["policy"] == "window-heat"
         assert stats["sets"] == 20 and stats["records"] == 200 and stats["capacity"] == 200_000
         svc_b.stop()  # closes its session: the znode goes at once
         wait_until(lambda: ring(db) == {a.url})
@@ -149,8 +149,9 @@ def test_zookeeper_down_keeps_the_last_node_list(backend, env, zk):
 
 
 def test_node_side_hotscore_admits_counts_and_evicts(backend, env):
+    """The paper's policy as published, run by the node (lazy admission at period ends)."""
     spec, (a, _), service = env
-    svc = service(a, capacity=50, count_period=20)
+    svc = service(a, policy="hotscore", capacity=50, count_period=20)
     db, t = make_db(backend, spec)
     node = redis.Redis.from_url(a.url)
     with db:

@@ -34,9 +34,10 @@ def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bo
     The hot-index cache (hibase.cache.config): `cache` is "memory" (in process, the default),
     "redis://host:port[,redis://...]" (Redis nodes on a consistent-hash ring) or
     "zk://host:port/path" (nodes registered in ZooKeeper by `hibase cache-node`);
-    `cache_policy` "hotscore" (default), "hotscore-per-record", "lru" or None (no cache);
+    `cache_policy` "window-heat" (default), "hotscore" (the paper's, as published),
+    "hotscore-per-record", "lru" or None (no cache);
     `cache_capacity` in records (index entries; default 100,000); `hotscore_alpha` and
-    `count_period` tune hotscore. `db.cache_stats()` reports hits, misses, evictions..."""
+    `count_period` tune the heat (window-heat, hotscore). `db.cache_stats()` reports hits, misses, evictions..."""
     if not isinstance(path, str) or not path:
         raise errors.InvalidArgument("connect() needs a store path such as 'data/'")
     thrift = path.startswith("thrift://")

@@ -1,5 +1,6 @@
-"""HiBase's hot-index cache: whole index-value sets in memory, chosen by the hotscore policy.
+"""HiBase's hot-index cache: whole index-value sets in memory, chosen by a heat policy.
 
+* :mod:`.window_heat` - window-heat, the default: hotscore's heat deciding every miss;
 * :mod:`.policy` - hotscore (as published), hotscore per record, LRU, no cache, Belady's ceiling;
 * :mod:`.layer` - :class:`HotCache`, the cache in front of the persistent index (reads, writes);
 * :mod:`.backend` - the backend interface and the in-process backend;

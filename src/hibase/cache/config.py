@@ -1,9 +1,10 @@
 """The cache options of ``hibase.connect`` in one place: defaults, checks, construction.
 
-    hibase.connect(path)                                   # cache="memory", policy hotscore
+    hibase.connect(path)                                   # cache="memory", policy window-heat
     hibase.connect(path, cache="redis://127.0.0.1:6379,redis://127.0.0.1:6380")
     hibase.connect(path, cache="zk://127.0.0.1:2181/hibase")   # nodes found in ZooKeeper
     hibase.connect(path, cache_policy="lru", cache_capacity=50_000)
+    hibase.connect(path, cache_policy="hotscore")          # the paper's policy, as published
     hibase.connect(path, cache_policy=None)                # no cache
 
 With ``zk://`` the cache-node services (``hibase cache-node``) run the policy with their own
@@ -23,11 +24,11 @@ __all__ = ["open_cache", "DEFAULT_CACHE", "DEFAULT_POLICY", "DEFAULT_CAPACITY",
            "DEFAULT_ALPHA", "DEFAULT_COUNT_PERIOD"]
 
 DEFAULT_CACHE = "memory"
-DEFAULT_POLICY = "hotscore"
+DEFAULT_POLICY = "window-heat"
 DEFAULT_CAPACITY = 100_000  # records (index entries), summed over the cached sets
 DEFAULT_ALPHA = 0.5
-DEFAULT_COUNT_PERIOD = 1000  # queries per hotscore period
-HOTSCORE = ("hotscore", "hotscore-per-record")
+DEFAULT_COUNT_PERIOD = 1000  # queries per heat period
+HEAT = ("window-heat", "hotscore", "hotscore-per-record")  # take alpha and count_period
 
 
 def _policy_name(policy: Any) -> str | None:
@@ -49,7 +50,7 @@ def policy_options(name: str, capacity: Any, alpha: Any, count_period: Any) -> t
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
         raise InvalidArgument(f"cache_capacity must be an int >= 1 (records), got {capacity!r}")
     options: dict[str, Any] = {}
-    if name in HOTSCORE:
+    if name in HEAT:
         if alpha is not None:
             if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) \
                     or not 0 <= alpha <= 1:
@@ -63,7 +64,7 @@ def policy_options(name: str, capacity: Any, alpha: Any, count_period: Any) -> t
             options["count_period"] = count_period
     elif alpha is not None or count_period is not None:
         raise InvalidArgument(
-            f"hotscore_alpha and count_period apply to the hotscore policies, not {name!r}")
+            f"hotscore_alpha and count_period apply to the heat policies {HEAT}, not {name!r}")
     return capacity, options
 
 

@@ -1,4 +1,5 @@
-"""The cache-node service: one per Redis node, where the paper runs the hotscore policy.
+"""The cache-node service: one per Redis node, where the cache policy runs (window-heat by
+default; the paper's hotscore as published with ``--policy hotscore``).
 
 ``hibase cache-node --redis redis://10.0.0.5:6379 --zk zk://10.0.0.1:2181/hibase`` runs this:
 
@@ -9,12 +10,15 @@
    lost ZooKeeper session the service empties the node again and registers anew.
 2. Clients read with one Lua call that also appends a visit ``h <size> <key>`` to ``hb:visits``;
    a miss loads from the persistent index and calls the fill script, which stores the set if
-   the node allows it (the key is in ``hb:allow``, or ``hb:free`` still has room: warm-up) and
-   appends ``m<stored> <size> <key>``; a write's patch appends ``r <size> <key>``.
+   the node allows it (the key is in ``hb:allow``; or the set is no larger than ``hb:fill``,
+   published for policies that decide at every miss (window-heat, LRU), whose losers the
+   service deletes right after; or ``hb:free`` still has room: warm-up) and appends
+   ``m<stored> <size> <key>``; a write's patch appends ``r <size> <key>``.
 3. The service drains ``hb:visits`` every `poll` seconds and replays each visit through its
-   policy (``policy.access`` / ``policy.resize``; hotscore counts visits and, every
-   `count_period` visits, rescores every set seen and picks the top sets up to the node's
-   capacity). It obeys the decisions: evicted sets are deleted from the node, chosen sets are put
+   policy (``policy.access`` / ``policy.resize``), in the order the node saw them, so it takes
+   the same decisions as the policy of an in-process cache seeing the same lookups (window-heat
+   decides each miss; hotscore counts visits and, every `count_period` visits, rescores every
+   set seen and picks the top sets up to the node's capacity). It obeys the decisions: evicted sets are deleted from the node, chosen sets are put
    in ``hb:allow`` so the next client miss stores them (lazy admission: the data is with the
    clients, not here), sets stored without the policy's consent are deleted, and ``hb:free`` is
    set to the room the policy still has. Counters go to ``hb:stats`` for ``db.cache_stats()``.
@@ -39,7 +43,7 @@ from ..errors import BackendUnavailable, InvalidArgument
 from .config import DEFAULT_CAPACITY, DEFAULT_POLICY, _policy_name, policy_options
 from .membership import NODES, normalize_redis_url, parse_zk, znode_name
 from .policy import Policy, make_policy
-from .redis_backend import (ALLOW, DATA, FREE, GEN, SERVICE, STATS, VISITS, _purge,
+from .redis_backend import (ALLOW, DATA, FILL_LIMIT, FREE, GEN, SERVICE, STATS, VISITS, _purge,
                             connect_redis)
 from .ring import Ring
 
@@ -58,7 +62,7 @@ class CacheNodeService:
         self.url = normalize_redis_url(redis_url)
         name = _policy_name(policy)
         if name is None:
-            raise InvalidArgument("a cache node needs a policy (hotscore, lru, ...)")
+            raise InvalidArgument("a cache node needs a policy (window-heat, hotscore, lru, ...)")
         self.capacity, self._options = policy_options(name, capacity, alpha, count_period)
         self.policy_name = name
         self.zk_spec = zk
@@ -232,7 +236,7 @@ class CacheNodeService:
         """Empty the node of our keys and start the policy afresh."""
         client = self.client
         _purge(client, DATA + b"*")
-        client.delete(ALLOW, VISITS, FREE, STATS)
+        client.delete(ALLOW, VISITS, FREE, FILL_LIMIT, STATS)
         client.incr(GEN)  # fills in flight against the old contents are void
         self.policy = make_policy(self.policy_name, self.capacity, **self._options)
         self._allowed = set()
@@ -240,6 +244,7 @@ class CacheNodeService:
         self._token = uuid.uuid4().hex.encode()
         pipe = client.pipeline(transaction=False)
         pipe.set(FREE, self.capacity)
+        pipe.set(FILL_LIMIT, self.policy.fill_limit)
         pipe.set(SERVICE, self._token)
         pipe.execute()
         self._publish(client.pipeline(transaction=False))
@@ -268,7 +273,8 @@ class CacheNodeService:
             decision = policy.access(key, size)
             delete.update(decision.evict)
             if decision.admit:
-                admitted.add(key)
+                if kind == b"m0":  # chosen, but the client did not store it: allow the next
+                    admitted.add(key)
                 delete.discard(key)
             elif key not in policy and (kind == b"m1" or (kind == b"h" and not decision.hit)):
                 delete.add(key)  # stored without the policy's consent
@@ -293,6 +299,7 @@ class CacheNodeService:
             pipe.sadd(ALLOW, *new)
             self._allowed |= new
         pipe.set(FREE, max(0, self.capacity - policy.records - policy.reserved))
+        pipe.set(FILL_LIMIT, policy.fill_limit)
         self._publish(pipe)
         self.processed += len(records)
         self.deleted += len(delete)

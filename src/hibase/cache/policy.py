@@ -112,6 +112,13 @@ class Policy:
         """Records held back for pending admissions (0 for policies without any)."""
         return 0
 
+    @property
+    def fill_limit(self) -> int:
+        """The largest set (records) a cache node may store on a miss before its policy has
+        replayed the access (cache/node.py): policies that decide at every miss trim a loser
+        right after; 0 for those that admit only what they chose earlier (hotscore)."""
+        return 0
+
     def admit_pending(self, key: Hashable, size: int) -> Decision:
         """The caller loaded a pending key eagerly; admit says whether to store it."""
         _check_int("size", size, 0)
@@ -209,6 +216,10 @@ class LRUPolicy(Policy):
     new one fits; a set bigger than the capacity is never admitted."""
 
     name = "lru"
+
+    @property
+    def fill_limit(self) -> int:
+        return self.capacity
 
     def _access(self, key: Hashable, size: int, hit: bool) -> tuple[bool, list]:
         if hit:

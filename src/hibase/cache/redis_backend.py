@@ -8,8 +8,9 @@ Per set, on the node that owns its key (cache/ring.py)::
 
 Per node: ``hb:gen`` (bumped by invalidations, part of every fill token), and for cache-node
 services (zk://) ``hb:visits`` (visit log the clients append to), ``hb:allow`` (sets the node's
-policy wants stored), ``hb:free`` (records clients may still store on their own: warm-up) and
-``hb:stats``. Each access is one Lua script call (atomic on the node): a hit costs one round
+policy wants stored), ``hb:free`` (records clients may still store on their own: warm-up),
+``hb:fill`` (the largest set a client may store on any miss, for policies that decide at every
+access; the service trims losers right after) and ``hb:stats``. Each access is one Lua script call (atomic on the node): a hit costs one round
 trip, a write one pipelined round trip per node it touches.
 
 Faults: every Redis error is caught per node. A failing node is marked down for `retry_after`
@@ -39,7 +40,7 @@ from .membership import Membership
 from .ring import Ring
 
 __all__ = ["RedisBackend", "FORMAT", "DATA", "VERSION", "GEN", "VISITS", "ALLOW", "FREE",
-           "STATS", "SERVICE", "VERSION_TTL", "data_key", "glob_escape"]
+           "STATS", "SERVICE", "FILL_LIMIT", "VERSION_TTL", "data_key", "glob_escape"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ FORMAT = b"hibase-cache/1"
 DATA, VERSION = b"hb:d:", b"hb:v:"
 GEN, VISITS, ALLOW, FREE, STATS, SERVICE = (b"hb:gen", b"hb:visits", b"hb:allow", b"hb:free",
                                             b"hb:stats", b"hb:svc")
+FILL_LIMIT = b"hb:fill"
 VERSION_TTL = 3600
 MAX_VISITS = 200_000  # the visit log is trimmed to half of this if no service drains it
 MAX_MISSED = 10_000  # more missed writes than this: the node is purged before reuse
@@ -87,7 +89,7 @@ end
 return {t == 'none' and 0 or 2, gen, ver}
 """
 
-# KEYS: data, version, gen, allow, free, visits
+# KEYS: data, version, gen, allow, free, fill limit, visits
 # ARGV: version, gen, mode, size, cost, log, key, purge, row1, entry1, ...
 _FILL = _LOG_VISIT + """
 local stored = 0
@@ -95,7 +97,8 @@ if (redis.call('GET', KEYS[2]) or '0') == ARGV[1]
     and (redis.call('GET', KEYS[3]) or '0') == ARGV[2] then
   local ok = ARGV[3] == 'store'
   if ARGV[3] == 'node' then
-    if redis.call('SISMEMBER', KEYS[4], ARGV[7]) == 1 then
+    if redis.call('SISMEMBER', KEYS[4], ARGV[7]) == 1
+        or tonumber(redis.call('GET', KEYS[6]) or '0') >= tonumber(ARGV[5]) then
       ok = true
     elseif tonumber(redis.call('GET', KEYS[5]) or '0') >= tonumber(ARGV[5]) then
       ok = true
@@ -390,7 +393,7 @@ class RedisBackend(Backend):
                 args += (row, pack_entry(row, covered))
         try:
             reply = run_scripts(node.client, [(FILL, [DATA + key, VERSION + key, GEN, ALLOW,
-                                                      FREE, VISITS], args)])[0]
+                                                      FREE, FILL_LIMIT, VISITS], args)])[0]
             if isinstance(reply, ResponseError):
                 raise reply
         except ResponseError:

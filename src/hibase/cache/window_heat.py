@@ -2,10 +2,9 @@
 
 The published hotscore (cache/policy.py) ranks sets by a decayed visit count but acts only once
 per period: a set that turns hot waits for the period's end, and once the cache is full a miss
-is just a miss. window-heat keeps the same heat (visits, decayed by ``1 - alpha`` at every
-period end of `count_period` accesses: at a period end, hotscore's score times
-``count_period / alpha``) and decides at every access, in the shape of W-TinyLFU (Einziger,
-Friedman, Manes; Caffeine):
+is just a miss. window-heat keeps the same heat (a set's hotscore score at the last period end,
+counted in visits, i.e. times ``count_period / alpha``, plus its visits since) and decides at
+every access, in the shape of W-TinyLFU (Einziger, Friedman, Manes; Caffeine):
 
 * a **window**, an LRU that every miss enters (recency: a set used again soon is served from
   here before it has earned any heat);
@@ -84,7 +83,9 @@ class WindowHeatPolicy(Policy):
         self.adapt = bool(adapt)
         self.prune = _share("prune", prune)
         self._keep = 1.0 - self.alpha
-        self._heat: dict[Hashable, tuple[float, int]] = {}  # key -> (visits, as of period)
+        # key -> (visits in period p, history: its score at the end of period p - 1, in
+        # visits, i.e. hotscore's score x count_period / alpha, p)
+        self._heat: dict[Hashable, tuple[float, float, int]] = {}
         self._period = 0
         self._count = 0  # accesses in the current period
         self._window: OrderedDict[Hashable, None] = OrderedDict()  # least recent first
@@ -105,23 +106,34 @@ class WindowHeatPolicy(Policy):
 
     # ---- heat ---------------------------------------------------------------------------------
     def heat(self, key: Hashable) -> float:
-        """Visits to `key`, each decayed by ``1 - alpha`` per period end since it happened."""
-        entry = self._heat.get(key)
-        if entry is None:
-            return 0.0
-        visits, period = entry
-        return visits * self._keep ** (self._period - period) if period != self._period \
-            else visits
+        """`key`'s visits in this period plus its hotscore score at the last period end, in
+        visits (``score x count_period / alpha``): each earlier period weighs ``1 - alpha``
+        times the next."""
+        return sum(self._state(key)[:2])
 
     def score(self, key: Hashable) -> float:
-        """`key`'s hotscore score (at a period end, the published policy's score exactly)."""
-        return self.alpha * self.heat(key) / self.count_period
+        """`key`'s score at the last period end, exactly the published hotscore's."""
+        return self.alpha * self._state(key)[1] / self.count_period
+
+    def _state(self, key: Hashable) -> tuple[float, float]:
+        """(visits this period, history) of `key`."""
+        entry = self._heat.get(key)
+        if entry is None:
+            return 0.0, 0.0
+        visits, history, period = entry
+        if period == self._period:
+            return visits, history
+        return 0.0, self._keep ** (self._period - 1 - period) * (visits + self._keep * history)
 
     @property
     def segments(self) -> dict:
         """Keys per region, least recently used first (for tests and tools)."""
         return {"window": list(self._window), "probation": list(self._probation),
                 "protected": list(self._protected)}
+
+    @property
+    def fill_limit(self) -> int:
+        return self.capacity
 
     @property
     def stats(self) -> dict:
@@ -143,7 +155,8 @@ class WindowHeatPolicy(Policy):
             return
         self._count = 0
         self._period += 1
-        self._heat = {k: (h, self._period) for k, h in ((k, self.heat(k)) for k in self._heat)
+        self._heat = {k: (0.0, h, self._period) for k, h in
+                      ((k, self._state(k)[1]) for k in self._heat)
                       if h >= self.prune or k in self._cached}
         if self._shadows is not None:
             self._climb()
@@ -161,7 +174,8 @@ class WindowHeatPolicy(Policy):
 
     # ---- the Policy hooks ---------------------------------------------------------------------
     def _access(self, key: Hashable, size: int, hit: bool) -> tuple[bool, list]:
-        self._heat[key] = (self.heat(key) + 1.0, self._period)
+        visits, history = self._state(key)
+        self._heat[key] = (visits + 1.0, history, self._period)
         self._tick(key, size)
         if hit:
             self._touch(key)
@@ -240,9 +254,10 @@ class WindowHeatPolicy(Policy):
             over = self._records - self.capacity
             if over <= 0:
                 break
-            victims, freed, heat = self._victims(over, exclude=waiting | {cand})
             cost = _cost(self._cached[cand])
-            if freed >= over and self.heat(cand) * freed > heat * cost:
+            need = min(over, cost)  # room for itself; later candidates duel for theirs
+            victims, freed, heat = self._victims(need, exclude=waiting | {cand})
+            if freed >= need and self.heat(cand) * freed > heat * cost:
                 lost = victims
             else:
                 lost = [cand]

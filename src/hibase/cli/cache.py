@@ -19,15 +19,16 @@ __all__ = ["cache_node"]
 @click.option("--zk", required=True, metavar="HOST:PORT/PATH",
               help="ZooKeeper where the node registers (zk://host:port/path or host:port/path; "
                    "clients connect with cache='zk://host:port/path').")
-@click.option("--policy", default="hotscore", show_default=True,
-              type=click.Choice(["hotscore", "hotscore-per-record", "lru"]),
-              help="Replacement policy run for this node.")
+@click.option("--policy", default="window-heat", show_default=True,
+              type=click.Choice(["window-heat", "hotscore", "hotscore-per-record", "lru"]),
+              help="Policy run for this node: window-heat (decides every miss), hotscore "
+                   "(the paper's, as published), ...")
 @click.option("--capacity", type=click.IntRange(min=1), default=100_000, show_default=True,
               help="Records (index entries) this node caches.")
 @click.option("--alpha", type=click.FloatRange(0, 1), default=None,
-              help="Hotscore's weight of the current period (default 0.5).")
+              help="Heat's weight of the current period (window-heat, hotscore; default 0.5).")
 @click.option("--count-period", type=click.IntRange(min=1), default=None,
-              help="Hotscore's period, in visits to this node (default 1000).")
+              help="Heat's period, in visits to this node (default 1000).")
 @click.option("--poll", type=click.FloatRange(min=0.001), default=0.05, show_default=True,
               help="Seconds between drains of the visit log when it is empty.")
 @click.option("--session-timeout", type=click.FloatRange(min=1), default=4.0, show_default=True,

@@ -278,8 +278,9 @@ def _headers(select: Any, rows: list) -> list[bytes]:
               help="Hot-index cache shared across processes: redis://host:port[,redis://...] "
                    "or zk://host:port/path (cache nodes registered by `hibase cache-node`). "
                    "Default: none (an in-process cache would die with the command).")
-@click.option("--cache-policy", type=click.Choice(["hotscore", "hotscore-per-record", "lru"]),
-              default="hotscore", show_default=True,
+@click.option("--cache-policy",
+              type=click.Choice(["window-heat", "hotscore", "hotscore-per-record", "lru"]),
+              default="window-heat", show_default=True,
               help="Replacement policy with --cache redis://... (zk:// nodes run their own).")
 @click.option("--cache-capacity", type=int, default=None, metavar="RECORDS",
               help="Cache capacity in index entries, with --cache redis://...")
