@@ -19,7 +19,7 @@ from cache_helpers import found, oracle
 from servers import start_redis, start_zookeeper, wait_until
 
 from hibase.cache.node import CacheNodeService
-from hibase.cache.redis_backend import ALLOW, DATA
+from hibase.cache.redis_backend import ALLOW, DATA, VISITS
 from hibase.cli import cli
 
 
@@ -240,3 +240,81 @@ def test_bench_cache_small_run():
         assert r["simulated_hit_ratio"] == pytest.approx(r["hit_ratio"], abs=0.02)
     assert report["hot_cold"][0]["lookup_hot_us"] > 0
     assert report["findings"] and "meets_targets" in report
+
+
+# -- window-heat, the default, run by the node ------------------------------------------------
+
+def drained(svc, node, visits):
+    """Wait until the service replayed `visits` visits and the node's visit log is empty."""
+    wait_until(lambda: svc.processed >= visits and node.llen(VISITS) == 0)
+
+
+def test_the_node_takes_the_in_process_policys_decisions(backend, env):
+    """The same lookups through a zk:// cache whose node runs window-heat, and through the
+    policy an in-process cache (cache="memory") builds with the same options: the same hits,
+    admissions and evictions, and the node stores exactly the sets the policy holds."""
+    import random
+
+    from hibase.cache.backend import cache_key
+    from hibase.cache.config import open_cache
+    spec, (a, _), service = env
+    svc = service(a, capacity=60, count_period=20)
+    node = redis.Redis.from_url(a.url)
+    memory = open_cache("memory", "window-heat", 60, None, 20).policy
+    db, t = make_db(backend, spec)
+    rng = random.Random(13)
+    values = [min(19, int(rng.paretovariate(0.8))) - 1 for _ in range(150)]
+    with db:
+        by_a = db.indexer.catalog.get("t", "by_a")
+        stored = lambda: {k[len(DATA):] for k in node.scan_iter(DATA + b"*")}  # noqa: E731
+        for i, v in enumerate(values):
+            assert found(t, f"f.a = {v}") == oracle(t, v)
+            memory.access(cache_key("t", by_a.value_key([v])), 10)
+            drained(svc, node, i + 1)  # one visit per lookup: a hit, or a miss's fill
+            assert stored() == set(svc.policy) == set(memory)
+        node_stats, ours = svc.policy.stats, memory.stats
+        for field in ("hits", "admissions", "evictions", "records"):
+            assert node_stats[field] == ours[field], field
+        assert db.cache_stats()["hits"] == ours["hits"] > 50
+        assert ours["evictions"] >= 5 and ours["admissions"] < ours["misses"]  # duels were lost
+
+
+def test_a_hit_costs_one_round_trip_with_the_node_running(backend, env):
+    """Counted by the Redis server itself (MONITOR): the client sends one command (EVALSHA) for
+    a hit; what the node service sends (it drains the visit log with LPOP) is not the hit's."""
+    import threading
+
+    spec, (a, _), service = env
+    svc = service(a)
+    node = redis.Redis.from_url(a.url)
+    db, t = make_db(backend, spec)
+    with db:
+        assert found(t, "f.a = 7") == oracle(t, 7)  # a miss: loaded, stored
+        drained(svc, node, 1)
+        seen: list = []
+        ready = threading.Event()
+
+        def monitor():
+            with node.monitor() as m:
+                ready.set()
+                for command in m.listen():
+                    seen.append(command)
+                    if command["command"] == "ECHO end-of-hit":
+                        return
+
+        watcher = threading.Thread(target=monitor)
+        watcher.start()
+        ready.wait(5)
+        time.sleep(0.2)  # MONITOR is on before the hit
+        hits = db.cache_stats()["hits"]  # (reads the nodes' stats: before the marker)
+        node.echo("start-of-hit")
+        assert found(t, "f.a = 7") == oracle(t, 7)
+        node.echo("end-of-hit")
+        watcher.join(10)
+        assert db.cache_stats()["hits"] == hits + 1
+        start = next(i for i, c in enumerate(seen) if c["command"] == "ECHO start-of-hit")
+        window = seen[start + 1:-1]
+        service_ports = {c["client_port"] for c in seen if c["command"].startswith("LPOP")}
+        client = [c["command"].split()[0] for c in window
+                  if c["client_type"] != "lua" and c["client_port"] not in service_ports]
+        assert client == ["EVALSHA"]  # <= 2 round trips (the target): one
