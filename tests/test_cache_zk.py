@@ -233,8 +233,9 @@ def test_bench_cache_small_run():
                        hot_cold_samples=10)
     import json
     json.dumps(report)
-    assert {r["policy"] for r in report["results"]} == {"hotscore", "lru",
+    assert {r["policy"] for r in report["results"]} == {"window-heat", "hotscore", "lru",
                                                         "hotscore-per-record"}
+    assert "window-heat >= lru at every ratio" in report["meets_targets"]
     for r in report["results"]:
         assert 0 <= r["hit_ratio"] <= r["optimum_hit_ratio"] + 0.02
         assert r["simulated_hit_ratio"] == pytest.approx(r["hit_ratio"], abs=0.02)

@@ -27,19 +27,40 @@ import random
 from typing import Any, Callable, Iterable
 
 from ..cache.policy import belady_hit_ratio, make_policy, simulate
+from ..errors import HibaseError
 
 __all__ = ["SCENARIOS", "POLICIES", "RATIOS", "trace", "run", "targets", "plot",
-           "summary_lines", "MissingPlotting"]
+           "summary_lines", "MissingPlotting", "check_plotting"]
 
 POLICIES = ("lru", "hotscore", "window-heat")
 RATIOS = (0.05, 0.1, 0.2, 0.5)
 SCENARIOS = ("zipf-0.8", "zipf-0.99", "zipf-1.2", "shifting", "scans", "mixed-sizes")
+TITLES = {
+    "zipf-0.8": "static Zipf 0.8, sets of 1-10 records",
+    "zipf-0.99": "static Zipf 0.99, sets of 1-10 records",
+    "zipf-1.2": "static Zipf 1.2, sets of 1-10 records",
+    "shifting": "Zipf 0.99, popularity re-drawn every 2,500 lookups",
+    "scans": "Zipf 0.99 + range scans of 20 cold values",
+    "mixed-sizes": "Zipf 0.99, sets of 1-500 records",
+}
 ONLINE_LABEL = {"lru": "LRU", "hotscore": "hotscore (as published)",
                 "window-heat": "window-heat (default)", "belady": "Belady's MIN"}
 
 
-class MissingPlotting(RuntimeError):
+class MissingPlotting(HibaseError):
     """matplotlib is not installed."""
+
+
+PLOTTING_HINT = ("plots need matplotlib: pip install 'hibase[bench]' (or pip install "
+                 "'matplotlib>=3.7,<4'), or leave out --plots")
+
+
+def check_plotting() -> None:
+    """Raise MissingPlotting (with how to install it) unless matplotlib can be imported."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise MissingPlotting(PLOTTING_HINT) from None
 
 
 def _cum(n: int, s: float) -> list[float]:
@@ -156,7 +177,7 @@ def targets(report: dict) -> dict:
     return out
 
 
-def summary_lines(report: dict) -> list[str]:
+def summary_lines(report: dict, with_targets: bool = True) -> list[str]:
     """The scenario table as text: hit ratio (record hit ratio) per policy."""
     table: dict[tuple[str, float], dict[str, tuple[float, float]]] = {}
     for r in report["results"]:
@@ -167,7 +188,7 @@ def summary_lines(report: dict) -> list[str]:
     for (scenario, ratio), row in table.items():
         cells = [f"{row[n][0]:.3f} ({row[n][1]:.3f})" if n in row else "-" for n in names]
         lines.append(f"{scenario:<13} {ratio:<5}  " + "  ".join(f"{c:>15}" for c in cells))
-    for name, t in report.get("targets", {}).items():
+    for name, t in (report.get("targets", {}) if with_targets else {}).items():
         detail = {k: v for k, v in t.items() if k != "met"}
         lines.append(f"target {name}: {'met' if t['met'] else 'MISSED'} {detail}")
     return lines
@@ -175,14 +196,10 @@ def summary_lines(report: dict) -> list[str]:
 
 def plot(report: dict, folder: str) -> list[str]:
     """One PNG per scenario, hit ratio against cache ratio per policy; returns the paths."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise MissingPlotting(
-            "plots need matplotlib: pip install 'hibase[bench]' (or pip install matplotlib), "
-            "or run without --plots") from None
+    check_plotting()
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     os.makedirs(folder, exist_ok=True)
     paths = []
     names = [*report["params"]["policies"], "belady"]
@@ -195,12 +212,13 @@ def plot(report: dict, folder: str) -> list[str]:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
                         linestyle="--" if name == "belady" else "-",
                         label=ONLINE_LABEL.get(name, name))
-        ax.set_title(f"{scenario}")
+        ax.set_title(TITLES.get(scenario, scenario), fontsize=9)
         ax.set_xlabel("cache ratio (share of touched records)")
         ax.set_ylabel("hit ratio")
         ax.set_xscale("log")
         ax.set_xticks(report["params"]["ratios"])
         ax.set_xticklabels([str(r) for r in report["params"]["ratios"]])
+        ax.minorticks_off()
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
         fig.tight_layout()

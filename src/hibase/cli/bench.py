@@ -283,26 +283,45 @@ def _ints(text: str) -> list[int]:
               help="Redis node counts to run with the redis backend.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the data and the queries.")
+@click.option("--scenarios", type=click.Choice(["with", "only", "no"]), default="with",
+              show_default=True, help="Also (or only) the scenario table: the policies and "
+              "Belady on static Zipf, shifting, scan and mixed-size traces.")
+@click.option("--plots", type=click.Path(file_okay=False), metavar="DIR", default=None,
+              help="Write a PNG per scenario (hit ratio by cache ratio) into DIR; needs "
+                   "matplotlib: pip install 'hibase[bench]'.")
 @bench_options
 def bench_cache(rows: int, queries: int, zipf: float, ratios: str, backends: str,
-                redis_nodes: str, seed: int, as_json: bool, output: str | None,
-                progress: bool) -> None:
-    """The paper's cache experiment: hit ratio and latency of hotscore, LRU and
-    hotscore-per-record against no cache and the offline optimum (Belady), at several
-    cache ratios, with the in-process cache and with 1-4 local Redis nodes.
+                redis_nodes: str, seed: int, scenarios: str, plots: str | None,
+                as_json: bool, output: str | None, progress: bool) -> None:
+    """The paper's cache experiment: hit ratio and latency of window-heat (the default),
+    hotscore as published, LRU and hotscore-per-record against no cache and the offline
+    optimum (Belady), at several cache ratios, with the in-process cache and with 1-4 local
+    Redis nodes; then the scenario table (simulated on synthetic lookup traces).
 
     Example:
 
     \b
         hibase bench cache --rows 100000 --queries 10000
+        hibase bench cache --scenarios only --plots benchmarks/plots -o cache_scenarios.json
         hibase bench cache --backends memory,redis --redis-nodes 1,2,4 --json -o cache.json
     """
     from ..bench import cache as mod
+    from ..bench import cache_scenarios
 
+    if plots:
+        cache_scenarios.check_plotting()  # before the long run, not after it
     note = (lambda msg: click.echo(msg, err=True)) if progress else None
+    if scenarios == "only":
+        report = cache_scenarios.run(seed=seed, progress=note)
+        if plots:
+            report["plots"] = cache_scenarios.plot(report, plots)
+        finish_bench(report, as_json, output, lambda r: cache_scenarios.summary_lines(r) + [
+            f"plot: {p}" for p in r.get("plots", [])])
+        return
     report = mod.run(rows, queries, zipf, _floats(ratios),
                      [b.strip() for b in backends.split(",") if b.strip()],
-                     _ints(redis_nodes), seed, progress=note)
+                     _ints(redis_nodes), seed, progress=note,
+                     scenarios=scenarios == "with", plots=plots)
     finish_bench(report, as_json, output, mod.summary)
 
 
