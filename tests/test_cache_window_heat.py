@@ -117,20 +117,21 @@ def test_cold_heat_is_forgotten():
 
 
 def test_the_window_grows_when_the_hot_set_keeps_moving():
-    """Each period of 50 accesses reads 10 new keys 5 times. From the third period the cache is
-    full: with the 1% window a newcomer loses its duels against the keys of two periods ago
-    (heat 5 x 1/2 = 2.5) until its third visit, so 20 of its 50 accesses hit; the LRU shadow
-    hits 40. The window grows 4x per period end: 1% -> 4% -> 16% -> 64% -> 100%."""
-    p = WindowHeatPolicy(20, count_period=50)  # under 1000 records the shadows see every key
+    """Each period of 20 accesses reads 4 new keys 5 times. From the third period the cache (8
+    records) is full: with the 1% window a newcomer loses its duels against the keys of two
+    periods ago (heat 5 x 1/2 = 2.5) until its third visit, so 8 of its 20 accesses hit; the
+    LRU shadow hits 16. The window grows 8x per period end: 1% -> 8% -> 64% -> 100%
+    (at least one record: 1, 1, 5, 8)."""
+    p = WindowHeatPolicy(8, count_period=20)  # under 1000 records the shadows see every key
     windows, shadow_hits = [], []
     for period in range(7):
         for _ in range(5):
-            for i in range(10):
-                p.access(period * 10 + i, 1)
+            for i in range(4):
+                p.access(period * 4 + i, 1)
         windows.append(p.window_max)
         shadow_hits.append(tuple(s.stats["hits"] for s in p._shadows))
-    assert shadow_hits[:4] == [(40, 40), (80, 80), (100, 120), (120, 160)]
-    assert windows == [1, 1, 1, 3, 13, 20, 20]
+    assert shadow_hits[:4] == [(16, 16), (32, 32), (40, 48), (48, 64)]
+    assert windows == [1, 1, 1, 5, 8, 8, 8]
     assert p.share == 1.0
 
 
@@ -148,7 +149,7 @@ def test_the_window_shrinks_when_heat_pays():
                 p.access(next(scan), 1)
         windows.append((p.share, p.window_max))
     assert [s.stats["hits"] for s in p._shadows] == [324, 0]
-    assert windows == [(0.25, 10), (0.0625, 2), (0.015625, 1), (0.01, 1), (0.01, 1)]
+    assert windows == [(0.125, 5), (0.015625, 1), (0.01, 1), (0.01, 1), (0.01, 1)]
 
 
 def test_fixed_window_and_bad_options():
@@ -181,7 +182,7 @@ def test_decisions_do_not_depend_on_the_process():
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            env={"PYTHONHASHSEED": seed}, check=True).stdout
             for seed in ("1", "2")}
-    assert len(outs) == 1 and outs.pop().split()[-1] == "8"  # 1 key in 8 feeds the shadows
+    assert len(outs) == 1 and outs.pop().split()[-1] == "16"  # 1 key in 16 feeds the shadows
 
 
 # ---- against the others ---------------------------------------------------------------------

@@ -15,9 +15,10 @@ every access, in the shape of W-TinyLFU (Einziger, Friedman, Manes; Caffeine):
   records, so a 500-record set must be hotter than the 500 records it would replace; a loser
   leaves the cache (the candidate, or the victims);
 * an **adaptive window**: two miniature shadow caches (the same policy on a fixed 1-in-k sample
-  of the keys with 1/k of the capacity: one with the smallest window, 1%, one all window,
-  i.e. LRU) see the same accesses; at every period end the window climbs by a factor of 4
-  toward the shadow that hit more in that period (between 1% and 100% of the capacity). When
+  of the keys with 1/k of the capacity, k <= 16 and at least 1,000 records each: one with the
+  smallest window, 1%, one all window, i.e. LRU) see the same accesses; at every period end the
+  window climbs by a factor of 8 toward the shadow that hit more in that period (between 1%
+  and 100% of the capacity). When
   the hot set keeps moving, recency pays and the window grows; on a stable skewed load it stays
   small and heat decides. (Caffeine's climber compares the real hit ratio of successive samples;
   a moving hot set swings that ratio more than the window does, and it lost 2-4 points to LRU
@@ -48,9 +49,9 @@ __all__ = ["WindowHeatPolicy"]
 
 PROTECTED = 0.8  # share of the main region that sets hit there may hold
 WINDOW_MIN, WINDOW_MAX = 0.01, 1.0  # bounds of the window, shares of the capacity
-CLIMB = 4.0  # the window's factor per period end
-VICTIM_POOL = 32  # least recently used main sets among which the coldest per record go
-SAMPLING = 8  # at most 1 key in 8 feeds the shadow caches ...
+CLIMB = 8.0  # the window's factor per period end
+VICTIM_POOL = 8  # least recently used main sets among which the coldest per record go
+SAMPLING = 16  # at most 1 key in 16 feeds the shadow caches ...
 SHADOW_RECORDS = 1000  # ... and each shadow keeps at least this many records
 
 
@@ -109,7 +110,12 @@ class WindowHeatPolicy(Policy):
         """`key`'s visits in this period plus its hotscore score at the last period end, in
         visits (``score x count_period / alpha``): each earlier period weighs ``1 - alpha``
         times the next."""
-        return sum(self._state(key)[:2])
+        entry = self._heat.get(key)
+        if entry is None:
+            return 0.0
+        if entry[2] == self._period:
+            return entry[0] + entry[1]
+        return self._state(key)[1]
 
     def score(self, key: Hashable) -> float:
         """`key`'s score at the last period end, exactly the published hotscore's."""
@@ -272,30 +278,33 @@ class WindowHeatPolicy(Policy):
         """Main-region sets to push out for `need` records, the coldest per record first among
         the VICTIM_POOL least recently used (probation, then protected), then in LRU order:
         (keys, their records, their summed heat)."""
-        pool = []
+        cached, heat_of = self._cached, self.heat
+        pool = []  # (heat per record, heat, records, key)
         for key in self._main_order():
             if key in exclude:
                 continue
-            pool.append(key)
+            heat, cost = heat_of(key), _cost(cached[key])
+            pool.append((heat / cost, heat, cost, key))
             if len(pool) >= VICTIM_POOL:
                 break
-        pool.sort(key=lambda k: self.heat(k) / _cost(self._cached[k]))
-        victims, freed, heat = [], 0, 0.0
-        for key in pool:
+        pool.sort(key=lambda entry: entry[0])
+        victims, freed, total = [], 0, 0.0
+        for _, heat, cost, key in pool:
             victims.append(key)
-            freed += _cost(self._cached[key])
-            heat += self.heat(key)
+            freed += cost
+            total += heat
             if freed >= need:
-                return victims, freed, heat
+                return victims, freed, total
+        taken = set(victims)
         for key in self._main_order():
-            if key in exclude or key in pool:
+            if key in exclude or key in taken:
                 continue
             victims.append(key)
-            freed += _cost(self._cached[key])
-            heat += self.heat(key)
+            freed += _cost(cached[key])
+            total += heat_of(key)
             if freed >= need:
                 break
-        return victims, freed, heat
+        return victims, freed, total
 
     def _main_order(self) -> Iterator[Hashable]:
         yield from self._probation
