@@ -15,8 +15,9 @@ policy replays the same trace through the same ``Policy`` objects the cache runs
 * ``mixed-sizes``: Zipf 0.99 over sets of 1 to 500 records (log-uniform, independent of
   popularity).
 
-Reported per scenario, ratio and policy: hit ratio (lookups answered by the cache) and record
-hit ratio (records answered). ``plot(report, folder)`` draws hit ratio against cache ratio, one
+Reported per scenario, ratio and policy: hit ratio (lookups answered by the cache), record
+hit ratio (records answered) and the policy's own CPU time per lookup (``policy_us``, process
+time of the replay: what the policy adds to every cached lookup). ``plot(report, folder)`` draws hit ratio against cache ratio, one
 PNG per scenario (matplotlib: ``pip install 'hibase[bench]'``).
 """
 
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 import os
 import random
+import statistics
+import time
 from typing import Any, Callable, Iterable
 
 from ..cache.policy import belady_hit_ratio, make_policy, simulate
@@ -121,13 +124,16 @@ def run(scenarios: Iterable[str] = SCENARIOS, ratios: Iterable[float] = RATIOS,
         for ratio in ratios:
             capacity = max(1, int(ratio * touched))
             best = belady_hit_ratio(tr, capacity)
-            rows = {"belady": best}
+            rows, cpu = {"belady": best}, {}
             for policy in policies:
+                started = time.process_time()
                 rows[policy] = simulate(make_policy(policy, capacity), tr)
+                cpu[policy] = round(1e6 * (time.process_time() - started) / len(tr), 2)
             for policy, st in rows.items():
                 results.append({"scenario": name, "ratio": ratio, "capacity": capacity,
                                 "policy": policy, "hit_ratio": round(st["hit_ratio"], 4),
-                                "record_hit_ratio": round(st["record_hit_ratio"], 4)})
+                                "record_hit_ratio": round(st["record_hit_ratio"], 4),
+                                "policy_us": cpu.get(policy)})
     report = {"params": {"lookups": lookups, "keys": keys, "seed": seed, "ratios": ratios,
                          "policies": policies, "scenarios": list(scenarios)},
               "traces": traces, "results": results}
@@ -188,6 +194,13 @@ def summary_lines(report: dict, with_targets: bool = True) -> list[str]:
     for (scenario, ratio), row in table.items():
         cells = [f"{row[n][0]:.3f} ({row[n][1]:.3f})" if n in row else "-" for n in names]
         lines.append(f"{scenario:<13} {ratio:<5}  " + "  ".join(f"{c:>15}" for c in cells))
+    cpu: dict[str, list[float]] = {}
+    for r in report["results"]:
+        if r.get("policy_us") is not None:
+            cpu.setdefault(r["policy"], []).append(r["policy_us"])
+    if cpu:
+        lines.append("policy CPU per lookup, median over the table: " + ", ".join(
+            f"{name} {statistics.median(v):.1f} us" for name, v in cpu.items()))
     for name, t in (report.get("targets", {}) if with_targets else {}).items():
         detail = {k: v for k, v in t.items() if k != "met"}
         lines.append(f"target {name}: {'met' if t['met'] else 'MISSED'} {detail}")

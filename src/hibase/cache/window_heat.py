@@ -53,6 +53,7 @@ CLIMB = 8.0  # the window's factor per period end
 VICTIM_POOL = 8  # least recently used main sets among which the coldest per record go
 SAMPLING = 16  # at most 1 key in 16 feeds the shadow caches ...
 SHADOW_RECORDS = 1000  # ... and each shadow keeps at least this many records
+PRUNE_MIN = 256  # heat entries kept before the first pruning
 
 
 def _sampled(key: Hashable, every: int) -> bool:
@@ -72,7 +73,8 @@ class WindowHeatPolicy(Policy):
     (see the module docstring). `alpha` and `count_period` are hotscore's: history keeps
     ``1 - alpha`` of its weight at every period end of `count_period` accesses, which is also
     when the window adapts. `window` is the starting share of the capacity; ``adapt=False``
-    keeps it fixed. Heat below `prune` is forgotten at period ends (the table stays bounded)."""
+    keeps it fixed. Heat below `prune` is forgotten at period ends once the table has doubled
+    since the last pruning (so it stays bounded, at O(1) amortized cost)."""
 
     name = "window-heat"
 
@@ -88,6 +90,7 @@ class WindowHeatPolicy(Policy):
         # visits, i.e. hotscore's score x count_period / alpha, p)
         self._heat: dict[Hashable, tuple[float, float, int]] = {}
         self._period = 0
+        self._prune_at = PRUNE_MIN
         self._count = 0  # accesses in the current period
         self._window: OrderedDict[Hashable, None] = OrderedDict()  # least recent first
         self._probation: OrderedDict[Hashable, None] = OrderedDict()
@@ -161,9 +164,11 @@ class WindowHeatPolicy(Policy):
             return
         self._count = 0
         self._period += 1
-        self._heat = {k: (0.0, h, self._period) for k, h in
-                      ((k, self._state(k)[1]) for k in self._heat)
-                      if h >= self.prune or k in self._cached}
+        if len(self._heat) >= self._prune_at:  # amortized: the table at most doubles
+            cached, heat = self._cached, self.heat
+            self._heat = {k: e for k, e in self._heat.items()
+                          if k in cached or heat(k) >= self.prune}
+            self._prune_at = max(PRUNE_MIN, 2 * len(self._heat))
         if self._shadows is not None:
             self._climb()
 
