@@ -9,8 +9,10 @@ from typing import Iterator
 
 from ..index import local, lookup
 from .ast import ROWKEY, And
-from .evaluate import matches, matches_dnf
+from .evaluate import matches
 from .plan import IndexLookup, Intersect, Plan, RowGet, RowRange, Step, is_point
+from .scan import full_scan
+from .scan import project as _project
 
 __all__ = ["execute"]
 
@@ -84,20 +86,6 @@ def _candidates(indexer, table: str, step: Step) -> Iterator[tuple[bytes, dict |
         raise AssertionError(path)
 
 
-def _project(cells: dict, columns: list[bytes] | None) -> dict:
-    if columns is None:
-        return cells
-    out = {}
-    for col in columns:
-        if b":" in col:
-            if col in cells:
-                out[col] = cells[col]
-        else:
-            prefix = col + b":"
-            out.update((c, v) for c, v in cells.items() if c.startswith(prefix))
-    return out
-
-
 def _fetch_columns(plan: Plan, step_residual_cols: set[bytes]) -> list[bytes] | None:
     if plan.columns is None:
         return None
@@ -156,7 +144,7 @@ def execute(plan: Plan, indexer, types, conjuncts=None) -> Iterator[tuple[bytes,
     table = plan.select.table
     limit = plan.select.limit
     if plan.full_scan:
-        yield from _full_scan(plan, indexer.store, types, conjuncts, limit)
+        yield from full_scan(plan, indexer.store, types, conjuncts, limit)
         return
     if len(plan.steps) == 1:
         n = 0
@@ -178,19 +166,4 @@ def execute(plan: Plan, indexer, types, conjuncts=None) -> Iterator[tuple[bytes,
         if limit is not None and i >= limit:
             return
         yield row, found[row]
-
-
-def _full_scan(plan: Plan, store, types, conjuncts, limit) -> Iterator[tuple[bytes, dict]]:
-    n = 0
-    for row, got in store.scan_latest(plan.select.table):
-        cells = {c: tv[1] for c, tv in got.items()}
-        if conjuncts is not None and not matches_dnf(conjuncts, row, cells, types):
-            continue
-        data = _project(cells, plan.columns)
-        if not data and plan.columns is None:
-            continue
-        yield row, data
-        n += 1
-        if limit is not None and n >= limit:
-            return
 
