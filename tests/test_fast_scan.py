@@ -162,3 +162,19 @@ def test_parallel_scan_in_worker_processes(embedded_db, monkeypatch):
     started.clear()
     assert list(t.where(cond, columns=[b"f:b"], limit=5)) == expected[:5]
     assert started == []
+
+
+def test_a_failing_worker_has_its_share_scanned_here(embedded_db, monkeypatch):
+    import pytest
+    db = embedded_db
+    db.create_table("big", {"f": {}}, columns=COLUMNS)
+    t = db.table("big")
+    with t.batch() as b:
+        for i in range(500):
+            b.put(b"k%04d" % i, {b"f:a": str(i % 7).encode()})
+    db.split("big", b"k0250")
+    expected = _brute(t, "f.a = 3")
+    monkeypatch.setattr(scan, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(scan.sys, "executable", "/bin/false")  # every worker exits 1
+    with pytest.warns(RuntimeWarning, match="scan worker failed"):
+        assert list(t.where("f.a = 3")) == expected

@@ -11,12 +11,13 @@ from ..index import local, lookup
 from .ast import ROWKEY, And
 from .evaluate import matches
 from .plan import IndexLookup, Intersect, Plan, RowGet, RowRange, Step, is_point
-from .scan import full_scan
+from .scan import conjunct_test, full_scan
 from .scan import project as _project
 
 __all__ = ["execute"]
 
 _FETCH_CHUNK = 1000
+_COMPILE_AFTER = 64  # rows fetched before the conjunct's check is compiled
 
 
 def _lookup_rows(indexer, lk: IndexLookup) -> Iterator[tuple[bytes, list]]:
@@ -117,13 +118,14 @@ def _run_step(indexer, table: str, plan: Plan, step: Step, types) -> Iterator[tu
     fetch_cols = _fetch_columns(plan, {a.column.name for a in step.conjunct})
     read_many = store.read_latest_many
     batch: list[bytes] = []
+    test = None if node is None else (lambda row, cells: matches(node, row, cells, types))
 
-    def flush() -> Iterator[tuple[bytes, dict]]:
+    def flush(test) -> Iterator[tuple[bytes, dict]]:
         for row, cells in zip(batch, read_many(table, batch, fetch_cols, with_ts=False)):
             if not cells and (plan.columns is None or
                               (check_exists and not read_many(table, [row])[0])):
                 continue
-            if node is None or matches(node, row, cells, types):
+            if test is None or test(row, cells):
                 yield row, _project(cells, plan.columns)
         batch.clear()
 
@@ -133,9 +135,13 @@ def _run_step(indexer, table: str, plan: Plan, step: Step, types) -> Iterator[tu
     for row, _ in _candidates(indexer, table, step):
         batch.append(row)
         if len(batch) >= chunk:
-            yield from flush()
+            yield from flush(test)
+            if chunk == _COMPILE_AFTER and node is not None:
+                # a big result: the conjunct compiled once (scan.py) checks the rest faster
+                # than the tree walk; small results never pay the compilation
+                test = conjunct_test(step.conjunct, types)
             chunk = min(chunk * 4, _FETCH_CHUNK)
-    yield from flush()
+    yield from flush(test)
 
 
 def execute(plan: Plan, indexer, types, conjuncts=None) -> Iterator[tuple[bytes, dict]]:

@@ -16,12 +16,14 @@ Other stores, and tables with several families or a TTL, take the generic scan.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import os
 import pickle
 import subprocess
 import sys
 import tempfile
+import warnings
 from typing import Any, Callable, Iterator
 
 import msgpack
@@ -33,9 +35,11 @@ from .ast import ROWKEY, Between, Compare, In, Like, NotLike
 from .evaluate import evaluate, matches_dnf
 from .normalize import coerce_literal, coerce_prefix
 
-__all__ = ["full_scan", "compile_conjuncts", "scan_share", "project", "PARALLEL_MIN_BYTES"]
+__all__ = ["full_scan", "compile_conjuncts", "conjunct_test", "scan_share", "project",
+           "PARALLEL_MIN_BYTES", "PROCESSES"]
 
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024  # below this, starting workers costs more than it saves
+PROCESSES: int | None = None  # processes of a big scan (this one + workers); None: the CPUs
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq, "<>": operator.ne, "<": operator.lt,
     "<=": operator.le, ">": operator.gt, ">=": operator.ge,
@@ -107,7 +111,7 @@ def _typed_check(atom: Any, types: dict) -> tuple | None:
     return None
 
 
-def _conjunct_test(conj: tuple, types: dict) -> Callable[[bytes, dict], bool]:
+def conjunct_test(conj: tuple, types: dict) -> Callable[[bytes, dict], bool]:
     """One function (row, cells) -> every atom of the conjunct TRUE, the same answer as
     evaluate() per atom: typed comparisons written out in its body (a missing cell, one that
     does not decode, or NaN is NULL, so FALSE here), the other atoms through evaluate()."""
@@ -148,7 +152,7 @@ def compile_conjuncts(conjuncts: list | None, types: dict
     for conj in conjuncts:
         found = [n for n in (_atom_needles(a, types) for a in conj) if n]
         needles.append(found)
-    tests = [_conjunct_test(tuple(conj), types) for conj in conjuncts]
+    tests = [conjunct_test(tuple(conj), types) for conj in conjuncts]
     if len(tests) == 1:
         return needles, tests[0]
 
@@ -197,7 +201,7 @@ def _generic(plan, store, types, conjuncts) -> Iterator[tuple[bytes, dict]]:
 def full_scan(plan, store, types, conjuncts, limit, processes: int | None = None
               ) -> Iterator[tuple[bytes, dict]]:
     """Rows matching a full-scan plan in rowkey order, at most `limit`; `processes` None
-    chooses by table size and CPUs."""
+    chooses by table size, PROCESSES and the CPUs."""
     table = plan.select.table
     if not fastscan.supports_fast_scan(store, table):
         rows = _generic(plan, store, types, conjuncts)
@@ -215,7 +219,8 @@ def _shares(store, table: str, processes: int | None, limit) -> list[list]:
     regions = store.regions(table)
     if processes is None:
         big = sum(r.size for r in regions) >= PARALLEL_MIN_BYTES
-        processes = min(len(regions), os.cpu_count() or 1) if big and limit is None else 1
+        most = PROCESSES or os.cpu_count() or 1
+        processes = min(len(regions), most) if big and limit is None else 1
     processes = min(processes, len(regions))
     if processes <= 1:
         return [[(None, None)]]
@@ -249,12 +254,18 @@ def _fast(store, table, types, conjuncts, columns, limit, processes):
                 proc = subprocess.Popen([sys.executable, "-m", "hibase.query.scan_worker"],
                                         stdin=subprocess.PIPE, stderr=subprocess.DEVNULL)
                 workers.append((proc, out, share))
-                proc.stdin.write(pickle.dumps(job))  # type: ignore[union-attr]
-                proc.stdin.close()  # type: ignore[union-attr]
+                try:
+                    proc.stdin.write(pickle.dumps(job))  # type: ignore[union-attr]
+                except BrokenPipeError:  # it died before reading: its exit code says so
+                    pass
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()  # type: ignore[union-attr]
             yield from scan_share(store, table, shares[0], conjuncts, types, columns)
             for proc, out, share in workers:
                 proc.wait()
                 if proc.returncode != 0:  # a worker that could not run: scan its share here
+                    warnings.warn(f"scan worker failed (exit {proc.returncode}); scanning its "
+                                  "regions in this process", RuntimeWarning, stacklevel=2)
                     yield from scan_share(store, table, share, conjuncts, types, columns)
                     continue
                 with open(out, "rb") as f:
