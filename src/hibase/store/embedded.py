@@ -362,17 +362,9 @@ class EmbeddedStore(KeyValueTables):
                 ttl = fo.time_to_live
                 floor = now - ttl * 1000 if ttl != FOREVER else -1
                 merge = C.merge_latest if with_ts or floor >= 0 else C.merge_values
-                row_prefix, seek, valid, key, value, step = (
-                    C.row_prefix, it.seek, it.valid, it.key, it.value, it.next)
                 for i in order:
                     row = rows[i]
-                    # _segments_at written out: this loop is the fetch of every index result
-                    prefix = row_prefix(row)
-                    seek(prefix)
-                    segs = []
-                    while valid() and key().startswith(prefix):
-                        segs.append(value())
-                        step()
+                    segs = _segments_at(it, C.row_prefix(row))
                     if not segs:
                         continue
                     cells = merge(segs, wanted)

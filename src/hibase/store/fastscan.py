@@ -111,4 +111,5 @@ def filtered_rows(store, table: str, start: bytes | None, stop: bytes | None,
             row = row_of_key(cur + _MAX_SEQ_KEY)  # type: ignore[operator]
             if keep is None or keep(row, cells):
                 yield row, cells
-    # (the iterator-status check after a scan belongs here once the store reports it)
+    # The stream ran out here (or stopped at `bound`): the check that its end is the end of
+    # the data and not an iterator error belongs here (issue 15's status checks).
