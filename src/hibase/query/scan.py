@@ -111,15 +111,15 @@ def _typed_check(atom: Any, types: dict) -> tuple | None:
     return None
 
 
-def conjunct_test(conj: tuple, types: dict) -> Callable[[bytes, dict], bool]:
-    """One function (row, cells) -> every atom of the conjunct TRUE, the same answer as
-    evaluate() per atom: typed comparisons written out in its body (a missing cell, one that
-    does not decode, or NaN is NULL, so FALSE here), the other atoms through evaluate()."""
+def _generate(conj: tuple, types: dict, layout: tuple | None) -> Callable:
+    """The source of one conjunct's test, compiled: test(row, cells) reading cells.get(col),
+    or with a `layout` (a PUT segment's qualifier list) test(vals) reading vals[position]
+    (a column missing from the layout is NULL, so its atom is FALSE)."""
     ns: dict[str, Any] = {"ValueTypeError": ValueTypeError, "evaluate": evaluate, "types": types}
     body = []
     for i, atom in enumerate(conj):
         typed = _typed_check(atom, types)
-        if typed is None:
+        if typed is None:  # never with a layout (see layout_tests)
             ns[f"a{i}"] = atom
             body.append(f"    if evaluate(a{i}, row, cells, types) is not True: return False")
             continue
@@ -129,23 +129,65 @@ def conjunct_test(conj: tuple, types: dict) -> Callable[[bytes, dict], bool]:
         for j, lit in enumerate(lits):  # literals are bound as names, never written as text
             ns[f"l{i}_{j}"] = lit
             names.append(f"l{i}_{j}")
-        body += [f"    raw = cells.get(n{i})",
-                 "    if raw is None: return False",
-                 f"    try: v = d{i}(t{i}, raw)",
+        if layout is None:
+            body += [f"    raw = cells.get(n{i})", "    if raw is None: return False"]
+        elif name in layout:
+            body.append(f"    raw = vals[{layout.index(name)}]")
+        else:
+            body.append("    return False")
+            break
+        body += [f"    try: v = d{i}(t{i}, raw)",
                  "    except ValueTypeError: return False",
                  f"    if v != v or not ({cond.format(*names)}): return False"]
-    src = "def test(row, cells):\n" + "\n".join(body + ["    return True"])
+    head = "def test(row, cells):" if layout is None else "def test(vals):"
+    src = head + "\n" + "\n".join(body + ["    return True"])
     exec(compile(src, "<hibase scan filter>", "exec"), ns)
-    test = ns["test"]
+    return ns["test"]
+
+
+def conjunct_test(conj: tuple, types: dict) -> Callable[[bytes, dict], bool]:
+    """One function (row, cells) -> every atom of the conjunct TRUE, the same answer as
+    evaluate() per atom: typed comparisons written out in its body (a missing cell, one that
+    does not decode, or NaN is NULL, so FALSE here), the other atoms through evaluate()."""
+    test = _generate(conj, types, None)
     test.needs_row = any(a.column.name == ROWKEY or _typed_check(a, types) is None
                          for a in conj)
     return test
 
 
+_MAX_LAYOUTS = 64  # rows of more column sets than this take the dict path for the rest
+
+
+def layout_tests(conjuncts: list, types: dict) -> Callable[[list], Callable | None] | None:
+    """for_layout(qualifiers) -> test(values) of a row written by one put with those
+    qualifiers, equal to the conjuncts' test on dict(zip(qualifiers, values)) but without
+    building the dict; None when some atom needs the dict or the rowkey (evaluate() atoms)."""
+    if any(_typed_check(a, types) is None for conj in conjuncts for a in conj):
+        return None
+    cache: dict[tuple, Callable | None] = {}
+
+    def for_layout(quals: list) -> Callable | None:
+        key = tuple(quals)
+        if key in cache:
+            return cache[key]
+        if len(cache) >= _MAX_LAYOUTS or len(set(key)) != len(key):
+            return None
+        tests = [_generate(tuple(conj), types, key) for conj in conjuncts]
+        if len(tests) == 1:
+            fn = tests[0]
+        else:
+            def fn(vals: list) -> bool:
+                return any(f(vals) for f in tests)
+        cache[key] = fn
+        return fn
+    return for_layout
+
+
 def compile_conjuncts(conjuncts: list | None, types: dict
                       ) -> tuple[list | None, Callable[[bytes, dict], bool] | None]:
     """(needle alternatives for fastscan, exact row test) of a normalized condition; the
-    test's `needs_row` is False when no atom reads the rowkey (fastscan then passes None)."""
+    test's `needs_row` is False when no atom reads the rowkey (fastscan then passes None),
+    and its `for_layout` is layout_tests' (None when it has none)."""
     if conjuncts is None:
         return None, None
     needles = []
@@ -154,12 +196,13 @@ def compile_conjuncts(conjuncts: list | None, types: dict
         needles.append(found)
     tests = [conjunct_test(tuple(conj), types) for conj in conjuncts]
     if len(tests) == 1:
-        return needles, tests[0]
-
-    def any_conjunct(row: bytes, cells: dict) -> bool:
-        return any(f(row, cells) for f in tests)
-    any_conjunct.needs_row = any(f.needs_row for f in tests)  # type: ignore[attr-defined]
-    return needles, any_conjunct
+        keep = tests[0]
+    else:
+        def keep(row: bytes, cells: dict) -> bool:
+            return any(f(row, cells) for f in tests)
+        keep.needs_row = any(f.needs_row for f in tests)  # type: ignore[attr-defined]
+    keep.for_layout = layout_tests(conjuncts, types)  # type: ignore[attr-defined]
+    return needles, keep
 
 
 def project(cells: dict, columns: list[bytes] | None) -> dict:

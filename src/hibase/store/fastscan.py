@@ -63,13 +63,19 @@ def filtered_rows(store, table: str, start: bytes | None, stop: bytes | None,
     """(rowkey, {column: newest value}) of the rows in [start, stop) that pass the needle
     prefilter and `keep`, in key order; rows with no visible cell are never yielded. The table
     must pass supports_fast_scan. A `keep` whose attribute needs_row is False is passed None
-    as the rowkey (decoding the key of every row costs more than the test)."""
+    as the rowkey (decoding the key of every row costs more than the test); one with a
+    for_layout attribute (query/scan.py's layout_tests) tests rows written by one put on
+    their value list, by position, and builds the dict only for the rows it keeps."""
     t = store.table(table)
     view = next(iter(t.fams.values()))[0]
     first = C.row_prefix(start) if start else None
     bound = C.row_prefix(stop) if stop else None
     test = prefilter(needles)
     by_row = getattr(keep, "needs_row", True)  # False: keep never reads the rowkey
+    # keep.for_layout(qualifiers) -> test(values) or None: a put's row tested by position
+    layouts = getattr(keep, "for_layout", None)
+    last_quals: object = None
+    by_layout = None
     unpack, merge, row_of_key, PUT = C.unpack, C.merge_values, C.row_of_key, C.PUT
     items = view.items(from_key=first)
     cur = None
@@ -87,7 +93,21 @@ def filtered_rows(store, table: str, start: bytes | None, stop: bytes | None,
             if len(segs) == 1:
                 if test is None or test(segs[0]):
                     seg = unpack(segs[0])
-                    cells = dict(zip(seg[2], seg[3])) if seg[0] == PUT else merge(segs)
+                    if seg[0] != PUT:
+                        cells = merge(segs)
+                    elif layouts is None:
+                        cells = dict(zip(seg[2], seg[3]))
+                    else:  # a put's values tested by position, the dict only for a match
+                        quals = seg[2]
+                        if quals != last_quals:
+                            last_quals, by_layout = quals, layouts(quals)
+                        if by_layout is not None:
+                            if quals and by_layout(seg[3]):
+                                yield (row_of_key(cur + _MAX_SEQ_KEY),  # type: ignore[operator]
+                                       dict(zip(quals, seg[3])))
+                            cur, segs = prefix, [value]
+                            continue
+                        cells = dict(zip(quals, seg[3]))
                     if cells:
                         if keep is None:
                             yield row_of_key(cur + _MAX_SEQ_KEY), cells  # type: ignore[operator]
