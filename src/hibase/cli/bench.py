@@ -60,7 +60,7 @@ def demo(rows: int, dir_: str | None, keep: bool, seed: int, repeats: int,
 
 @click.group(cls=HibaseGroup)
 def bench() -> None:
-    """Benchmarks: the store, the split counting Bloom filter, indexed queries.
+    """Benchmarks: the store, the split counting Bloom filter, indexed queries, scans.
 
     Each prints a short summary, or the whole JSON report with --json; --output FILE also
     writes the JSON to FILE. They create their own temporary stores.
@@ -354,4 +354,34 @@ def bench_local(rows: int, regions: int, queries: int, seed: int, workdir: str |
 
     report = mod.run(rows=rows, regions=regions, queries=queries, seed=seed,
                      workdir=workdir, progress=progress)
+    finish_bench(report, as_json, output, mod.summary)
+
+
+@bench.command("scan")
+@click.option("--rows", type=click.IntRange(min=1), default=1_000_000, show_default=True,
+              help="Telecom rows loaded into each engine.")
+@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Timed runs of each query (the median is reported).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--workdir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Put (and keep) the stores under DIR (default: a temporary folder).")
+@bench_options
+def bench_scan(rows: int, repeats: int, seed: int, workdir: str | None, as_json: bool,
+               output: str | None, progress: bool) -> None:
+    """Filtered full scans, big index results and IS NULL on an indexed column, against
+    SQLite and DuckDB (when installed: pip install 'hibase[bench]') on the same rows.
+
+    Scans report rows of the table per second (hibase with worker processes, in one process,
+    and the generic scan it replaced); index results rows returned per second. Every engine
+    must return the same rows (the report's all_same_rows).
+
+    Example:
+
+    \b
+        hibase bench scan --rows 200000
+        hibase bench scan --rows 1000000 --json --output benchmarks/scan_1m.json
+    """
+    from ..bench import scan as mod
+
+    report = mod.run(rows=rows, repeats=repeats, seed=seed, progress=progress, workdir=workdir)
     finish_bench(report, as_json, output, mod.summary)

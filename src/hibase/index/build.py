@@ -37,7 +37,9 @@ def expected_entries(store, spec: IndexSpec, start: bytes | None = None,
     entries = []
     counts: dict[bytes, int] = {}
     value_key, pack, cover = spec.value_key, C.pack, spec.covering
-    for row, cells in store.scan_latest(spec.table, start, stop, spec.needed, with_ts=False):
+    # a NULL list needs every row that exists, so every column is read (maintain.raw_values)
+    columns = spec.needed if spec.null_alias is None else None
+    for row, cells in store.scan_latest(spec.table, start, stop, columns, with_ts=False):
         values = raw_values(spec, cells)
         if values is None:
             continue
@@ -181,11 +183,13 @@ def verify_index(store, spec: IndexSpec, repair: bool = False) -> dict[str, Any]
             idx, val = local_table(spec.table), local_value_table(spec.table)
         else:
             expected, counts = expected_entries(store, spec)
-            stop = prefix_successor(spec.alias)
             idx, val = index_table(spec.table), value_table(spec.table)
-            actual = list(store.kv_scan(idx, spec.alias, stop))
-            have_counts = {k: _COUNT.unpack(v)[0]
-                           for k, v in store.kv_scan(val, spec.alias, stop)}
+            actual, have_counts = [], {}
+            for alias in spec.aliases:  # its entries, and its NULL list's
+                stop = prefix_successor(alias)
+                actual += store.kv_scan(idx, alias, stop)
+                have_counts.update((k, _COUNT.unpack(v)[0])
+                                   for k, v in store.kv_scan(val, alias, stop))
         want = dict(expected)
         have = dict(actual)
         missing = [k for k in want if k not in have]

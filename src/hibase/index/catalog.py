@@ -95,11 +95,13 @@ class IndexCatalog:
             existing = self._by_table.setdefault(table, {})
             if name in existing:
                 raise errors.IndexExists(f"index {name!r} already exists on {table!r}")
-            used = {s.alias for s in existing.values()}
-            alias = next(a for a in (i.to_bytes(2, "big") for i in range(1, 65536))
-                         if a not in used)
+            used = {a for s in existing.values() for a in s.aliases}
+            free = (a for a in (i.to_bytes(2, "big") for i in range(1, 65536)) if a not in used)
+            alias = next(free)
+            # global indexes keep a NULL list under a second alias (spec.py); local ones none
+            null_alias = None if local else next(free)
             spec = IndexSpec(name, table, cols, types, [c for c in cover if c not in cols],
-                             alias, local, BUILDING)
+                             alias, local, BUILDING, null_alias)
             if local:
                 for kv in (local_table(table), local_value_table(table), routing_table(table)):
                     self.store.create_kv(kv)
@@ -133,10 +135,10 @@ class IndexCatalog:
         if spec.local:
             local_clear(self.store, spec)
             return
-        stop = prefix_successor(spec.alias)
         for kv in (index_table(spec.table), value_table(spec.table)):
             if kv in self.store.kv_tables():
-                self.store.kv_delete_range(kv, spec.alias, stop)
+                for alias in spec.aliases:
+                    self.store.kv_delete_range(kv, alias, prefix_successor(alias))
 
     def drop_table(self, table: str) -> None:
         """Forget every index of a dropped table and its key-value tables."""

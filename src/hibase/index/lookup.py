@@ -13,8 +13,8 @@ from .maintain import decode_count
 from .routing import router_of
 from .spec import IndexSpec, index_table, value_table
 
-__all__ = ["KeyRange", "key_range", "scan_entries", "scan_points", "count_values",
-           "count_points", "walk_values", "entries_for_value"]
+__all__ = ["KeyRange", "key_range", "null_range", "scan_entries", "scan_points",
+           "count_values", "count_points", "walk_values", "entries_for_value"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,15 @@ def key_range(spec: IndexSpec, equal: Sequence[Any], low: Any = None, high: Any 
         hi = prefix + spec.column_bound(known, high)
         stop = codec.prefix_successor(hi) if high_inclusive else hi
     return KeyRange(start, stop, known, len(prefix))
+
+
+def null_range(spec: IndexSpec) -> KeyRange:
+    """The entries of the index's NULL list (rows lacking its first column; spec.py): one
+    value, so a point lookup (known covers every column and the rowkey follows the alias)."""
+    alias = spec.null_alias
+    if alias is None:
+        raise ValueError(f"index {spec.name!r} keeps no NULL entries")
+    return KeyRange(alias, codec.prefix_successor(alias), len(spec.types), len(alias))
 
 
 def scan_entries(store, spec: IndexSpec, rng: KeyRange, reverse: bool = False

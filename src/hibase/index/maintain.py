@@ -19,7 +19,7 @@ from ..store import cells as C
 from . import local
 from .spec import IndexSpec, index_table, value_table
 
-__all__ = ["index_writes", "entry_writes", "Change", "decode_count"]
+__all__ = ["index_writes", "entry_writes", "Change", "decode_count", "needed_columns"]
 
 _COUNT = struct.Struct(">q")
 
@@ -29,24 +29,40 @@ class Change(tuple):
 
 
 def _values(spec: IndexSpec, state: dict) -> list[Any] | None:
-    """The row's index values; None (no entry) when the first indexed column is NULL. NaN is
-    unordered, so like the query evaluator the index treats it as NULL."""
+    """The row's index values; when the first indexed column is NULL, the NULL list's values
+    if the index keeps one and the row exists (`state` then holds every column of the row:
+    see needed_columns), else None (no entry). NaN is unordered, so like the query evaluator
+    the index treats it as NULL."""
     out = []
     for col, t in zip(spec.columns, spec.types):
         cell = state.get(col)
         v = None if cell is None else codec.decode_cell(t, cell[1])
         out.append(None if v != v else v)
-    return None if out[0] is None else out
+    if out[0] is None:
+        return spec.null_values() if spec.null_alias is not None and state else None
+    return out
 
 
 def raw_values(spec: IndexSpec, cells: dict[bytes, bytes]) -> list[Any] | None:
-    """_values for a {column: value} row (no timestamps), as scans with with_ts=False give."""
+    """_values for a {column: value} row (no timestamps), as scans with with_ts=False give;
+    `cells` must hold every column of the row when the index keeps a NULL list."""
     out = []
     for col, t in zip(spec.columns, spec.types):
         raw = cells.get(col)
         v = None if raw is None else codec.decode_cell(t, raw)
         out.append(None if v != v else v)
-    return None if out[0] is None else out
+    if out[0] is None:
+        return spec.null_values() if spec.null_alias is not None and cells else None
+    return out
+
+
+def needed_columns(specs: Iterable[IndexSpec]) -> list[bytes] | None:
+    """The columns whose values index upkeep of `specs` reads; None (every column) when some
+    index keeps a NULL list, whose entries depend on whether the row has any cell at all."""
+    specs = list(specs)
+    if any(s.null_alias is not None for s in specs):
+        return None
+    return list(dict.fromkeys(c for s in specs for c in s.needed))
 
 
 def _covered(spec: IndexSpec, state: dict) -> list[bytes | None]:
@@ -75,8 +91,7 @@ def index_writes(store, specs: list[IndexSpec], prepared: list, events: list | N
         by_table_rows.setdefault(table, []).append((row, pending))
     for table, items in by_table_rows.items():
         table_specs = by_table[table]
-        needed = list(dict.fromkeys(c for s in table_specs for c in s.needed))
-        states = store.row_states_many(table, items, needed)
+        states = store.row_states_many(table, items, needed_columns(table_specs))
         for (row, _), (before, after) in zip(items, states):
             _diff(table_specs, row, before, after, changes)
     return entry_writes(store, changes, events), changes

@@ -11,6 +11,17 @@ prefix of its columns with one range scan, and the rowkey is simply the rest of 
 A row has an entry when its first indexed column is present. Later columns may be missing: each
 of them is written as 0x00 (NULL, sorting first) or 0x01 + its encoding, so a lookup on a prefix of
 a composite index also finds the rows that lack the trailing columns.
+
+NULL list (global indexes made since it exists, as Phoenix keeps NULL keys): a row that exists
+(has a visible cell in some family) but lacks the first indexed column has the entry
+
+    null alias (2 bytes) | user rowkey   ->   msgpack [covered values...]
+
+and the value-table row null alias -> row count. The null alias is a second alias the catalog
+gives the index, so the NULL list is one more "value" (its value key is the bare null alias,
+which `value_key([None, ...])` returns) that no range of the index's own alias can reach: IS
+NULL on the first column is a point lookup, counted, cached and verified like any value.
+A deleted row (no cell left) has no entry at all. Older indexes (null_alias None) keep none.
 """
 
 from __future__ import annotations
@@ -52,6 +63,12 @@ class IndexSpec:
     alias: bytes = b"\x00\x00"
     local: bool = False
     state: str = BUILDING
+    null_alias: bytes | None = None  # the NULL list's alias (see module doc); None: no list
+
+    @property
+    def aliases(self) -> list[bytes]:
+        """Every alias the index's entries and counts live under (its own, its NULL list's)."""
+        return [self.alias] if self.null_alias is None else [self.alias, self.null_alias]
 
     @property
     def needed(self) -> list[bytes]:
@@ -73,10 +90,19 @@ class IndexSpec:
         return enc if position == 0 else PRESENT + enc
 
     def entry_key(self, values: Sequence[Any], row: bytes) -> bytes:
-        return self.alias + self.encode_values(values) + row
+        return self.value_key(values) + row
 
     def value_key(self, values: Sequence[Any]) -> bytes:
+        """alias | encoded values; the null alias for a row lacking the first column."""
+        if values[0] is None:
+            if self.null_alias is None:
+                raise ValueError(f"index {self.name!r} keeps no NULL entries")
+            return self.null_alias
         return self.alias + self.encode_values(values)
+
+    def null_values(self) -> list[None]:
+        """The values of a NULL-list entry (every column NULL: later ones are not kept)."""
+        return [None] * len(self.types)
 
     def prefix_key(self, values: Sequence[Any]) -> bytes:
         """Key prefix of every entry whose leading columns equal `values`."""
@@ -96,7 +122,9 @@ class IndexSpec:
         return values, pos
 
     def split_entry(self, key: bytes) -> tuple[list[Any], bytes]:
-        """(values, user rowkey) of an index entry key."""
+        """(values, user rowkey) of an index entry key (NULL-list entries included)."""
+        if self.null_alias is not None and key[:2] == self.null_alias:
+            return self.null_values(), key[2:]
         values, pos = self._decode(key, len(self.alias), 0)
         return values, key[pos:]
 
@@ -116,6 +144,7 @@ class IndexSpec:
             "types": [str(t) for t in self.types],
             "covering": [c.decode() for c in self.covering],
             "alias": self.alias.hex(), "local": self.local, "state": self.state,
+            "null_alias": self.null_alias.hex() if self.null_alias is not None else None,
         }).encode()
 
     @classmethod
@@ -124,11 +153,13 @@ class IndexSpec:
         return cls(d["name"], d["table"], [c.encode() for c in d["columns"]],
                    [codec.parse_type(t) for t in d["types"]],
                    [c.encode() for c in d["covering"]], bytes.fromhex(d["alias"]),
-                   d["local"], d["state"])
+                   d["local"], d["state"],
+                   bytes.fromhex(d["null_alias"]) if d.get("null_alias") else None)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "table": self.table,
                 "columns": [c.decode() for c in self.columns],
                 "types": [str(t) for t in self.types],
                 "covering": [c.decode() for c in self.covering],
-                "local": self.local, "state": self.state, "alias": self.alias.hex()}
+                "local": self.local, "state": self.state, "alias": self.alias.hex(),
+                "null_list": self.null_alias is not None}

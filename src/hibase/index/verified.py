@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..store import cells as C
 from . import local
-from .maintain import raw_values
+from .maintain import needed_columns, raw_values
 from .spec import IndexSpec, index_table
 
 __all__ = ["IndexHooks"]
@@ -46,7 +46,7 @@ class IndexHooks:
             key = key[local.split_key(key)[1]:]
         alias = key[:2]
         for spec in self.catalog.for_table(table):
-            if spec.alias == alias and spec.local == is_local:
+            if spec.local == is_local and (spec.alias == alias or spec.null_alias == alias):
                 return spec, key
         return None, key
 
@@ -62,9 +62,10 @@ class IndexHooks:
         found = [self._spec(name, key) for key, _ in entries]
         specs = [s for s, _ in found]
         entries = [(k, row) for (_, k), (_, row) in zip(found, entries)]
-        needed = list(dict.fromkeys(c for s in specs if s is not None for c in s.needed))
-        if not needed:
+        known = [s for s in specs if s is not None]
+        if not known:
             return [None] * len(entries)
+        needed = needed_columns(known)  # None: every column (a NULL list needs the whole row)
         rows = list(dict.fromkeys(row for (_, row), s in zip(entries, specs) if s is not None))
         data = dict(zip(rows, self.store.read_latest_many(table, rows, needed)))
         out: list[bytes | None] = []

@@ -9,12 +9,15 @@ from typing import Iterator
 
 from ..index import local, lookup
 from .ast import ROWKEY, And
-from .evaluate import matches, matches_dnf
+from .evaluate import matches
 from .plan import IndexLookup, Intersect, Plan, RowGet, RowRange, Step, is_point
+from .scan import conjunct_test, full_scan
+from .scan import project as _project
 
 __all__ = ["execute"]
 
 _FETCH_CHUNK = 1000
+_COMPILE_AFTER = 64  # rows fetched before the conjunct's check is compiled
 
 
 def _lookup_rows(indexer, lk: IndexLookup) -> Iterator[tuple[bytes, list]]:
@@ -84,20 +87,6 @@ def _candidates(indexer, table: str, step: Step) -> Iterator[tuple[bytes, dict |
         raise AssertionError(path)
 
 
-def _project(cells: dict, columns: list[bytes] | None) -> dict:
-    if columns is None:
-        return cells
-    out = {}
-    for col in columns:
-        if b":" in col:
-            if col in cells:
-                out[col] = cells[col]
-        else:
-            prefix = col + b":"
-            out.update((c, v) for c, v in cells.items() if c.startswith(prefix))
-    return out
-
-
 def _fetch_columns(plan: Plan, step_residual_cols: set[bytes]) -> list[bytes] | None:
     if plan.columns is None:
         return None
@@ -129,13 +118,14 @@ def _run_step(indexer, table: str, plan: Plan, step: Step, types) -> Iterator[tu
     fetch_cols = _fetch_columns(plan, {a.column.name for a in step.conjunct})
     read_many = store.read_latest_many
     batch: list[bytes] = []
+    test = None if node is None else (lambda row, cells: matches(node, row, cells, types))
 
-    def flush() -> Iterator[tuple[bytes, dict]]:
+    def flush(test) -> Iterator[tuple[bytes, dict]]:
         for row, cells in zip(batch, read_many(table, batch, fetch_cols, with_ts=False)):
             if not cells and (plan.columns is None or
                               (check_exists and not read_many(table, [row])[0])):
                 continue
-            if node is None or matches(node, row, cells, types):
+            if test is None or test(row, cells):
                 yield row, _project(cells, plan.columns)
         batch.clear()
 
@@ -145,9 +135,13 @@ def _run_step(indexer, table: str, plan: Plan, step: Step, types) -> Iterator[tu
     for row, _ in _candidates(indexer, table, step):
         batch.append(row)
         if len(batch) >= chunk:
-            yield from flush()
+            yield from flush(test)
+            if chunk == _COMPILE_AFTER and node is not None:
+                # a big result: the conjunct compiled once (scan.py) checks the rest faster
+                # than the tree walk; small results never pay the compilation
+                test = conjunct_test(step.conjunct, types)
             chunk = min(chunk * 4, _FETCH_CHUNK)
-    yield from flush()
+    yield from flush(test)
 
 
 def execute(plan: Plan, indexer, types, conjuncts=None) -> Iterator[tuple[bytes, dict]]:
@@ -156,7 +150,7 @@ def execute(plan: Plan, indexer, types, conjuncts=None) -> Iterator[tuple[bytes,
     table = plan.select.table
     limit = plan.select.limit
     if plan.full_scan:
-        yield from _full_scan(plan, indexer.store, types, conjuncts, limit)
+        yield from full_scan(plan, indexer.store, types, conjuncts, limit)
         return
     if len(plan.steps) == 1:
         n = 0
@@ -178,19 +172,4 @@ def execute(plan: Plan, indexer, types, conjuncts=None) -> Iterator[tuple[bytes,
         if limit is not None and i >= limit:
             return
         yield row, found[row]
-
-
-def _full_scan(plan: Plan, store, types, conjuncts, limit) -> Iterator[tuple[bytes, dict]]:
-    n = 0
-    for row, got in store.scan_latest(plan.select.table):
-        cells = {c: tv[1] for c, tv in got.items()}
-        if conjuncts is not None and not matches_dnf(conjuncts, row, cells, types):
-            continue
-        data = _project(cells, plan.columns)
-        if not data and plan.columns is None:
-            continue
-        yield row, data
-        n += 1
-        if limit is not None and n >= limit:
-            return
 

@@ -19,7 +19,7 @@ from .. import codec
 from ..index import local, lookup
 from ..index.routing import router_of
 from ..index.spec import IndexSpec
-from .ast import ROWKEY, And, Atom, Compare, In, IsNotNull, Like, Select
+from .ast import ROWKEY, And, Atom, Compare, In, IsNotNull, IsNull, Like, Select
 
 __all__ = ["Plan", "RowGet", "RowRange", "IndexLookup", "Intersect", "FullScan", "plan_query"]
 
@@ -75,7 +75,9 @@ class IndexLookup:
             return (f"LOCAL INDEX {self.spec.name} ({cols}) {how} over {len(self.ranges)} key "
                     f"range(s) per region{where}; est. {est} row(s) by per-region value tables; "
                     f"answers {_atoms(self.used)}")
-        how = ("VALUE-TABLE WALK + PARALLEL POINT LOOKUPS" if self.method == "walk"
+        how = ("NULL LIST POINT LOOKUP" if self.spec.null_alias is not None
+               and self.ranges and self.ranges[0].start == self.spec.null_alias
+               else "VALUE-TABLE WALK + PARALLEL POINT LOOKUPS" if self.method == "walk"
                else "MERGED SCAN (smallest to largest value)" if self.method == "merge"
                else "RANGE SCAN" if any(not is_point(self.spec, r) for r in self.ranges)
                else "POINT LOOKUP")
@@ -167,6 +169,7 @@ class _Bounds:
     like: Any = None
     atoms: list = field(default_factory=list)
     empty: bool = False
+    is_null: Any = None  # an IS NULL atom on the column (answered by NULL lists only)
 
 
 def _int_adjust(t: codec.ColumnType, op: str, v: Any) -> tuple[str, Any] | None:
@@ -249,6 +252,8 @@ def _constraints(conjunct: Sequence[Atom], types: dict[bytes, codec.ColumnType]
             b.atoms.append(atom)
         elif isinstance(atom, IsNotNull):
             b.atoms.append(atom)
+        elif isinstance(atom, IsNull) and col != ROWKEY:
+            b.is_null = atom
         if b.eq is not None and not b.eq:
             b.empty = True
     return out
@@ -274,7 +279,19 @@ def _rowkey_path(b: _Bounds) -> RowGet | RowRange | None:
     return RowRange(start, stop)
 
 
+def _null_path(store, spec: IndexSpec, atom: Atom) -> IndexLookup | None:
+    """IS NULL on an index's first column: its NULL list, when it keeps one (spec.py)."""
+    if spec.null_alias is None or spec.local:
+        return None
+    rng = lookup.null_range(spec)
+    estimate, exact = lookup.count_values(store, spec, rng)
+    return IndexLookup(spec, [rng], estimate, exact, [atom])
+
+
 def _index_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds]) -> IndexLookup | None:
+    first = cons.get(spec.columns[0])
+    if first is not None and first.is_null is not None:
+        return _null_path(store, spec, first.is_null)
     eq_lists: list[list] = []
     used: list[Atom] = []
     tail: _Bounds | None = None

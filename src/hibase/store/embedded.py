@@ -523,17 +523,20 @@ class EmbeddedStore(KeyValueTables):
         return self.row_states_many(table, [(row, pending)], columns)[0]
 
     def row_states_many(self, table: str, items: list[tuple[bytes, dict[bytes, list[bytes]]]],
-                        columns: list[bytes]) -> list[tuple[dict, dict]]:
-        """row_states for many (row, pending) pairs, one iterator per family for all."""
+                        columns: list[bytes] | None) -> list[tuple[dict, dict]]:
+        """row_states for many (row, pending) pairs, one iterator per family for all;
+        columns None: every column of every family."""
         t = self.table(table)
-        by_fam: dict[bytes, set[bytes]] = {}
-        for col in columns:
-            by_fam.setdefault(col[:col.index(b":")], set()).add(col)
+        by_fam: dict[bytes, set[bytes] | None] = {}
+        if columns is None:
+            by_fam = dict.fromkeys(t.fams)
+        for col in columns or ():
+            by_fam.setdefault(col[:col.index(b":")], set()).add(col)  # type: ignore[union-attr]
         out: list[tuple[dict, dict]] = [({}, {}) for _ in items]
         merge_latest = C.merge_latest
         for fam, cols in by_fam.items():
             it = t.fams[fam][0].iter()
-            wanted = frozenset(cols)
+            wanted = None if cols is None else frozenset(cols)
             for (row, pending), (before, after) in zip(items, out):
                 segs = _segments_at(it, C.row_prefix(row))
                 old = merge_latest(segs, wanted) if segs else {}

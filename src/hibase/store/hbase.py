@@ -523,14 +523,16 @@ class HBaseStore(HBaseKeyValueTables):
         return self.row_states_many(table, [(row, pending)], columns)[0]
 
     def row_states_many(self, table: str, items: list[tuple[bytes, dict[bytes, list[bytes]]]],
-                        columns: list[bytes]) -> list[tuple[dict, dict]]:
-        """Newest values of `columns` before and after pending segments (per family, newest
-        first): the stored versions are read from HBase (newest only, unless a pending delete
-        names a timestamp: then every version, which that delete may uncover), folded into one
-        segment, and the pending segments merged over it."""
-        by_fam: dict[bytes, set[bytes]] = {}
-        for col in columns:
-            by_fam.setdefault(col[:col.index(b":")], set()).add(col)
+                        columns: list[bytes] | None) -> list[tuple[dict, dict]]:
+        """Newest values of `columns` (None: every column) before and after pending segments
+        (per family, newest first): the stored versions are read from HBase (newest only,
+        unless a pending delete names a timestamp: then every version, which that delete may
+        uncover), folded into one segment, and the pending segments merged over it."""
+        by_fam: dict[bytes, set[bytes] | None] = {}
+        if columns is None:
+            by_fam = dict.fromkeys(self.schema(table).families)
+        for col in columns or ():
+            by_fam.setdefault(col[:col.index(b":")], set()).add(col)  # type: ignore[union-attr]
         rows = [row for row, _ in items]
         stored = self.read_latest_many(table, rows, columns)
         out = []
@@ -538,13 +540,15 @@ class HBaseStore(HBaseKeyValueTables):
             before = dict(latest)
             if _deletes_with_ts(pending):
                 cells = {c: vs for c, vs in self._versions(
-                    table, row, columns, None, 1 << 30).items()}
+                    table, row, list(latest) if columns is None else columns, None,
+                    1 << 30).items()}
             else:
                 cells = {c: [tv] for c, tv in latest.items()}
             after: dict = {}
             for fam, cols in by_fam.items():
-                wanted = frozenset(cols)
-                mine = {c: vs for c, vs in cells.items() if c in wanted}
+                wanted = None if cols is None else frozenset(cols)
+                mine = {c: vs for c, vs in cells.items() if (
+                    c in wanted if wanted is not None else c.startswith(fam + b":"))}
                 base = C.fold(mine, 1 << 30, -1) if mine else None
                 segs = list(pending.get(fam, ())) + ([base] if base else [])
                 if segs:
