@@ -25,6 +25,15 @@ from .ast import (
 __all__ = ["parse_select", "parse_condition"]
 
 _EXPLAIN = re.compile(r"\s*EXPLAIN\b\s*", re.IGNORECASE)
+# Limits checked by _precheck before sqlglot and _condition recurse: a level of parentheses costs
+# ~20 Python frames in sqlglot, a NOT ~9, an AND/OR term ~1 in _condition, and the default
+# recursion limit is 1,000 frames: 24 * 20 in sqlglot, then 512 + 2 * 24 in _condition, leave
+# room for the caller's own stack.
+MAX_NESTING = 24   # parentheses and NOTs nested in one another
+MAX_TERMS = 512    # AND / OR operands in one condition
+_PRESCAN = re.compile(r"\(|\)|\b(?:NOT|AND|OR)\b|(?<![\w.])(?:\d+\.?\d*|\.\d+)[eE](?![+-]?\d)",
+                      re.IGNORECASE)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _COMPARE = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _SELECT_ARGS = {"expressions", "from", "from_", "where", "limit", "hint"}
 _CLAUSE_NAMES = {"joins": "JOIN", "group": "GROUP BY", "having": "HAVING", "order": "ORDER BY",
@@ -130,7 +139,42 @@ def _literal_lists(sql: str) -> tuple[str, dict[str, tuple[Value, ...]]]:
     return "".join(out), lists
 
 
+def _precheck(sql: str, offset: int) -> None:
+    """Reject, before any recursion, what would overflow the stack or fail to encode: nesting
+    past MAX_NESTING, more than MAX_TERMS AND/OR operands, lone surrogates, and numbers with an
+    empty exponent (``1e``)."""
+    bad = _SURROGATE.search(sql)
+    if bad:
+        raise QuerySyntaxError("lone surrogate character (not valid text)", bad.start() + offset)
+    # per open parenthesis, the NOTs pending at that level: "NOT NOT (NOT x)" nests 4 deep
+    nots, depth, terms = [0], 0, 1
+    for m in _PRESCAN.finditer(_mask_quotes(sql)):
+        word = m.group().upper()
+        if word == "(":
+            nots.append(0)
+        elif word == ")":
+            if len(nots) > 1:
+                nots.pop()
+            continue
+        elif word == "NOT":
+            nots[-1] += 1
+        elif word in ("AND", "OR"):
+            nots[-1] = 0
+            terms += 1
+            if terms > MAX_TERMS:
+                raise QuerySyntaxError(f"too many AND/OR terms (more than {MAX_TERMS}); use IN "
+                                       "lists or split the query", m.start() + offset)
+            continue
+        else:
+            raise QuerySyntaxError(f"malformed number {m.group()!r}", m.start() + offset)
+        depth = len(nots) - 1 + sum(nots)
+        if depth > MAX_NESTING:
+            raise QuerySyntaxError(f"condition nested too deeply (more than {MAX_NESTING} "
+                                   "parentheses and NOTs)", m.start() + offset)
+
+
 def _parse(sql: str, offset: int) -> exp.Expression:
+    _precheck(sql, offset)
     sql, lists = _literal_lists(sql)
     tree = _parse_sqlglot(sql, offset)
     for node in tree.find_all(exp.In) if lists else ():
@@ -300,7 +344,11 @@ def _literal(node: exp.Expression) -> Value | None:
     try:
         return int(text)
     except ValueError:
+        pass
+    try:
         return float(text)
+    except ValueError:  # _precheck catches the known shapes; this is the safety net
+        raise QuerySyntaxError(f"malformed number {text!r}") from None
 
 
 def _value(node: exp.Expression, offset: int, parent: exp.Expression) -> Value:
