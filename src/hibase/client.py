@@ -140,11 +140,17 @@ class Connection:
         """happybase parity: the embedded store is open from connect() on."""
 
     def close(self) -> None:
-        if not self.store.closed:
-            self.indexer.close()  # routing filters of local indexes are saved on close
-        if self.cache is not None:
-            self.cache.close()
-        self.store.close()
+        """Close the cache and the store even when saving state fails (a full disk...): the
+        first failure is raised after everything is closed."""
+        try:
+            if not self.store.closed:
+                self.indexer.close()  # routing filters of local indexes are saved on close
+        finally:
+            try:
+                if self.cache is not None:
+                    self.cache.close()
+            finally:
+                self.store.close()
 
     def cache_stats(self) -> dict:
         """The hot-index cache's counters: hits, misses, hit_ratio, evictions, sets, records

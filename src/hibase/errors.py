@@ -3,7 +3,10 @@
     HibaseError
     ├── BackendError            the storage engine or a server failed
     │   ├── BackendUnavailable  cannot reach / open the backend
-    │   └── StoreLocked         another process holds the store folder for writing
+    │   │   └── StoreLocked     another process holds the store folder for writing
+    │   ├── StoreFull           no space left on the store's device (has .path)
+    │   ├── StoreReadOnly       the store, or a file it must write, is read-only (has .path)
+    │   └── StoreCorrupted      a store file fails its checksum, is truncated or missing (.path)
     ├── NotFound
     │   ├── TableNotFound
     │   ├── FamilyNotFound
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 __all__ = [
     "HibaseError", "BackendError", "BackendUnavailable", "StoreLocked",
+    "StoreFull", "StoreReadOnly", "StoreCorrupted",
     "NotFound", "TableNotFound", "FamilyNotFound", "ColumnNotFound", "IndexNotFound",
     "TableDisabled", "AlreadyExists", "TableExists", "IndexExists",
     "InvalidArgument", "InvalidRowKey", "SchemaError", "ValueTypeError",
@@ -51,6 +55,26 @@ class BackendUnavailable(BackendError):
 
 class StoreLocked(BackendUnavailable):
     """Another process has the store folder open for writing."""
+
+
+class _StoreFileError(BackendError):
+    """A store failure tied to one file; `path` names it (or the store folder)."""
+
+    def __init__(self, message: str, path: str | None = None):
+        super().__init__(message)
+        self.path = path
+
+
+class StoreFull(_StoreFileError):
+    """The device holding the store is full: the write failed and wrote nothing."""
+
+
+class StoreReadOnly(_StoreFileError):
+    """The store was opened read-only, or a file or folder it must write is not writable."""
+
+
+class StoreCorrupted(_StoreFileError):
+    """A store file fails its checksum, is truncated or is missing: data cannot be trusted."""
 
 
 class NotFound(HibaseError, KeyError):

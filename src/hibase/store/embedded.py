@@ -14,7 +14,9 @@ import heapq
 import itertools
 import json
 import os
+import shutil
 import threading
+import weakref
 import time
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -25,6 +27,10 @@ from .. import errors
 from . import cells as C
 from .base import Mutation, Region, SplitListener, now_ms
 from .kv import KeyValueTables
+from .rocks import (
+    CheckedIter, check_manifest, checked_items, mapped, shadow_folder, translate, verify_end,
+    writable,
+)
 from .schema import FOREVER, FamilyOptions, TableSchema, split_column
 
 __all__ = ["EmbeddedStore"]
@@ -60,6 +66,8 @@ def _segments_at(it, prefix: bytes) -> list[bytes]:
             break
         segs.append(it.value())
         it.next()
+    else:
+        it.status()  # invalid at an error, not at the end: raise it (rocks.py translates)
     return segs
 
 
@@ -81,10 +89,13 @@ class _Table:
 class EmbeddedStore(KeyValueTables):
     """A store folder: tables, regions and cells on RocksDB."""
 
+    @mapped
     def __init__(self, path: str | os.PathLike, *, create: bool = True, read_only: bool = False,
                  sync: bool = False, block_cache_mb: int = 256):
         self.path = os.fspath(path)
         self.read_only = read_only
+        self._engine_error: errors.HibaseError | None = None  # the first fatal one (rocks.py)
+        self._shadow: str | None = None
         self._lock = threading.RLock()
         self._split_listeners: list[SplitListener] = []
         if not os.path.isdir(self.path):
@@ -93,8 +104,7 @@ class EmbeddedStore(KeyValueTables):
             try:
                 os.makedirs(self.path, exist_ok=True)
             except OSError as exc:  # a file in the way, no permission...
-                raise errors.BackendUnavailable(
-                    f"cannot create store folder {self.path!r}: {exc}") from None
+                raise self._open_error(exc) from None
         self._cache = rd.Cache(block_cache_mb * 1024 * 1024)
         self._db = self._open()
         wo = rd.WriteOptions()
@@ -102,11 +112,11 @@ class EmbeddedStore(KeyValueTables):
         self._db.set_write_options(wo)
         self._tables: dict[str, _Table] = {}
         self._kv: dict[str, tuple[Any, Any]] = {}
-        for key, _ in self._db.items(from_key=b"kv/"):
+        for key, _ in checked_items(self._db, b"kv/"):
             if not key.startswith(b"kv/"):
                 break
             self._load_kv(key[3:].decode())
-        for key, value in self._db.items(from_key=b"table/"):
+        for key, value in checked_items(self._db, b"table/"):
             if not key.startswith(b"table/"):
                 break
             self._load_table(TableSchema.from_json(json.loads(value)))
@@ -117,6 +127,7 @@ class EmbeddedStore(KeyValueTables):
         # but a RocksDB table factory cannot change after creation and blooms only help.
         opts = rd.Options(raw_mode=True)
         opts.create_if_missing(True)
+        opts.set_paranoid_checks(True)  # RocksDB's default, kept explicit: checksums on open
         table = rd.BlockBasedOptions()
         table.set_block_cache(self._cache)
         table.set_bloom_filter(10, False)
@@ -126,23 +137,30 @@ class EmbeddedStore(KeyValueTables):
     def _open(self) -> rd.Rdict:
         existing = []
         if os.path.exists(os.path.join(self.path, "CURRENT")):
+            check_manifest(self.path)
             try:
                 existing = rd.Rdict.list_cf(self.path)
             except Exception as exc:
-                raise errors.BackendUnavailable(f"cannot read store {self.path!r}: {exc}") from None
+                raise self._open_error(exc) from None
         # Family options are re-applied from the catalog in _load_table; open with defaults.
         cfs = {name: self._options() for name in existing if name != "default"}
         access = rd.AccessType.read_only() if self.read_only else rd.AccessType.read_write()
+        where = self.path
+        if self.read_only and not writable(self.path):
+            where = self._shadow = shadow_folder(self.path)
+            weakref.finalize(self, shutil.rmtree, where, True)  # also when never closed
         try:
-            return rd.Rdict(self.path, self._options(), column_families=cfs or None,
+            return rd.Rdict(where, self._options(), column_families=cfs or None,
                             access_type=access)
         except Exception as exc:
-            msg = str(exc)
-            if "lock" in msg.lower():
-                raise errors.StoreLocked(
-                    f"store {self.path!r} is open for writing in another process "
-                    "(open it with read_only=True to read alongside)") from None
-            raise errors.BackendUnavailable(f"cannot open store {self.path!r}: {msg}") from None
+            raise self._open_error(exc) from None
+
+    def _open_error(self, exc: Exception) -> errors.HibaseError:
+        err = translate(exc, self.path)
+        if type(err) is errors.BackendError:  # no more precise kind: say it could not open
+            return errors.BackendUnavailable(f"cannot open store {self.path!r}: "
+                                             f"{' '.join(str(exc).split())}")
+        return err
 
     def _load_table(self, schema: TableSchema) -> _Table:
         fams = {}
@@ -154,7 +172,7 @@ class EmbeddedStore(KeyValueTables):
             fams[fam] = (view, self._db.get_column_family_handle(name), fo)
         regions = []
         prefix = b"region/" + schema.name.encode() + b"/"
-        for key, value in self._db.items(from_key=prefix):
+        for key, value in checked_items(self._db, prefix):
             if not key.startswith(prefix):
                 break
             start = key[len(prefix):]
@@ -165,19 +183,32 @@ class EmbeddedStore(KeyValueTables):
         t = self._tables[schema.name] = _Table(schema, fams, regions)
         return t
 
+    @mapped
     def close(self) -> None:
         with self._lock:
             if self._db is not None:
-                # family views hold the database open: drop them before closing it
-                for t in self._tables.values():
-                    for view, _, _ in t.fams.values():
-                        view.close()
-                for view, _ in self._kv.values():
-                    view.close()
+                db, self._db = self._db, None  # closed even when closing fails
+                # family views hold the database open: drop them before closing it; each is
+                # closed even when one fails (a full disk fails their flush), then the first
+                # failure is raised
+                views = [v for t in self._tables.values() for v, _, _ in t.fams.values()]
+                views += [v for v, _ in self._kv.values()] + [db]
                 self._tables.clear()
                 self._kv.clear()
-                self._db.close()
-                self._db = None  # type: ignore[assignment]
+                failure = None
+                for view in views:
+                    try:
+                        view.close()
+                    except Exception as exc:
+                        failure = failure or exc
+                        try:  # rocksdict keeps a view whose flush failed: closing it again
+                            view.close()  # releases it ("DB instance already closed")
+                        except Exception:
+                            pass
+                if self._shadow is not None:
+                    shutil.rmtree(self._shadow, ignore_errors=True)
+                if failure is not None:
+                    raise failure
 
     @property
     def closed(self) -> bool:
@@ -200,10 +231,11 @@ class EmbeddedStore(KeyValueTables):
 
     def _check_writable(self) -> None:
         if self.read_only:
-            raise errors.BackendError("the store was opened read-only")
+            raise errors.StoreReadOnly("the store was opened read-only", self.path)
         if self._db is None:
             raise errors.BackendUnavailable("the store is closed")
 
+    @mapped
     def create_table(self, schema: TableSchema) -> None:
         with self._lock:
             self._check_writable()
@@ -217,6 +249,7 @@ class EmbeddedStore(KeyValueTables):
             self._db.write(wb)
             self._load_table(schema)
 
+    @mapped
     def save_schema(self, schema: TableSchema) -> None:
         """Persist a changed schema (e.g. enabled flag) of an existing table."""
         with self._lock:
@@ -224,6 +257,7 @@ class EmbeddedStore(KeyValueTables):
             self.table(schema.name).schema = schema
             self._db.put(b"table/" + schema.name.encode(), json.dumps(schema.to_json()).encode())
 
+    @mapped
     def drop_table(self, name: str) -> None:
         with self._lock:
             self._check_writable()
@@ -237,6 +271,7 @@ class EmbeddedStore(KeyValueTables):
             for fam in t.schema.families:
                 self._db.drop_column_family(_cf_name(name, fam))
 
+    @mapped
     def put_meta(self, key: bytes, value: bytes | None) -> None:
         """Catalog entries of the layers above (index definitions...), under b"meta/"."""
         with self._lock:
@@ -246,9 +281,10 @@ class EmbeddedStore(KeyValueTables):
             else:
                 self._db.put(b"meta/" + key, value)
 
+    @mapped
     def meta_items(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         full = b"meta/" + prefix
-        for key, value in self._db.items(from_key=full):
+        for key, value in checked_items(self._db, full):
             if not key.startswith(full):
                 break
             yield key[5:], value
@@ -304,6 +340,7 @@ class EmbeddedStore(KeyValueTables):
             if vs:
                 out[col] = vs[:versions] if len(vs) > versions else vs
 
+    @mapped
     def read_row(self, table: str, row: bytes, columns: list[bytes] | None = None,
                  timestamp: int | None = None, versions: int = 1) -> dict[bytes, list]:
         """{b"f:q": [(ts, value), ...newest first]} of one row; {} when absent."""
@@ -320,6 +357,7 @@ class EmbeddedStore(KeyValueTables):
                         self._compact_row(t, fo, row)
         return out
 
+    @mapped
     def read_latest(self, table: str, row: bytes, columns: list[bytes] | None = None,
                     with_ts: bool = True) -> dict:
         """{b"f:q": (ts, value)} of the newest version of each cell of one row ({} if absent),
@@ -336,6 +374,8 @@ class EmbeddedStore(KeyValueTables):
             if not key.startswith(prefix):
                 break
             segs.append(value)
+        else:
+            verify_end(view, key if segs else None, prefix)
         if not segs:
             return {}
         if len(segs) > COMPACT_AFTER and not self.read_only:
@@ -348,6 +388,7 @@ class EmbeddedStore(KeyValueTables):
             return cells if with_ts else {c: tv[1] for c, tv in cells.items()}
         return C.merge_values(segs)
 
+    @mapped
     def read_latest_many(self, table: str, rows: list[bytes], columns: list[bytes] | None = None,
                          with_ts: bool = True) -> list[dict]:
         """read_latest for many rows, one iterator per family for all of them, visiting the
@@ -380,6 +421,7 @@ class EmbeddedStore(KeyValueTables):
                         self._compact_row(t, fo, row)
         return out
 
+    @mapped
     def scan_latest(self, table: str, start: bytes | None = None, stop: bytes | None = None,
                     columns: list[bytes] | None = None, reverse: bool = False,
                     with_ts: bool = True) -> Iterator[tuple[bytes, dict]]:
@@ -425,10 +467,11 @@ class EmbeddedStore(KeyValueTables):
         """Where a scan starts, and a function opening a family's (key, value) stream there."""
         if reverse:
             first = C.row_prefix(start) + _MAX_SEQ_KEY if start else None
-            return first, lambda view: view.items(backwards=True, from_key=first)
+            return first, lambda view: checked_items(view, first, True)
         first = C.row_prefix(start) if start else None
-        return first, lambda view: view.items(from_key=first)
+        return first, lambda view: checked_items(view, first)
 
+    @mapped
     def scan(self, table: str, start: bytes | None = None, stop: bytes | None = None,
              columns: list[bytes] | None = None, timestamp: int | None = None,
              versions: int = 1, reverse: bool = False) -> Iterator[tuple[bytes, dict]]:
@@ -522,6 +565,7 @@ class EmbeddedStore(KeyValueTables):
         segments (per family, newest first) land on `row`; TTL is not applied."""
         return self.row_states_many(table, [(row, pending)], columns)[0]
 
+    @mapped
     def row_states_many(self, table: str, items: list[tuple[bytes, dict[bytes, list[bytes]]]],
                         columns: list[bytes] | None) -> list[tuple[dict, dict]]:
         """row_states for many (row, pending) pairs, one iterator per family for all;
@@ -545,6 +589,7 @@ class EmbeddedStore(KeyValueTables):
                 after.update(merge_latest(new + segs, wanted) if new else old)
         return out
 
+    @mapped
     def commit(self, prepared: list[tuple[Any, Mutation, list]],
                kv_writes: list[tuple[str, bytes, bytes | None]] = ()) -> None:  # type: ignore[assignment]
         """Write prepared segments and raw key-value writes in one atomic batch."""
@@ -553,6 +598,7 @@ class EmbeddedStore(KeyValueTables):
             wb = rd.WriteBatch(raw_mode=True)
             seq = self._db.latest_sequence_number() + 1
             grown: dict[int, tuple[_Table, Region]] = {}
+            added: list[tuple[Region, int]] = []
             row_prefix, segment_key = C.row_prefix, C.segment_key
             for t, m, segments in prepared:
                 prefix = row_prefix(m.row)
@@ -565,6 +611,7 @@ class EmbeddedStore(KeyValueTables):
                 region = t.region_of(m.row)
                 region.size += written
                 grown[id(region)] = (t, region)
+                added.append((region, written))
             for name, key, value in kv_writes:
                 handle = self._kv_handle(name)
                 if value is None:
@@ -574,7 +621,12 @@ class EmbeddedStore(KeyValueTables):
             for t, region in grown.values():
                 wb.put(b"region/" + t.schema.name.encode() + b"/" + region.start,
                        C.pack([region.id, region.size]))
-            self._db.write(wb)
+            try:
+                self._db.write(wb)
+            except BaseException:  # nothing was written (disk full...): sizes as they were
+                for region, written in added:
+                    region.size -= written
+                raise
             for t, region in grown.values():
                 if region.size > t.schema.split_size and region in t.regions:
                     self._split_by_size(t, region)
@@ -638,7 +690,7 @@ class EmbeddedStore(KeyValueTables):
         prefix = C.row_prefix(row)
         with self._lock:
             keys, segs = [], []
-            for key, value in view.items(from_key=prefix):
+            for key, value in checked_items(view, prefix):
                 if not key.startswith(prefix):
                     break
                 keys.append(key)
@@ -659,6 +711,7 @@ class EmbeddedStore(KeyValueTables):
                 wb.put(keys[0], folded, handle)  # keeps the newest segment's place in order
             self._db.write(wb)
 
+    @mapped
     def compact(self, table: str) -> int:
         """Fold every row with more than one segment, and drop lone delete markers and (in
         families with a TTL) expired versions, as HBase's major compaction; returns the rows
@@ -670,7 +723,7 @@ class EmbeddedStore(KeyValueTables):
         for fam, (view, _, fo) in list(t.fams.items()):
             ttl = fo.time_to_live != FOREVER
             cur, n, rows, lone_dead = None, 0, [], False
-            for key, value in view.items():
+            for key, value in checked_items(view):
                 prefix = key[:-8]
                 if prefix != cur:
                     if n > 1 or lone_dead:
@@ -694,6 +747,7 @@ class EmbeddedStore(KeyValueTables):
         what it adds to `batch` (a rocksdict WriteBatch) commits atomically with the split."""
         self._split_listeners.append(listener)
 
+    @mapped
     def split(self, table: str, row: bytes | None = None) -> bool:
         """Split the region holding `row` at `row`, or every region at its middle row (HBase's
         admin split). Returns whether any region split."""
@@ -719,7 +773,7 @@ class EmbeddedStore(KeyValueTables):
         for view, _, fo in t.fams.values():
             floor = now - fo.time_to_live * 1000 if fo.time_to_live != FOREVER else -1
             cur, segs, key_len = None, [], 0
-            for key, value in view.items(from_key=lo):
+            for key, value in checked_items(view, lo):
                 if hi is not None and key >= hi:
                     break
                 prefix = key[:-8]
@@ -782,9 +836,14 @@ class EmbeddedStore(KeyValueTables):
         """Bytes the store folder takes on disk."""
         total = 0
         for root, _, files in os.walk(self.path):
-            total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+            for f in files:
+                try:
+                    total += os.path.getsize(os.path.join(root, f))
+                except FileNotFoundError:  # deleted by a compaction meanwhile
+                    pass
         return total
 
+    @mapped
     def flush(self) -> None:
         """Flush memtables to SST files (used before measuring size on disk)."""
         with self._lock:

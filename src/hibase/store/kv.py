@@ -8,6 +8,7 @@ from typing import Any, Iterator
 import rocksdict as rd
 
 from .. import errors
+from .rocks import CheckedIter, checked_items, mapped
 
 __all__ = ["KeyValueTables"]
 
@@ -29,6 +30,7 @@ class KeyValueTables:
     def kv_tables(self) -> list[str]:
         return sorted(self._kv)
 
+    @mapped
     def create_kv(self, name: str) -> None:
         with self._lock:
             self._check_writable()
@@ -42,6 +44,7 @@ class KeyValueTables:
         self._kv[name] = (self._db.get_column_family("k/" + name),
                           self._db.get_column_family_handle("k/" + name))
 
+    @mapped
     def drop_kv(self, name: str) -> None:
         with self._lock:
             self._check_writable()
@@ -58,18 +61,20 @@ class KeyValueTables:
         except KeyError:
             raise errors.TableNotFound(f"no key-value table {name!r}") from None
 
+    @mapped
     def kv_get(self, name: str, keys: list[bytes]) -> list[bytes | None]:
         return self._kv_view(name).get(keys)
 
     def kv_iter(self, name: str) -> Any:
         """A raw iterator (seek / valid / key / value / next) over a key-value table, reading it
         as of its creation: iterators created together under the write lock agree."""
-        return self._kv_view(name).iter()
+        return CheckedIter(self._kv_view(name).iter(), self.path)  # type: ignore[attr-defined]
 
     def kv_handle(self, name: str) -> Any:
         """The RocksDB column-family handle of a key-value table (for split listeners)."""
         return self._kv_handle(name)
 
+    @mapped
     def kv_delete_range(self, name: str, start: bytes, stop: bytes | None) -> None:
         """Delete every key in [start, stop) (stop None: to the end)."""
         with self._lock:
@@ -83,6 +88,7 @@ class KeyValueTables:
                 wb.delete_range(start, stop, handle)
             self._db.write(wb)
 
+    @mapped
     def kv_scan(self, name: str, start: bytes | None = None, stop: bytes | None = None,
                 reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
         """(key, value) for start <= key < stop, ascending (or descending from stop)."""
@@ -101,8 +107,9 @@ class KeyValueTables:
                     return
                 yield key, it.value()
                 it.prev()
+            it.status()  # stopped on an error, not at the first key: raise it
             return
-        for key, value in view.items(from_key=start):
+        for key, value in checked_items(view, start):
             if stop is not None and key >= stop:
                 return
             yield key, value
