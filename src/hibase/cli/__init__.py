@@ -8,6 +8,7 @@ group `cli`, `main`, and the shared arguments, output formats and error handling
     cache   cache-node
     serve   serve
     bench   demo, bench store/scbf/query/cache/local
+    check   check (a whole store: files, indexes, routing filters)
 
 To add a command or a group: define it in its module (or a new one) and add it to COMMANDS
 below; nothing is registered by name or on import.
@@ -15,7 +16,7 @@ below; nothing is registered by name or on import.
 
 from __future__ import annotations
 
-from . import bench, cache, query, serve, store
+from . import bench, cache, check, query, serve, store
 from .base import cli, main, parse_bytes, show_bytes
 
 __all__ = ["cli", "main", "parse_bytes", "show_bytes", "COMMANDS"]
@@ -27,6 +28,7 @@ COMMANDS = (
     cache.cache_node,
     serve.serve_command,
     bench.demo, bench.bench,
+    check.check,
 )
 for _command in COMMANDS:
     cli.add_command(_command)

@@ -281,7 +281,6 @@ class EmbeddedStore(KeyValueTables):
             else:
                 self._db.put(b"meta/" + key, value)
 
-    @mapped
     def meta_items(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         full = b"meta/" + prefix
         for key, value in checked_items(self._db, full):
@@ -357,7 +356,6 @@ class EmbeddedStore(KeyValueTables):
                         self._compact_row(t, fo, row)
         return out
 
-    @mapped
     def read_latest(self, table: str, row: bytes, columns: list[bytes] | None = None,
                     with_ts: bool = True) -> dict:
         """{b"f:q": (ts, value)} of the newest version of each cell of one row ({} if absent),
@@ -421,7 +419,6 @@ class EmbeddedStore(KeyValueTables):
                         self._compact_row(t, fo, row)
         return out
 
-    @mapped
     def scan_latest(self, table: str, start: bytes | None = None, stop: bytes | None = None,
                     columns: list[bytes] | None = None, reverse: bool = False,
                     with_ts: bool = True) -> Iterator[tuple[bytes, dict]]:
@@ -471,7 +468,6 @@ class EmbeddedStore(KeyValueTables):
         first = C.row_prefix(start) if start else None
         return first, lambda view: checked_items(view, first)
 
-    @mapped
     def scan(self, table: str, start: bytes | None = None, stop: bytes | None = None,
              columns: list[bytes] | None = None, timestamp: int | None = None,
              versions: int = 1, reverse: bool = False) -> Iterator[tuple[bytes, dict]]:
@@ -681,6 +677,7 @@ class EmbeddedStore(KeyValueTables):
             if fam not in whole:
                 yield fam, pack([C.DELETE_COLUMNS, upto, cols])
 
+    @mapped
     def _compact_row(self, t: _Table, fo: FamilyOptions, row: bytes,
                      single: bool = False) -> None:
         """Fold one row's segments in one family into a single segment (`single`: rewrite a lone

@@ -8,7 +8,7 @@ from typing import Any, Iterator
 import rocksdict as rd
 
 from .. import errors
-from .rocks import CheckedIter, checked_items, mapped
+from .rocks import CheckedIter, check_status, checked_items, mapped
 
 __all__ = ["KeyValueTables"]
 
@@ -88,7 +88,6 @@ class KeyValueTables:
                 wb.delete_range(start, stop, handle)
             self._db.write(wb)
 
-    @mapped
     def kv_scan(self, name: str, start: bytes | None = None, stop: bytes | None = None,
                 reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
         """(key, value) for start <= key < stop, ascending (or descending from stop)."""
@@ -107,7 +106,7 @@ class KeyValueTables:
                     return
                 yield key, it.value()
                 it.prev()
-            it.status()  # stopped on an error, not at the first key: raise it
+            check_status(it, self.path)  # type: ignore[attr-defined]
             return
         for key, value in checked_items(view, start):
             if stop is not None and key >= stop:

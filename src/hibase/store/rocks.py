@@ -56,11 +56,12 @@ def _kind(exc: BaseException) -> tuple[str, int | None, str]:
 
 
 def _file(message: str, store: str, filename: str | None) -> str:
-    """The file an error names: the last path inside the store folder, else the folder."""
+    """The file an error names: the first path inside the store folder, else the folder
+    (RocksDB appends "The file MANIFEST-n may be corrupted" after the file it failed on)."""
     if filename:
         return filename
     inside = [p for p in _PATHS.findall(message) if p.startswith(store.rstrip("/") + "/")]
-    return inside[-1] if inside else store
+    return inside[0] if inside else store
 
 
 def translate(exc: BaseException, store: str, earlier: errors.HibaseError | None = None
@@ -133,15 +134,22 @@ def mapped(method: F) -> F:
     return call  # type: ignore[return-value]
 
 
-def check_status(it: Any) -> None:
-    """Raise (rocksdict's error) if the raw iterator `it` stopped on an error, not at the end."""
-    it.status()
+def check_status(it: Any, store: str) -> None:
+    """Raise the translated error if the raw iterator `it` stopped on an error, not at the end
+    (call it when it.valid() turned false)."""
+    try:
+        it.status()
+    except Exception as exc:
+        if not _engine_error(exc):
+            raise
+        raise translate(exc, store) from None
 
 
 def verify_end(view: Any, last: bytes | None, first: bytes | None, reverse: bool = False) -> None:
     """Called when a (key, value) stream of `view` (an Rdict or a column family) ran out: a
     fresh iterator placed just past `last` (or at `first`) must be valid or report OK, else
-    the stream stopped at a corrupt block and its end is not the end of the data."""
+    the stream stopped at a corrupt block and its end is not the end of the data
+    (StoreCorrupted naming the file)."""
     it = view.iter()
     if last is not None:
         if reverse:
@@ -157,7 +165,7 @@ def verify_end(view: Any, last: bytes | None, first: bytes | None, reverse: bool
     else:
         it.seek_to_last() if reverse else it.seek_to_first()
     if not it.valid():
-        it.status()
+        check_status(it, view.path())
 
 
 def checked_items(view: Any, first: bytes | None = None, reverse: bool = False
@@ -185,12 +193,7 @@ class CheckedIter:
     def valid(self) -> bool:
         if self._it.valid():
             return True
-        try:
-            self._it.status()
-        except Exception as exc:
-            if not _engine_error(exc):
-                raise
-            raise translate(exc, self._store) from None
+        check_status(self._it, self._store)
         return False
 
 

@@ -1,0 +1,78 @@
+"""`hibase check DIR`: the command over hibase.check.check_store."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from tqdm import tqdm
+
+from ..check import check_store
+
+
+def _lines(report: dict) -> list[str]:
+    out = []
+    files = report["files"]
+    if files is not None:
+        out.append(f"files: {files['files']} table files, {files['bytes']:,} bytes, "
+                   f"{files['keys']:,} keys in {files['column_families']} column families read "
+                   "back through their checksums")
+    for r in report["indexes"]:
+        name = f"index {r['table']}.{r['index']}"
+        if "entries" not in r:
+            out.append(f"{name}: {r['state']}, not verified")
+            continue
+        routing = r.get("routing")
+        extra = (f", routing filters: {routing['false_negatives']} false negatives"
+                 if routing else "")
+        out.append(f"{name}: {r['entries']:,} entries, "
+                   f"{'exact' if r['ok'] else 'NOT exact'}{extra}")
+    for p in report["problems"]:
+        out.append(f"PROBLEM {p.get('file') or p.get('index')}: {p['problem']}")
+    n = len(report["problems"])
+    out.append(f"{report['store']}: OK" if report["ok"] else
+               f"{report['store']}: {n} problem{'s' if n != 1 else ''}")
+    return out
+
+
+@click.command("check")
+@click.argument("dir", metavar="DIR")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@click.option("--progress/--no-progress", default=None,
+              help="Show progress on stderr (default: when stderr is a terminal).")
+@click.pass_context
+def check(ctx: click.Context, dir: str, as_json: bool, progress: bool | None) -> None:
+    """Verify a whole store, read-only: every file read back through its checksums (and the
+    MANIFEST and the folder's table files compared), every ready index compared with its table
+    (as `hibase index verify`), local indexes' routing filters checked for false negatives.
+
+    Exit code 0 when everything checks, 1 when anything does not (each problem is printed with
+    the file or index it is in), as for a store that cannot be opened at all.
+
+    Example:
+
+    \b
+        hibase check data/
+        hibase check data/ --json
+    """
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = tqdm(desc="checking", unit=" keys", disable=not show, leave=False, file=sys.stderr)
+
+    def step(what: str, n: int) -> None:
+        bar.set_postfix_str(what[:40])
+        bar.update(n)
+
+    try:
+        report = check_store(dir, step)
+    finally:
+        bar.close()
+    if as_json:
+        click.echo(json.dumps(report, default=lambda o: o.hex() if isinstance(o, bytes)
+                              else str(o)))
+    else:
+        for line in _lines(report):
+            click.echo(line)
+    if not report["ok"]:
+        ctx.exit(1)
+
