@@ -286,8 +286,8 @@ class Table:
 
     def rows(self, rows: Iterable[bytes], columns: Iterable[bytes] | None = None,
              timestamp: int | None = None, include_timestamp: bool = False) -> list:
-        if isinstance(rows, (bytes, str)):
-            raise errors.InvalidArgument("rows() takes a list of rowkeys")
+        if isinstance(rows, (bytes, str)) or not hasattr(rows, "__iter__"):
+            raise errors.ArgumentTypeError("rows() takes a list of rowkeys")
         rows = [check_row(r) for r in rows]
         _check_ts(timestamp)
         cols = self._columns(columns)
@@ -323,12 +323,11 @@ class Table:
              scan_batching: int | None = None, limit: int | None = None,
              sorted_columns: bool = False, reverse: bool = False) -> Iterator[tuple[bytes, dict]]:
         """Rows in key order as (rowkey, data); happybase's arguments and checks."""
-        if batch_size < 1:
-            raise errors.InvalidArgument("'batch_size' must be >= 1")
-        if limit is not None and limit < 1:
-            raise errors.InvalidArgument("'limit' must be >= 1")
-        if scan_batching is not None and scan_batching < 1:
-            raise errors.InvalidArgument("'scan_batching' must be >= 1")
+        _check_count("batch_size", batch_size)
+        if limit is not None:
+            _check_count("limit", limit)
+        if scan_batching is not None:
+            _check_count("scan_batching", scan_batching)
         _check_ts(timestamp)
         for arg in (row_start, row_stop, row_prefix):
             if arg is not None and not isinstance(arg, bytes):
@@ -475,6 +474,14 @@ class Table:
                 f"column {column.decode()!r} is declared {ctype}; counters need 'long binary'")
 
 
+def _check_count(name: str, value: Any) -> None:
+    """A count argument (batch_size, limit...): an int >= 1."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise errors.ArgumentTypeError(f"{name!r} must be an int, not {type(value).__name__}")
+    if value < 1:
+        raise errors.InvalidArgument(f"{name!r} must be >= 1")
+
+
 def _check_ts(timestamp: Any) -> None:
     """A cell timestamp is a Java long of milliseconds: 0 <= ts < 2**63."""
     if timestamp is not None and (not isinstance(timestamp, int) or isinstance(timestamp, bool)
@@ -502,9 +509,9 @@ class Batch:
                  transaction: bool = False, wal: bool = True):
         if batch_size is not None:
             if transaction:
-                raise TypeError("'transaction' cannot be used when 'batch_size' is specified")
-            if not batch_size > 0:
-                raise ValueError("'batch_size' must be > 0")
+                raise errors.ArgumentTypeError(
+                    "'transaction' cannot be used when 'batch_size' is specified")
+            _check_count("batch_size", batch_size)
         _check_ts(timestamp)
         self._table = table
         self._timestamp = timestamp

@@ -17,6 +17,7 @@
     │   ├── TableExists
     │   └── IndexExists
     ├── InvalidArgument         bad argument shape or value (also a ValueError)
+    │   ├── ArgumentTypeError   an argument of the wrong type (also a TypeError, as happybase)
     │   ├── InvalidRowKey       empty, too long, not bytes
     │   ├── SchemaError         bad table / family / column / index definition
     │   └── ValueTypeError      a cell value that does not parse as its column's declared type
@@ -35,7 +36,7 @@ __all__ = [
     "StoreFull", "StoreReadOnly", "StoreCorrupted",
     "NotFound", "TableNotFound", "FamilyNotFound", "ColumnNotFound", "IndexNotFound",
     "TableDisabled", "AlreadyExists", "TableExists", "IndexExists",
-    "InvalidArgument", "InvalidRowKey", "SchemaError", "ValueTypeError",
+    "InvalidArgument", "ArgumentTypeError", "InvalidRowKey", "SchemaError", "ValueTypeError",
     "FilterError", "FilterSyntaxError", "UnsupportedFilter",
     "QueryError", "QuerySyntaxError", "QueryPlanError",
 ]
@@ -118,6 +119,10 @@ class IndexExists(AlreadyExists):
 
 class InvalidArgument(HibaseError, ValueError):
     """An argument has the wrong shape or value; nothing was written."""
+
+
+class ArgumentTypeError(InvalidArgument, TypeError):
+    """An argument of the wrong type (a TypeError too, where happybase raises one)."""
 
 
 class InvalidRowKey(InvalidArgument):

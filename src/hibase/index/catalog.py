@@ -57,7 +57,7 @@ class IndexCatalog:
         self.store.table(table)
         try:
             return self._by_table[table][name]
-        except KeyError:
+        except (KeyError, TypeError):  # TypeError: an unhashable name
             raise errors.IndexNotFound(f"no index {name!r} on table {table!r}") from None
 
     def create(self, table: str, name: str, columns: Iterable, covering: Iterable = (),
@@ -163,7 +163,10 @@ def _as_list(value, what: str) -> list:
 
 def _column(col) -> bytes:
     if isinstance(col, str):
-        col = col.encode()
+        try:
+            col = col.encode()
+        except UnicodeEncodeError:
+            raise errors.SchemaError(f"column {col!r} is not valid text") from None
     if not isinstance(col, bytes) or b":" not in col:
         raise errors.SchemaError(f"column {col!r} must be written 'family:qualifier'")
     return col

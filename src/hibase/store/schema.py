@@ -195,6 +195,9 @@ class TableSchema:
             return None
         if isinstance(columns, (bytes, str)):
             raise errors.InvalidArgument("columns must be a list of names, not a single name")
+        if not hasattr(columns, "__iter__"):
+            raise errors.ArgumentTypeError(
+                f"columns must be a list of names, not {type(columns).__name__}")
         out = []
         for col in columns:
             family, _ = split_column(col)
