@@ -128,6 +128,10 @@ class EmbeddedStore(KeyValueTables):
         opts = rd.Options(raw_mode=True)
         opts.create_if_missing(True)
         opts.set_paranoid_checks(True)  # RocksDB's default, kept explicit: checksums on open
+        # A damaged WAL record fails the open (StoreCorrupted); only an incomplete last record,
+        # a write a crash cut short, is dropped. RocksDB's default (point in time) would drop
+        # every record after the damage without a word.
+        opts.set_wal_recovery_mode(rd.DBRecoveryMode.tolerate_corrupted_tail_records())
         table = rd.BlockBasedOptions()
         table.set_block_cache(self._cache)
         table.set_bloom_filter(10, False)
