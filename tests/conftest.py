@@ -97,3 +97,16 @@ def embedded_db(db_path):
         yield conn
     finally:
         conn.close()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The torture tests' counts (test_torture.py records them as the "torture" property), shown
+    whether or not -s is given."""
+    lines = [f"{r.nodeid}: {value}" for outcome in ("passed", "failed")
+             for r in terminalreporter.stats.get(outcome, [])
+             if getattr(r, "when", None) == "call"
+             for key, value in getattr(r, "user_properties", ()) if key == "torture"]
+    if lines:
+        terminalreporter.write_sep("-", "torture counts")
+        for line in lines:
+            terminalreporter.write_line(line)
