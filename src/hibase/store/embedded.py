@@ -16,8 +16,8 @@ import json
 import os
 import shutil
 import threading
-import weakref
 import time
+import weakref
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -28,7 +28,7 @@ from . import cells as C
 from .base import Mutation, Region, SplitListener, now_ms
 from .kv import KeyValueTables
 from .rocks import (
-    CheckedIter, check_manifest, checked_items, mapped, shadow_folder, translate, verify_end,
+    check_manifest, checked_items, close_all, mapped, shadow_folder, translate, verify_end,
     writable,
 )
 from .schema import FOREVER, FamilyOptions, TableSchema, split_column
@@ -112,14 +112,21 @@ class EmbeddedStore(KeyValueTables):
         self._db.set_write_options(wo)
         self._tables: dict[str, _Table] = {}
         self._kv: dict[str, tuple[Any, Any]] = {}
-        for key, _ in checked_items(self._db, b"kv/"):
-            if not key.startswith(b"kv/"):
-                break
-            self._load_kv(key[3:].decode())
-        for key, value in checked_items(self._db, b"table/"):
-            if not key.startswith(b"table/"):
-                break
-            self._load_table(TableSchema.from_json(json.loads(value)))
+        try:
+            for key, _ in checked_items(self._db, b"kv/"):
+                if not key.startswith(b"kv/"):
+                    break
+                self._load_kv(key[3:].decode())
+            for key, value in checked_items(self._db, b"table/"):
+                if not key.startswith(b"table/"):
+                    break
+                self._load_table(TableSchema.from_json(json.loads(value)))
+        except BaseException:  # a damaged catalog: release the folder before reporting it
+            try:
+                self.close()
+            except Exception:
+                pass
+            raise
 
     # -- opening -----------------------------------------------------------------------------
     def _options(self) -> rd.Options:
@@ -192,27 +199,16 @@ class EmbeddedStore(KeyValueTables):
         with self._lock:
             if self._db is not None:
                 db, self._db = self._db, None  # closed even when closing fails
-                # family views hold the database open: drop them before closing it; each is
-                # closed even when one fails (a full disk fails their flush), then the first
-                # failure is raised
+                # family views hold the database open: close them before it
                 views = [v for t in self._tables.values() for v, _, _ in t.fams.values()]
-                views += [v for v, _ in self._kv.values()] + [db]
+                views += [v for v, _ in self._kv.values()]
                 self._tables.clear()
                 self._kv.clear()
-                failure = None
-                for view in views:
-                    try:
-                        view.close()
-                    except Exception as exc:
-                        failure = failure or exc
-                        try:  # rocksdict keeps a view whose flush failed: closing it again
-                            view.close()  # releases it ("DB instance already closed")
-                        except Exception:
-                            pass
-                if self._shadow is not None:
-                    shutil.rmtree(self._shadow, ignore_errors=True)
-                if failure is not None:
-                    raise failure
+                try:
+                    close_all(views + [db])
+                finally:
+                    if self._shadow is not None:
+                        shutil.rmtree(self._shadow, ignore_errors=True)
 
     @property
     def closed(self) -> bool:

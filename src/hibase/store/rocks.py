@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import inspect
 import os
 import re
 import tempfile
@@ -21,7 +20,8 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from .. import errors
 
-__all__ = ["translate", "mapped", "check_status", "checked_items", "verify_end", "CheckedIter"]
+__all__ = ["translate", "mapped", "check_status", "checked_items", "verify_end", "CheckedIter",
+           "check_manifest", "writable", "shadow_folder", "close_all"]
 
 # RocksDB's status codes as Status::ToString() spells them
 _CODES = frozenset({
@@ -104,25 +104,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def mapped(method: F) -> F:
-    """Translate the engine errors a store method raises (generator methods: while iterated).
-    The store provides `path` and `_engine_error` (the first fatal error, recorded here)."""
-    def convert(self: Any, exc: BaseException) -> errors.HibaseError:
-        err = translate(exc, self.path, self._engine_error)
-        if isinstance(err, FATAL) and self._engine_error is None:
-            self._engine_error = err
-        return err
-
-    if inspect.isgeneratorfunction(method):
-        @functools.wraps(method)
-        def gen(self: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
-            try:
-                yield from method(self, *args, **kwargs)
-            except Exception as exc:
-                if not _engine_error(exc):
-                    raise
-                raise convert(self, exc) from None
-        return gen  # type: ignore[return-value]
-
+    """Translate the engine errors a store method raises. The store provides `path` and
+    `_engine_error` (the first fatal error, recorded here). Not for generators: their reads
+    verify their own ends (checked_items, check_status), which translate."""
     @functools.wraps(method)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -130,8 +114,29 @@ def mapped(method: F) -> F:
         except Exception as exc:
             if not _engine_error(exc):
                 raise
-            raise convert(self, exc) from None
+            err = translate(exc, self.path, self._engine_error)
+            if isinstance(err, FATAL) and self._engine_error is None:
+                self._engine_error = err
+            raise err from None
     return call  # type: ignore[return-value]
+
+
+def close_all(views: list[Any]) -> None:
+    """Close every rocksdict handle, each even when one fails (a full disk fails their flush),
+    then raise the first failure. A handle whose close failed is closed again: rocksdict keeps
+    it open otherwise, and with it RocksDB's LOCK."""
+    failure = None
+    for view in views:
+        try:
+            view.close()
+        except Exception as exc:
+            failure = failure or exc
+            try:
+                view.close()
+            except Exception:
+                pass
+    if failure is not None:
+        raise failure
 
 
 def check_status(it: Any, store: str) -> None:
