@@ -335,9 +335,12 @@ def _sql(draw):
     return ("EXPLAIN " if draw(st.integers(0, 9)) == 0 else "") + sql
 
 
-@pytest.fixture(scope="module")
-def fuzz_db(tmp_path_factory):
-    db = hibase.connect(str(tmp_path_factory.mktemp("fuzz") / "store"), cache="memory")
+@pytest.fixture(scope="module", params=["embedded", "thrift"])
+def fuzz_db(request, tmp_path_factory):
+    """A small indexed table on each backend (thrift: through hibase's Thrift1 gateway)."""
+    from backends import Backend
+    backend = Backend(request.param, tmp_path_factory.mktemp("fuzz") / "store")
+    db = backend.connect(cache="memory")
     db.create_table("t", {"f": {"max_versions": 2}, "g": {}}, columns=COLUMNS)
     db.create_index("t", "by_a", ["f:a"])
     db.create_index("t", "by_bc", ["f:b", "f:c"], covering=["f:a"])
@@ -347,7 +350,7 @@ def fuzz_db(tmp_path_factory):
         t.put(b"r%03d" % i, {b"f:a": b"%d" % (i % 7), b"f:b": b"ab"[: i % 3],
                               b"f:c": b"%d.5" % (i % 5), b"g:x": b"x"})
     yield db
-    db.close()
+    backend.close()
 
 
 def test_sql_fuzzing_every_failure_is_a_hibase_error(fuzz_db, record_property):

@@ -68,6 +68,8 @@ def _name(name: str | bytes) -> str:
         name = name.decode("utf-8", errors="replace")
     if not isinstance(name, str):
         raise errors.InvalidArgument(f"table name must be str or bytes, not {type(name).__name__}")
+    if not name.isprintable() or any("\ud800" <= c <= "\udfff" for c in name):
+        raise errors.InvalidArgument(f"table name {name!r} must be printable text")
     return name
 
 

@@ -700,7 +700,9 @@ def _deletes_with_ts(pending: dict[bytes, list[bytes]]) -> bool:
     return False
 
 
-def _map_io_error(message: str) -> errors.HibaseError:
+def _map_io_error(message: str | bytes) -> errors.HibaseError:
+    if isinstance(message, bytes):  # thriftpy2 hands IOError.message over as bytes
+        message = message.decode("utf-8", "replace")
     msg = message or "HBase error"
     low = msg.lower()
     if "no table" in low or "tablenotfound" in low or "not found" in low and "table" in low:
