@@ -8,6 +8,7 @@ that user has it open (root ignores file modes, so as root that process runs as 
 
 from __future__ import annotations
 
+import glob
 import grp
 import os
 import pwd
@@ -204,6 +205,28 @@ def test_create_store_under_read_only_folder(user_dir):
             print("StoreReadOnly", e.path)
     """, user_dir)
     assert got.stdout.strip() == f"StoreReadOnly {user_dir}/parent/new", got.stdout + got.stderr
+
+
+def test_corruption_in_a_read_only_folder_names_the_store_file(user_dir):
+    """A read-only folder is opened through a private folder of links; errors still name the
+    store's own file."""
+    path = os.path.join(user_dir, "store")
+    assert _run_unprivileged(MAKE + "\nimport hibase\nwith hibase.connect(sys.argv[1]) as db:\n"
+                             "    db.store.flush()\n", path).returncode == 0
+    sst = max(glob.glob(os.path.join(path, "*.sst")), key=os.path.getsize)
+    with open(sst, "r+b") as f:
+        f.seek(os.path.getsize(sst) // 3)
+        f.write(b"\xff" * 16)
+    subprocess.run(["chmod", "-R", "a-w", path], check=True)
+    got = _run_unprivileged("""
+        import sys, hibase
+        try:
+            with hibase.connect(sys.argv[1], read_only=True) as db:
+                list(db.table("t").scan())
+        except hibase.errors.StoreCorrupted as e:
+            print(e.path)
+    """, path)
+    assert got.stdout.strip() == sst, got.stdout + got.stderr
 
 
 def test_read_only_open_leaves_no_trace(user_dir):

@@ -37,6 +37,7 @@ _READ_ONLY = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 _BUSY = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.EBUSY, errno.ENOLCK})
 # errors that stop a store from writing until it is reopened (RocksDB's "background error")
 FATAL = (errors.StoreFull, errors.StoreReadOnly, errors.StoreCorrupted)
+_SHADOWS: dict[str, str] = {}  # shadow_folder -> the store folder it stands for
 
 
 def _kind(exc: BaseException) -> tuple[str, int | None, str]:
@@ -73,6 +74,9 @@ def translate(exc: BaseException, store: str, earlier: errors.HibaseError | None
     if isinstance(exc, errors.HibaseError):
         return exc
     code, err, message = _kind(exc)
+    real = _SHADOWS.get(store)
+    if real is not None:  # opened through shadow_folder: name the store's own files
+        message, store = message.replace(store, real), real
     path = _file(message, store, getattr(exc, "filename", None))
     name = os.path.basename(path)
     if code == "Corruption":
@@ -261,6 +265,7 @@ def shadow_folder(folder: str) -> str:
     folder itself cannot be written: rocksdict rewrites its rocksdict-config.json on every open,
     read-only ones too, and RocksDB starts a LOG file; both land in the private folder."""
     shadow = tempfile.mkdtemp(prefix="hibase-ro-")
+    _SHADOWS[shadow] = os.path.abspath(folder)
     for name in os.listdir(folder):
         if name not in ("rocksdict-config.json", "LOCK") and not name.startswith("LOG"):
             os.symlink(os.path.join(os.path.abspath(folder), name), os.path.join(shadow, name))
