@@ -240,7 +240,7 @@ def check_manifest(folder: str) -> None:
             if data[pos:].strip(b"\0"):
                 break
             return
-        header = 11 if kind >= 5 else 7  # recyclable record types carry a log number
+        header = 11 if kind in (5, 6, 7, 8, 11) else 7  # recyclable types carry a log number
         if pos + header + length > size or pos % _BLOCK + header + length > _BLOCK:
             break
         inside = kind in (2, 3, 6, 7)  # FIRST / MIDDLE fragments continue in the next record
