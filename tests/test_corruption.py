@@ -210,3 +210,24 @@ def test_damaged_wal_record_fails_the_open_instead_of_dropping_what_follows(tmp_
         hibase.connect(path).close()
     with hibase.connect(intact) as db:  # the same log undamaged: every row
         assert sum(1 for _ in db.table("t").scan()) == 3000
+
+
+def test_check_reports_an_inexact_index_on_both_backends(backend):
+    """`hibase check` on a folder or a thrift:// URL: OK, then exit 1 once an index entry is
+    deleted behind the index's back."""
+    from hibase.index.spec import index_table
+    db = backend.connect()
+    db.create_table("t", {"f": {}}, columns={"f:a": "int"})
+    db.create_index("t", "by_a", ["f:a"])
+    t = db.table("t")
+    for i in range(50):
+        t.put(b"r%02d" % i, {b"f:a": b"%d" % (i % 5)})
+    db.close()
+    got = _check(backend.url)
+    assert got.exit_code == 0 and "index t.by_a: 50 entries, exact" in got.output, got.output
+    db = backend.connect()
+    key, _ = next(iter(db.store.kv_scan(index_table("t"))))
+    db.store.commit([], [(index_table("t"), key, None)])
+    db.close()
+    got = _check(backend.url)
+    assert got.exit_code == 1 and "PROBLEM t.by_a: missing 1" in got.output, got.output

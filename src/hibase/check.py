@@ -32,7 +32,8 @@ def check_store(path: str, progress: Callable[[str, int], None] | None = None
             files = verify_files(db.store, progress)
             report["files"] = {k: v for k, v in files.items() if k != "problems"}
             problems.extend(files["problems"])
-        for table in db.tables():
+        for name in db.tables():  # happybase's shape: bytes
+            table = name.decode() if isinstance(name, bytes) else name
             for spec in db.indexes(table):
                 if spec["state"] != "ready":  # mid-build: nothing to compare yet
                     report["indexes"].append({"index": spec["name"], "table": table,

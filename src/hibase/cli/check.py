@@ -14,6 +14,8 @@ from ..check import check_store
 def _lines(report: dict) -> list[str]:
     out = []
     files = report["files"]
+    if files is None and report["indexes"]:
+        out.append("files: HBase's own (check them with `hbase hbck`); indexes checked here")
     if files is not None:
         out.append(f"files: {files['files']} table files, {files['bytes']:,} bytes, "
                    f"{files['keys']:,} keys in {files['column_families']} column families read "
