@@ -126,19 +126,14 @@ def mapped(method: F) -> F:
 
 
 def close_all(views: list[Any]) -> None:
-    """Close every rocksdict handle, each even when one fails (a full disk fails their flush),
-    then raise the first failure. A handle whose close failed is closed again: rocksdict keeps
-    it open otherwise, and with it RocksDB's LOCK."""
+    """Close every rocksdict handle, each even when one fails (a full disk fails their
+    flush), then raise the first failure."""
     failure = None
     for view in views:
         try:
             view.close()
         except Exception as exc:
             failure = failure or exc
-            try:
-                view.close()
-            except Exception:
-                pass
     if failure is not None:
         raise failure
 
