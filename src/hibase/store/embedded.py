@@ -198,14 +198,15 @@ class EmbeddedStore(KeyValueTables):
     def close(self) -> None:
         with self._lock:
             if self._db is not None:
-                db, self._db = self._db, None  # closed even when closing fails
-                # family views hold the database open: close them before it
+                # family views hold the database open: close them before it (no local names
+                # a handle: the traceback of a failed close must not keep one, or its LOCK)
                 views = [v for t in self._tables.values() for v, _, _ in t.fams.values()]
-                views += [v for v, _ in self._kv.values()]
+                views += [v for v, _ in self._kv.values()] + [self._db]
+                self._db = None  # type: ignore[assignment]  # closed even when closing fails
                 self._tables.clear()
                 self._kv.clear()
                 try:
-                    close_all(views + [db])
+                    close_all(views)
                 finally:
                     if self._shadow is not None:
                         shutil.rmtree(self._shadow, ignore_errors=True)

@@ -120,20 +120,29 @@ def mapped(method: F) -> F:
                 raise
             err = translate(exc, self.path, self._engine_error)
             if isinstance(err, FATAL) and self._engine_error is None:
-                self._engine_error = err
-            raise err from None
+                self._engine_error = type(err)(str(err), err.path)  # without a traceback
+        # Raised outside the except block and unbound on the way out: neither the engine's
+        # error nor a reference cycle keeps the failed call's frames, whose locals hold the
+        # store's handles (and so its LOCK), alive after the caller handled the error.
+        try:
+            raise err
+        finally:
+            err = None  # noqa: F841
     return call  # type: ignore[return-value]
 
 
 def close_all(views: list[Any]) -> None:
-    """Close every rocksdict handle, each even when one fails (a full disk fails their
-    flush), then raise the first failure."""
+    """Close every rocksdict handle in `views` (emptied), each even when one fails (a full
+    disk fails their flush), then raise the first failure. Nothing the raised error's
+    traceback holds refers to a handle: a handle kept alive keeps the folder's LOCK."""
     failure = None
     for view in views:
         try:
             view.close()
         except Exception as exc:
-            failure = failure or exc
+            failure = failure or exc.with_traceback(None)
+    views.clear()
+    view = None  # noqa: F841 - the frame outlives the call in the traceback
     if failure is not None:
         raise failure
 
