@@ -28,8 +28,8 @@ from . import cells as C
 from .base import Mutation, Region, SplitListener, now_ms
 from .kv import KeyValueTables
 from .rocks import (
-    check_manifest, checked_items, close_all, mapped, shadow_folder, translate, verify_end,
-    writable,
+    check_manifest, checked_items, close_all, create_column_family, mapped, shadow_folder,
+    translate, verify_end, writable,
 )
 from .schema import FOREVER, FamilyOptions, TableSchema, split_column
 
@@ -243,14 +243,7 @@ class EmbeddedStore(KeyValueTables):
             if schema.name in self._tables:
                 raise errors.TableExists(f"table {schema.name!r} already exists")
             for fam, fo in schema.families.items():
-                name = _cf_name(schema.name, fam)
-                try:
-                    self._db.get_column_family_handle(name)
-                except Exception:
-                    pass  # no such family: the usual case
-                else:  # left by a create that failed (full disk) or died before its catalog
-                    self._db.drop_column_family(name)  # write: not a table's, drop it
-                self._db.create_column_family(name, self._options())
+                create_column_family(self._db, _cf_name(schema.name, fam), self._options())
             wb = rd.WriteBatch(raw_mode=True)
             wb.put(b"table/" + schema.name.encode(), json.dumps(schema.to_json()).encode())
             wb.put(b"region/" + schema.name.encode() + b"/", C.pack([time.time_ns() // 1000, 0]))

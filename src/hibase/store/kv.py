@@ -8,7 +8,9 @@ from typing import Any, Iterator
 import rocksdict as rd
 
 from .. import errors
-from .rocks import CheckedIter, check_status, checked_items, mapped
+from .rocks import (
+    CheckedIter, check_status, checked_items, create_column_family, mapped,
+)
 
 __all__ = ["KeyValueTables"]
 
@@ -36,7 +38,7 @@ class KeyValueTables:
             self._check_writable()
             if name in self._kv:
                 return
-            self._db.create_column_family("k/" + name, self._options())
+            create_column_family(self._db, "k/" + name, self._options())
             self._db.put(b"kv/" + name.encode(), b"")
             self._load_kv(name)
 

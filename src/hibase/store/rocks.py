@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, TypeVar
 from .. import errors
 
 __all__ = ["translate", "mapped", "check_status", "checked_items", "verify_end", "CheckedIter",
-           "check_manifest", "writable", "shadow_folder", "close_all"]
+           "check_manifest", "writable", "shadow_folder", "close_all", "create_column_family"]
 
 # RocksDB's status codes as Status::ToString() spells them
 _CODES = frozenset({
@@ -145,6 +145,18 @@ def close_all(views: list[Any]) -> None:
     view = None  # noqa: F841 - the frame outlives the call in the traceback
     if failure is not None:
         raise failure
+
+
+def create_column_family(db: Any, name: str, options: Any) -> Any:
+    """db.create_column_family, first dropping a family of that name left by a create that
+    failed (full disk) or died before its catalog write: it belongs to no table yet."""
+    try:
+        db.get_column_family_handle(name)
+    except Exception:
+        pass  # no such family: the usual case
+    else:
+        db.drop_column_family(name)
+    return db.create_column_family(name, options)
 
 
 def check_status(it: Any, store: str) -> None:
