@@ -308,7 +308,8 @@ def _sql(draw):
         if kind == 0:
             return f"{col} {draw(st.sampled_from(_OPS[:6]))} {lit}"
         if kind == 1:
-            return f"{col} IN ({', '.join(draw(st.lists(st.sampled_from(_ATOMS[7:]), max_size=4)))})"
+            values = draw(st.lists(st.sampled_from(_ATOMS[7:]), max_size=4))
+            return f"{col} IN ({', '.join(values)})"
         if kind == 2:
             return f"{col} BETWEEN {lit} AND {draw(st.sampled_from(_ATOMS[7:]))}"
         if kind == 3:

@@ -84,9 +84,9 @@ def translate(exc: BaseException, store: str, earlier: errors.HibaseError | None
     if err in _FULL:
         return errors.StoreFull(f"no space left on the device of store {store!r} "
                                 f"(writing {name}); nothing was written", path)
-    if err in _READ_ONLY:
-        return errors.StoreReadOnly(f"cannot write {path!r}: {os.strerror(err)} "  # type: ignore[arg-type]
-                                    f"(open the store with read_only=True to read it)", path)
+    if err is not None and err in _READ_ONLY:
+        return errors.StoreReadOnly(f"cannot write {path!r}: {os.strerror(err)} "
+                                    "(open the store with read_only=True to read it)", path)
     if err in _BUSY and name == "LOCK":
         return errors.StoreLocked(
             f"store {store!r} is already open for writing (in another process, or this one) "
