@@ -231,3 +231,27 @@ def test_check_reports_an_inexact_index_on_both_backends(backend):
     db.close()
     got = _check(backend.url)
     assert got.exit_code == 1 and "PROBLEM t.by_a: missing 1" in got.output, got.output
+
+
+def test_check_alongside_a_writer(store):
+    """A writer flushing meanwhile changes the folder's files: check says so instead of
+    reporting them, and still reads everything through the checksums."""
+    import subprocess
+    import sys
+    code = ("import sys, hibase\n"
+            "db = hibase.connect(sys.argv[1]); t = db.table('t')\n"
+            "print('open', flush=True)\n"
+            "i = 0\n"
+            "while True:\n"
+            "    t.put(b'w%07d' % i, {b'f:a': b'1'}); i += 1\n"
+            "    if i % 500 == 0: db.store.flush()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, store], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().strip() == "open"
+        got = _check(store)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert got.exit_code == 0, got.output
+    assert f"process {proc.pid} writes to it" in got.output

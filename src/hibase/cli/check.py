@@ -19,7 +19,9 @@ def _lines(report: dict) -> list[str]:
     if files is not None:
         out.append(f"files: {files['files']} table files, {files['bytes']:,} bytes, "
                    f"{files['keys']:,} keys in {files['column_families']} column families read "
-                   "back through their checksums")
+                   "back through their checksums"
+                   + (f" (process {files['writer_pid']} writes to it: the folder's files were "
+                      "not compared with the MANIFEST)" if files.get("writer_pid") else ""))
     for r in report["indexes"]:
         name = f"index {r['table']}.{r['index']}"
         if "entries" not in r:

@@ -4,8 +4,10 @@ read back through RocksDB's block checksums (a bad block raises instead of endin
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+import struct
 from typing import Any, Callable
 
 from .. import errors
@@ -14,6 +16,24 @@ from .rocks import check_manifest, checked_items, translate
 __all__ = ["verify_files"]
 
 _SST = re.compile(r"^(\d+)\.sst$")
+_FLOCK = "hh4xqqi4x"  # struct flock on Linux: type, whence, start, len, pid
+
+
+def _writer_pid(folder: str) -> int | None:
+    """The pid of another process holding the store's LOCK (RocksDB takes a POSIX write lock
+    on it), asked with F_GETLK, which takes no lock itself; None when there is none."""
+    try:
+        fd = os.open(os.path.join(folder, "LOCK"), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        got = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack(_FLOCK, fcntl.F_WRLCK, 0, 0, 0, 0))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    kind, _, _, _, pid = struct.unpack(_FLOCK, got)
+    return None if kind == fcntl.F_UNLCK else pid
 
 
 def _column_families(store: Any) -> list[tuple[str, Any]]:
@@ -39,7 +59,10 @@ def verify_files(store: Any, progress: Callable[[str, int], None] | None = None
     except errors.StoreCorrupted as exc:
         problems.append({"file": exc.path or store.path, "problem": str(exc)})
     live = {f["name"].lstrip("/"): f for f in store._db.live_files()}
-    on_disk = {n for n in os.listdir(store.path) if _SST.match(n)}
+    writer = _writer_pid(store.path)
+    # a writer flushes and compacts meanwhile: the folder's files then differ from those of
+    # the MANIFEST as this read-only open saw it, which proves nothing
+    on_disk = live.keys() if writer else {n for n in os.listdir(store.path) if _SST.match(n)}
     for name in sorted(live.keys() - on_disk):
         problems.append({"file": os.path.join(store.path, name),
                          "problem": "listed by the MANIFEST but missing from the folder"})
@@ -61,7 +84,7 @@ def verify_files(store: Any, progress: Callable[[str, int], None] | None = None
         keys += n
         if progress is not None:
             progress(what, n)
-    return {"ok": not problems, "files": len(live),
+    return {"ok": not problems, "files": len(live), "writer_pid": writer,
             "bytes": sum(int(f.get("size", 0)) for f in live.values()), "keys": keys,
             "column_families": len(families), "problems": problems}
 
