@@ -31,8 +31,11 @@ _EXPLAIN = re.compile(r"\s*EXPLAIN\b\s*", re.IGNORECASE)
 # room for the caller's own stack.
 MAX_NESTING = 24   # parentheses and NOTs nested in one another
 MAX_TERMS = 512    # AND / OR operands in one condition
-_PRESCAN = re.compile(r"\(|\)|\b(?:NOT|AND|OR)\b|(?<![\w.])(?:\d+\.?\d*|\.\d+)[eE](?![+-]?\d)",
-                      re.IGNORECASE)
+# on the lower-cased, quote-masked text: parentheses and and/or/not (word starts checked in
+# _precheck); the text can be a 100,000-value IN list, so it is only scanned when str.count says
+# a limit could be passed, and exponents are looked for from each "e"
+_STRUCTURE = re.compile(r"[()]|[nao](?:ot|nd|r)\b")
+_EXPONENT_DIGITS = re.compile(r"[+-]?\d")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _COMPARE = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _SELECT_ARGS = {"expressions", "from", "from_", "where", "limit", "hint"}
@@ -139,43 +142,69 @@ def _literal_lists(sql: str) -> tuple[str, dict[str, tuple[Value, ...]]]:
     return "".join(out), lists
 
 
+def _empty_exponent(low: str, sql: str, offset: int, raise_it: bool) -> int | None:
+    """Where a number with an empty exponent (``1e``, ``2.5E+``) starts in `low` (None if
+    none); with raise_it, QuerySyntaxError there. Found from each "e", not by a regex over the
+    whole text."""
+    e = low.find("e")
+    while e > 0:
+        if low[e - 1].isdigit() and not _EXPONENT_DIGITS.match(low, e + 1):
+            i = e - 1
+            while i and (low[i - 1].isdigit() or low[i - 1] == "."):
+                i -= 1
+            if not i or not (low[i - 1].isalnum() or low[i - 1] == "_"):  # not inside a name
+                if raise_it:
+                    raise QuerySyntaxError(f"malformed number {sql[i:e + 1]!r}", i + offset)
+                return i
+        e = low.find("e", e + 1)
+    return None
+
+
 def _precheck(sql: str, offset: int) -> None:
-    """Reject, before any recursion, what would overflow the stack or fail to encode: nesting
-    past MAX_NESTING, more than MAX_TERMS AND/OR operands, lone surrogates, and numbers with an
-    empty exponent (``1e``)."""
-    bad = _SURROGATE.search(sql)
-    if bad:
-        raise QuerySyntaxError("lone surrogate character (not valid text)", bad.start() + offset)
+    """Reject, before any recursion, what would overflow the stack: nesting past MAX_NESTING,
+    more than MAX_TERMS AND/OR operands; and numbers with an empty exponent (``1e``). Counted
+    on the raw text first (quoted text only adds), so the quote-masked scan, costly on a
+    100,000-value IN list, runs only when a limit could be passed or a ``1e`` is in sight."""
+    low = sql.lower()
+    if _empty_exponent(low, sql, offset, raise_it=False) is None and \
+            low.count("(") + low.count("not") <= MAX_NESTING and \
+            low.count("and") + low.count("or") < MAX_TERMS:
+        return
+    low = _mask_quotes(sql).lower()
+    _empty_exponent(low, sql, offset, raise_it=True)
     # per open parenthesis, the NOTs pending at that level: "NOT NOT (NOT x)" nests 4 deep
     nots, depth, terms = [0], 0, 1
-    for m in _PRESCAN.finditer(_mask_quotes(sql)):
-        word = m.group().upper()
+    for m in _STRUCTURE.finditer(low):
+        word, at = m.group(), m.start()
         if word == "(":
             nots.append(0)
         elif word == ")":
             if len(nots) > 1:
                 nots.pop()
             continue
-        elif word == "NOT":
+        elif at and (low[at - 1].isalnum() or low[at - 1] in "_."):
+            continue  # inside a name (ROWKEY_not, f.and)
+        elif word == "not":
             nots[-1] += 1
-        elif word in ("AND", "OR"):
+        else:  # and / or
             nots[-1] = 0
             terms += 1
             if terms > MAX_TERMS:
                 raise QuerySyntaxError(f"too many AND/OR terms (more than {MAX_TERMS}); use IN "
-                                       "lists or split the query", m.start() + offset)
+                                       "lists or split the query", at + offset)
             continue
-        else:
-            raise QuerySyntaxError(f"malformed number {m.group()!r}", m.start() + offset)
         depth = len(nots) - 1 + sum(nots)
         if depth > MAX_NESTING:
             raise QuerySyntaxError(f"condition nested too deeply (more than {MAX_NESTING} "
-                                   "parentheses and NOTs)", m.start() + offset)
+                                   "parentheses and NOTs)", at + offset)
 
 
 def _parse(sql: str, offset: int) -> exp.Expression:
-    _precheck(sql, offset)
+    bad = _SURROGATE.search(sql)
+    if bad:  # not text: would fail to encode as UTF-8 later
+        raise QuerySyntaxError("lone surrogate character (not valid text)", bad.start() + offset)
     sql, lists = _literal_lists(sql)
+    _precheck(sql, offset)
     tree = _parse_sqlglot(sql, offset)
     for node in tree.find_all(exp.In) if lists else ():
         if len(node.expressions) == 1 and isinstance(node.expressions[0], exp.Literal):
