@@ -16,6 +16,7 @@ from typing import Callable, Iterator, Sequence
 
 from . import cells as C
 from .embedded import EmbeddedStore
+from .rocks import verify_end
 from .schema import FOREVER
 
 __all__ = ["supports_fast_scan", "filtered_rows", "prefilter"]
@@ -125,11 +126,11 @@ def filtered_rows(store, table: str, start: bytes | None, stop: bytes | None,
                     if keep is None or keep(row, cells):
                         yield row, cells
         cur, segs = prefix, [value]
+    else:  # ran out, not stopped at `bound`: its end must be the data's, not a bad block's
+        verify_end(view, key if cur is not None else None, first)
     if segs and (test is None or test(b"".join(segs))):
         cells = merge(segs)
         if cells:
             row = row_of_key(cur + _MAX_SEQ_KEY)  # type: ignore[operator]
             if keep is None or keep(row, cells):
                 yield row, cells
-    # The stream ran out here (or stopped at `bound`): the check that its end is the end of
-    # the data and not an iterator error belongs here (issue 15's status checks).
