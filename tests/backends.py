@@ -40,7 +40,9 @@ class Backend:
             self.server = ThriftServer(self.gateway_db, port=0, **gateway_options).__enter__()
             host, port = self.server.address
             # region_check_ms=0: a split made through gateway_db is seen on the next call
-            self.url = f"thrift://{host}:{port}?timeout={TIMEOUT_MS}&region_check_ms=0"
+            # catalog_lease_ms=0: an index made by one client is seen by the next call of another
+            self.url = (f"thrift://{host}:{port}?timeout={TIMEOUT_MS}&region_check_ms=0"
+                        "&catalog_lease_ms=0")
         else:
             self.url = self.path
 

@@ -28,8 +28,9 @@ def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bo
             cache_capacity: int | None = None, hotscore_alpha: float | None = None,
             count_period: int | None = None, **options: Any) -> "Connection":
     """Open (creating if missing) the store at `path`: a folder for the embedded store, or
-    "thrift://host:9090[?transport=framed&protocol=compact&timeout=ms&pool_size=n&retries=n]"
-    for HBase through its Thrift1 gateway (hibase.store.hbase).
+    "thrift://host:9090[?transport=framed&protocol=compact&timeout=ms&pool_size=n&retries=n
+    &catalog_lease_ms=n]" for HBase through its Thrift1 gateway (hibase.store.hbase).
+    `db.stats()` counts the store's round trips.
 
     The hot-index cache (hibase.cache.config): `cache` is "memory" (in process, the default),
     "redis://host:port[,redis://...]" (Redis nodes on a consistent-hash ring) or
@@ -161,6 +162,17 @@ class Connection:
             return {"backend": None, "policy": None, "hits": 0, "misses": 0, "hit_ratio": 0.0,
                     "evictions": 0, "sets": 0, "records": 0}
         return self.cache.stats()
+
+    def stats(self) -> dict:
+        """Counters for tests and benchmarks: `store_calls` (the HBase backend's Thrift calls
+        by method since connect, retries included; {} on the embedded store, which makes
+        none), `store_calls_total`, and `cache` (cache_stats()). Compare two readings to
+        count the round trips of an operation."""
+        calls_of = getattr(self.store, "call_stats", None)
+        calls = calls_of() if calls_of is not None else {}
+        return {"backend": "hbase" if calls_of is not None else "embedded",
+                "store_calls": calls, "store_calls_total": sum(calls.values()),
+                "cache": self.cache_stats()}
 
     def __enter__(self) -> "Connection":
         return self

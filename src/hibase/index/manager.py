@@ -11,7 +11,7 @@ from .build import build_index, verify_index
 from .catalog import IndexCatalog
 from .maintain import Change, index_writes
 from .routing import Router
-from .spec import READY, STALE, IndexSpec
+from .spec import BUILDING, READY, STALE, IndexSpec
 
 __all__ = ["IndexManager"]
 
@@ -36,7 +36,8 @@ class IndexManager:
         # entries and apply(changes), called under the write lock right after each commit.
         self.cache = cache
         # a store other clients write too (HBase): the index catalog is re-checked (one get)
-        # before each write and query plan
+        # before a write or query plan once its lease ran out (catalog_lease_ms); changes to
+        # definitions wait a lease before relying on every client knowing them (_wait_lease)
         self.shared = hasattr(store, "meta_changed")
 
     def _refresh(self) -> None:
@@ -110,6 +111,7 @@ class IndexManager:
                progress: Callable[[int, int], Any] | None = None) -> IndexSpec:
         """Define an index and build it from the table's current rows."""
         spec = self.catalog.create(table, name, columns, covering, local)
+        self._wait_lease()  # every writer maintains the new index before the build reads
         self._follow_splits(table, [spec], force=True)
         build_index(self.store, self.catalog, spec, processes, progress)
         return spec
@@ -118,6 +120,10 @@ class IndexManager:
               progress: Callable[[int, int], Any] | None = None) -> dict[str, int]:
         try:
             spec = self.catalog.get(table, name)
+            if self.shared and spec.state != BUILDING:
+                # other clients stop querying it (and all maintain it) before it is cleared
+                self.catalog.set_state(spec, BUILDING)
+                self._wait_lease()
             self._follow_splits(table, [spec], force=True)
             return build_index(self.store, self.catalog, spec, processes, progress)
         finally:
@@ -155,7 +161,21 @@ class IndexManager:
         if self.cache is not None:
             self.cache.invalidate(table)
 
+    def _wait_lease(self) -> None:
+        """Shared stores that trust their index definitions for a lease (HBase's
+        catalog_lease_ms): wait until every client has re-read the change just saved."""
+        wait = getattr(self.store, "wait_lease", None)
+        if self.shared and wait is not None:
+            wait()
+
     def drop(self, table: str, name: str) -> None:
+        if self.shared:
+            # other clients stop querying it before its entries are cleared
+            spec = self.catalog.get(table, name)
+            if spec.state != STALE:
+                self.catalog.set_state(spec, STALE)
+                self._invalidate_cache(table)
+                self._wait_lease()
         with self.store.write_lock():
             was_local = self.catalog.get(table, name).local
             self.catalog.drop(table, name)

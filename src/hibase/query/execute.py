@@ -38,7 +38,11 @@ def _lookup_rows(indexer, lk: IndexLookup) -> Iterator[tuple[bytes, list]]:
             else:
                 yield from lookup.scan_entries(store, spec, rng)
         return
-    vkeys = [vkey for rng in lk.ranges for vkey, _ in lookup.walk_values(store, spec, rng)]
+    # a full value is its own value key: only ranges walk the value table (a point lookup the
+    # hot cache answers then makes no store call at all)
+    vkeys = [vkey for rng in lk.ranges
+             for vkey in ([rng.start] if is_point(spec, rng) else
+                          (v for v, _ in lookup.walk_values(store, spec, rng)))]
     # an in-process cache answers faster alone than through threads (cache.parallel False)
     if len(vkeys) <= 1 or not getattr(indexer.cache, "parallel", True):
         for vkey in vkeys:

@@ -57,15 +57,27 @@ class IndexLookup:
     method: str = "scan"  # "scan": ordered index scan; "walk": value table then point lookups;
     #                       "merge": many points (a long IN list) in one scan, min to max value
     route: Any = None  # local indexes: the regions visited (index.local.Route) when planned
+    # reads (estimate, exact) from the value table when first needed (counted()): a query with
+    # a single candidate index never reads counts, which only choose between plans
+    counter: Any = field(default=None, repr=False, compare=False)
+
+    def counted(self) -> "IndexLookup":
+        """Fill estimate / exact_estimate from the value table if not read yet."""
+        if self.counter is not None:
+            self.estimate, self.exact_estimate = self.counter()
+            self.counter = None
+        return self
 
     @property
     def cost(self) -> float:
         """Rows by the estimate, plus REGION_VISIT_COST per region a local lookup visits."""
+        self.counted()
         if self.route is None:
             return self.estimate
         return self.estimate + REGION_VISIT_COST * self.route.visits
 
     def describe(self) -> str:
+        self.counted()
         cols = ", ".join(c.decode() for c in self.spec.columns)
         if self.spec.local:
             how = ("RANGE SCAN" if any(not is_point(self.spec, r) for r in self.ranges)
@@ -344,12 +356,15 @@ def _index_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds]) -> IndexLook
         estimate = lookup.count_points(store, spec, [r.start for r in ranges])
         return IndexLookup(spec, sorted(ranges, key=lambda r: r.start), estimate, True, used,
                            method="merge")
-    estimate, exact = 0, True
-    for rng in ranges:
-        n, ex = lookup.count_values(store, spec, rng)
-        estimate += n
-        exact &= ex
-    return IndexLookup(spec, ranges, estimate, exact, used)
+    def count() -> tuple[int, bool]:
+        estimate, exact = 0, True
+        for rng in ranges:
+            n, ex = lookup.count_values(store, spec, rng)
+            estimate += n
+            exact &= ex
+        return estimate, exact
+
+    return IndexLookup(spec, ranges, 0, False, used, counter=count)
 
 
 def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
@@ -364,12 +379,15 @@ def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
     else:
         path = None
     lookups = [lk for lk in (_index_path(store, s, cons) for s in specs) if lk is not None]
-    # cost: rows, plus the regions a local lookup visits; ties go to the global index
-    lookups.sort(key=lambda lk: (lk.cost, lk.spec.local, not lk.exact_estimate, -len(lk.used)))
+    # cost: rows, plus the regions a local lookup visits; ties go to the global index. A lone
+    # candidate needs no counts (they pick a plan, never change an answer): none are read
+    if len(lookups) > 1:
+        lookups.sort(key=lambda lk: (lk.cost, lk.spec.local, not lk.exact_estimate,
+                                     -len(lk.used)))
     if not lookups:
         return path
     best = lookups[0]
-    if isinstance(path, RowRange) and best.estimate > 10_000:
+    if isinstance(path, RowRange) and best.counted().estimate > 10_000:
         return path
     for lk in lookups:
         if lk.spec.local or lk.method == "merge":

@@ -58,27 +58,32 @@ from urllib.parse import parse_qs, urlsplit
 from .. import errors
 from . import cells as C
 from .base import Mutation, Region, SplitListener, now_ms
-from .hbase_kv import (_META_COL, _SCAN_CHUNK, KV_PREFIX, META_TABLE, UNVERIFIED, VERIFIED,
-                      HBaseKeyValueTables, is_index)
+from .hbase_kv import (_FETCH_CHUNK, _META_COL, _SCAN_CHUNK, KV_PREFIX, META_TABLE,
+                       UNVERIFIED, VERIFIED, HBaseKeyValueTables, is_index)
 from .hbase_layout import Layouts
 from .schema import FOREVER, TableSchema, split_column
 
 __all__ = ["HBaseStore", "parse_url", "META_TABLE", "KV_PREFIX"]
 
 LATEST_TIMESTAMP = (1 << 63) - 1
+# how long index definitions are trusted without asking HBase (parse_url's catalog_lease_ms)
+DEFAULT_LEASE_MS = 1000
 
 
 def parse_url(url: str) -> dict:
     """thrift://host[:port][?transport=buffered|framed&protocol=binary|compact&timeout=ms
-    &pool_size=n&retries=n&region_check_ms=n] -> happybase connection options and ours
-    (region_check_ms: how often local-index work asks HBase for its regions, 0 = always)."""
+    &pool_size=n&retries=n&region_check_ms=n&catalog_lease_ms=n] -> happybase connection
+    options and ours (region_check_ms: how often local-index work asks HBase for its regions;
+    catalog_lease_ms: how long index definitions read from the catalog are trusted before a
+    query or write checks them again, one get; 0 = before every query and write)."""
     parts = urlsplit(url)
     if parts.scheme != "thrift":
         raise errors.InvalidArgument(f"not a thrift:// URL: {url!r}")
     if parts.path not in ("", "/"):
         raise errors.InvalidArgument(f"a thrift:// URL has no path, got {parts.path!r}")
     q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-    known = {"transport", "protocol", "timeout", "pool_size", "retries", "region_check_ms"}
+    known = {"transport", "protocol", "timeout", "pool_size", "retries", "region_check_ms",
+             "catalog_lease_ms"}
     unknown = sorted(set(q) - known)
     if unknown:
         raise errors.InvalidArgument(f"unknown thrift:// option(s) {unknown}; known: "
@@ -94,15 +99,19 @@ def parse_url(url: str) -> dict:
         pool_size = int(q.get("pool_size", "8"))
         retries = int(q.get("retries", "3"))
         region_check_ms = int(q.get("region_check_ms", "1000"))
+        catalog_lease_ms = int(q.get("catalog_lease_ms", str(DEFAULT_LEASE_MS)))
         port = parts.port or 9090
     except ValueError as exc:
         raise errors.InvalidArgument(f"bad thrift:// URL {url!r}: {exc}") from None
-    if timeout <= 0 or pool_size < 1 or retries < 0 or region_check_ms < 0:
+    if timeout <= 0 or pool_size < 1 or retries < 0 or region_check_ms < 0 or \
+            catalog_lease_ms < 0:
         raise errors.InvalidArgument(
-            "timeout and pool_size must be >= 1, retries and region_check_ms >= 0")
+            "timeout and pool_size must be >= 1, retries, region_check_ms and "
+            "catalog_lease_ms >= 0")
     return {"host": parts.hostname or "127.0.0.1", "port": port, "transport": transport,
             "protocol": protocol, "timeout": timeout, "pool_size": pool_size,
-            "retries": retries, "region_check_ms": region_check_ms}
+            "retries": retries, "region_check_ms": region_check_ms,
+            "catalog_lease_ms": catalog_lease_ms}
 
 
 def _start(region: Region) -> bytes:
@@ -149,6 +158,11 @@ class HBaseStore(HBaseKeyValueTables):
         self._gen = b""
         self._closed = False
         self._raw = threading.local()
+        # every Thrift call, by method (call_stats): what the round-trip budget is pinned on
+        self._calls: dict[str, int] = {}
+        self._calls_lock = threading.Lock()
+        self.lease_s = self.opts["catalog_lease_ms"] / 1000
+        self._checked_at = -1e18  # monotonic time of the last catalog generation check
         self.index_hooks: Any = None  # set by the index layer: row_of / resolve
         # fault injection: "index" or "data" (commit), "split-copy" or "split-switch"
         self.fail_after: str | None = None
@@ -166,9 +180,10 @@ class HBaseStore(HBaseKeyValueTables):
         self._load_catalog(create)
 
     # -- RPC ---------------------------------------------------------------------------------
-    def _call(self, method: str, *args: Any) -> Any:
+    def _call(self, method: str, *args: Any, retry: bool = True) -> Any:
         """One Thrift call on a pooled connection; transport errors are retried (every write
-        of this store is idempotent: puts carry explicit timestamps), IDL errors mapped."""
+        of this store is idempotent: puts carry explicit timestamps), IDL errors mapped.
+        retry=False: a transport error raises _Transport at once (scanner gets)."""
         from thriftpy2.transport import TTransportException
 
         if self._closed:
@@ -176,6 +191,8 @@ class HBaseStore(HBaseKeyValueTables):
         T = self.T
         delay = 0.05
         for attempt in range(self.retries + 1):
+            with self._calls_lock:
+                self._calls[method] = self._calls.get(method, 0) + 1
             try:
                 with self._pool.connection(timeout=self.opts["timeout"] / 1000) as conn:
                     return getattr(conn.client, method)(*args)
@@ -186,6 +203,8 @@ class HBaseStore(HBaseKeyValueTables):
             except T.IOError as exc:
                 raise _map_io_error(exc.message) from None
             except (TTransportException, socket.error, EOFError) as exc:
+                if not retry:
+                    raise _Transport(str(exc)) from None
                 if attempt == self.retries:
                     raise errors.BackendUnavailable(
                         f"HBase Thrift gateway {self.opts['host']}:{self.opts['port']}: "
@@ -196,6 +215,19 @@ class HBaseStore(HBaseKeyValueTables):
                 if type(exc).__name__ == "NoConnectionsAvailable":
                     raise errors.BackendUnavailable(str(exc)) from None
                 raise
+
+    def call_stats(self) -> dict[str, int]:
+        """Thrift calls made so far by this store, by method (retries count again)."""
+        with self._calls_lock:
+            return dict(self._calls)
+
+    def parallel(self, fn: Any, items: list) -> list:
+        """fn(item) for every item, on the connection pool's connections at once (at most
+        pool_size in flight), results in order: independent reads or writes overlap their
+        round trips."""
+        if len(items) <= 1:
+            return [fn(x) for x in items]
+        return list(_pool(self.opts["pool_size"]).map(fn, items))
 
     # -- catalog -----------------------------------------------------------------------------
     def _hbase_tables(self) -> set[str]:
@@ -333,10 +365,16 @@ class HBaseStore(HBaseKeyValueTables):
             else:
                 self._meta[key] = value
 
-    def meta_changed(self) -> bool:
+    def meta_changed(self, force: bool = False) -> bool:
         """Whether another client changed the catalog's meta keys (index definitions) since
         this store last read them; if so they are re-read. One get of the `gen` row, which
-        put_meta rewrites on every change."""
+        put_meta rewrites on every change, at most once per catalog lease (unless `force`):
+        within the lease the definitions read last are trusted (catalog changes wait the
+        lease out before they rely on every client seeing them: `wait_lease`)."""
+        now = time.monotonic()
+        if not force and now - self._checked_at < self.lease_s:
+            return False
+        self._checked_at = now
         got = self._get_raw(META_TABLE, [b"gen"], [_META_COL])[0]
         gen = got[_META_COL][1] if got else b""
         if gen == self._gen:
@@ -346,6 +384,12 @@ class HBaseStore(HBaseKeyValueTables):
             meta[key[5:]] = value[_META_COL][1]
         self._meta, self._gen = meta, gen
         return True
+
+    def wait_lease(self) -> None:
+        """Sleep one catalog lease: after a catalog change, every other client has re-read
+        the index definitions (or been told by a fresh check) by the time this returns."""
+        if self.lease_s > 0:
+            time.sleep(self.lease_s + 0.05)
 
     def meta_value(self, key: bytes) -> bytes | None:
         """One meta key as last read (meta_changed re-reads them)."""
@@ -399,35 +443,48 @@ class HBaseStore(HBaseKeyValueTables):
                   columns: list[bytes] | None, ts: int | None = None, reverse: bool = False,
                   chunk: int = _SCAN_CHUNK) -> Iterator[tuple[bytes, dict]]:
         """(row, {column: (ts, value)}) in [start, stop) (reverse: from start down to stop),
-        read in chunks, each its own short-lived scanner (no connection is held between
-        chunks, and a chunk that fails on the transport is retried from where it was)."""
+        streamed from one scanner (scanner caching = `chunk` rows per scannerGetList, only the
+        named columns): open + one get per chunk + close. A get is never retried on the same
+        scanner (a lost answer would skip its rows): a chunk that fails on the transport opens
+        a new scanner from where it was."""
         name = table.encode()
         cols = self._thrift_columns(columns)
         cursor, skip = start, None
+        reopens = 0
         while True:
             scan = self.T.TScan(startRow=cursor or b"", stopRow=stop or b"", columns=cols,
-                                caching=chunk, reversed=reverse or None,
-                                timestamp=ts)
+                                caching=chunk, reversed=reverse or None, timestamp=ts)
             sid = self._call("scannerOpenWithScan", name, scan, {})
+            broken = False
             try:
-                results = self._call("scannerGetList", sid, chunk + (1 if skip else 0))
+                while True:
+                    want = chunk + (1 if skip is not None else 0)
+                    try:
+                        results = self._call("scannerGetList", sid, want, retry=False)
+                    except _Transport:
+                        broken = True  # reopen from the cursor (rows so far were yielded)
+                        break
+                    for r in results:
+                        if skip is not None and r.row == skip:
+                            continue
+                        yield r.row, self._cells(r)
+                    if len(results) < want:
+                        return
+                    last = results[-1].row
+                    if reverse:
+                        cursor, skip = last, last  # reversed start is inclusive: skip it
+                    else:
+                        cursor, skip = last + b"\x00", None
             finally:
                 try:
-                    self._call("scannerClose", sid)
+                    self._call("scannerClose", sid, retry=not broken)
                 except errors.HibaseError:
                     pass
-            n = len(results)
-            for r in results:
-                if skip is not None and r.row == skip:
-                    continue
-                yield r.row, self._cells(r)
-            if n < chunk + (1 if skip else 0) or not results:
-                return
-            last = results[-1].row
-            if reverse:
-                cursor, skip = last, last  # reversed start is inclusive: skip it again
-            else:
-                cursor, skip = last + b"\x00", None
+            reopens += 1
+            if reopens > self.retries:
+                raise errors.BackendUnavailable(
+                    f"HBase Thrift gateway {self.opts['host']}:{self.opts['port']}: scanner of "
+                    f"{table!r} kept failing (after {self.retries} reopens)")
 
     # -- reads -------------------------------------------------------------------------------
     def _versions(self, table: str, row: bytes, columns: list[bytes], ts: int | None,
@@ -462,9 +519,12 @@ class HBaseStore(HBaseKeyValueTables):
     def read_latest_many(self, table: str, rows: list[bytes], columns: list[bytes] | None = None,
                          with_ts: bool = True) -> list[dict]:
         self.table(table)
+        # one multi-get per chunk, the chunks in flight together on the connection pool
         out: list[dict] = []
-        for i in range(0, len(rows), _SCAN_CHUNK):
-            out += self._get_raw(table, rows[i:i + _SCAN_CHUNK], columns)
+        for got in self.parallel(lambda part: self._get_raw(table, part, columns),
+                                 [rows[i:i + _FETCH_CHUNK]
+                                  for i in range(0, len(rows), _FETCH_CHUNK)]):
+            out += got
         return out if with_ts else [{c: tv[1] for c, tv in cells.items()} for cells in out]
 
     def scan_latest(self, table: str, start: bytes | None = None, stop: bytes | None = None,
@@ -579,12 +639,19 @@ class HBaseStore(HBaseKeyValueTables):
                     muts = [T.Mutation(column=c, isDelete=True) for c in targets]
                 batches.append(T.BatchMutation(row=m.row, mutations=muts))
             name = table.encode()
-            for i in range(0, len(batches), _SCAN_CHUNK):
-                part = batches[i:i + _SCAN_CHUNK]
+            parts = [batches[i:i + _SCAN_CHUNK] for i in range(0, len(batches), _SCAN_CHUNK)]
+
+            def send(part: list, name: bytes = name, ts: int | None = ts) -> None:
                 if ts is None:
                     self._call("mutateRows", name, part, {})
                 else:
                     self._call("mutateRowsTs", name, part, ts, {})
+
+            if len({b.row for b in batches}) == len(batches):
+                self.parallel(send, parts)  # distinct rows: chunks in flight together
+            else:
+                for part in parts:  # a row twice at one timestamp: the later must land last
+                    send(part)
 
     def commit(self, prepared: list[tuple[Any, Mutation, list]],
                kv_writes: list[tuple[str, bytes, bytes | None]] = ()) -> None:  # type: ignore[assignment]
@@ -689,6 +756,27 @@ class HBaseStore(HBaseKeyValueTables):
                     conn.close()
                 except Exception:
                     pass
+
+
+class _Transport(errors.BackendUnavailable):
+    """A transport error of a call made with retry=False."""
+
+
+_POOLS: dict[int, Any] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(size: int) -> Any:
+    """A thread pool per pool size, shared by the stores of a process (threads are reused,
+    the Thrift connections they use come from each store's own pool)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _POOLS_LOCK:
+        pool = _POOLS.get(size)
+        if pool is None:
+            pool = _POOLS[size] = ThreadPoolExecutor(max_workers=size,
+                                                     thread_name_prefix="hibase-hbase")
+        return pool
 
 
 def _deletes_with_ts(pending: dict[bytes, list[bytes]]) -> bool:

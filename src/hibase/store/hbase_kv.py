@@ -19,6 +19,8 @@ _KV_COL = b"v:v"
 _META_COL = b"m:v"
 META_TABLE = "hibase_meta"
 _SCAN_CHUNK = 1000
+# rows per multi-get when many rows are fetched: chunks go out in parallel (store.parallel)
+_FETCH_CHUNK = 250
 # index tables (global, local): values carry the verified / unverified status
 _INDEX_KV, _LOCAL_KV = "__idx__", "__lidx__"
 
@@ -112,14 +114,17 @@ class HBaseKeyValueTables:
             m = T.Mutation(column=_KV_COL, isDelete=True) if value is None else \
                 T.Mutation(column=_KV_COL, value=value, isDelete=False)
             by_name.setdefault(name, []).append(T.BatchMutation(row=key, mutations=[m]))
+        calls = []
         for name, batches in by_name.items():
             # one key once per call: HBase applies a mutateRows' puts before its deletes
             seen: dict[bytes, Any] = {}
             for b in batches:
                 seen[b.row] = b
             batches = list(seen.values())
-            for i in range(0, len(batches), _SCAN_CHUNK):
-                self._call("mutateRows", self._kv_hbase(name), batches[i:i + _SCAN_CHUNK], {})
+            calls += [(self._kv_hbase(name), batches[i:i + _SCAN_CHUNK])
+                      for i in range(0, len(batches), _SCAN_CHUNK)]
+        # distinct keys per table: every table's chunks in flight together
+        self.parallel(lambda c: self._call("mutateRows", c[0], c[1], {}), calls)
 
     @contextmanager
     def raw_index(self) -> Iterator[None]:

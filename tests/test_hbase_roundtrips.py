@@ -1,0 +1,198 @@
+"""The round-trip budget of the HBase backend, pinned as exact counts of the store's Thrift calls
+(`db.stats()["store_calls"]`): deterministic, not timing. Runs on every HBase-protocol backend
+kind tests/backends.py offers (the gateway; real HBase where that kind exists).
+
+Every budget is taken by a client with a long catalog lease (`catalog_lease_ms`), so index
+definitions cost no call per query; tables and indexes are made beforehand by an admin client
+without a lease (a definition change waits out its maker's lease). The lease tests check what
+another client sees meanwhile."""
+
+from __future__ import annotations
+
+import pytest
+
+import backends
+import hibase
+from backends import Backend
+
+HBASE_KINDS = [k for k in backends.KINDS if k != "embedded"]
+LEASE = "&catalog_lease_ms=60000"
+
+
+@pytest.fixture(params=HBASE_KINDS)
+def hb(request, tmp_path):
+    b = Backend(request.param, tmp_path / "store")
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def _connect(hb, lease=LEASE, **options):
+    """A client of the backend with a catalog lease (closed at teardown)."""
+    db = hibase.connect(hb.url + lease, **options)
+    hb.opened.append(db)
+    return db
+
+
+def _calls(db, fn):
+    """(Thrift calls by method that fn() made, fn's result)."""
+    before = db.stats()["store_calls"]
+    result = fn()
+    after = db.stats()["store_calls"]
+    return {m: n - before.get(m, 0) for m, n in after.items() if n != before.get(m, 0)}, result
+
+
+def _table(db, n=100):
+    """Table t: f:a ten values, f:b seven, f:c 'x' everywhere."""
+    db.create_table("t", {"f": {}}, columns={"f:a": "string", "f:b": "string",
+                                              "f:c": "string"})
+    t = db.table("t")
+    with t.batch() as b:
+        for i in range(n):
+            b.put(b"r%04d" % i, {b"f:a": b"v%d" % (i % 10), b"f:b": b"w%d" % (i % 7),
+                                 b"f:c": b"x"})
+    return t
+
+
+SCAN = {"scannerOpenWithScan": 1, "scannerGetList": 1, "scannerClose": 1}
+
+
+def test_lookup_budget(hb):
+    admin = hb.connect()
+    _table(admin)
+    admin.create_index("t", "by_a", ["f:a"], covering=["f:b"])
+    db = _connect(hb, cache_policy="lru")
+    t = db.table("t")
+    covered = lambda v: list(t.where(f"f.a = '{v}'", columns=[b"f:b"]))  # noqa: E731
+    rows = lambda v: list(t.where(f"f.a = '{v}'"))  # noqa: E731
+    covered("v0")  # the first query checks the catalog's generation (then its lease runs)
+    calls, got = _calls(db, lambda: covered("v1"))
+    assert calls == SCAN  # cold covered: the value's entries, one short scan, no count read
+    assert len(got) == 10
+    calls, again = _calls(db, lambda: covered("v1"))
+    assert calls == {} and again == got  # hot covered: no call at all
+    calls, got = _calls(db, lambda: covered("nope"))
+    assert calls == SCAN and got == []  # cold absent value
+    assert _calls(db, lambda: covered("nope"))[0] == {}  # the empty set is cached too
+    calls, got = _calls(db, lambda: rows("v2"))
+    assert calls == {**SCAN, "getRows": 1}  # cold with rows
+    calls, again = _calls(db, lambda: rows("v2"))
+    assert calls == {"getRows": 1} and again == got  # hot with rows: one multi-get of all
+    assert sorted(got) == sorted(t.where("f.a = 'v2'", full_scan=True))
+    assert db.stats()["store_calls_total"] == sum(db.stats()["store_calls"].values())
+
+
+def test_put_budget_does_not_grow_with_indexes(hb):
+    admin = hb.connect()
+    _table(admin, 20)
+    admin.create_index("t", "by_a", ["f:a"], covering=["f:b"])
+    admin.create_table("u", {"f": {}}, columns={"f:a": "string", "f:b": "string",
+                                                "f:c": "string"})
+    for name, col in (("by_a", "f:a"), ("by_b", "f:b"), ("by_c", "f:c")):
+        admin.create_index("u", name, [col], covering=["f:a"])
+    db = _connect(hb)
+    t, u = db.table("t"), db.table("u")
+    t.put(b"r0000", {b"f:a": b"v9"})  # the first write checks the catalog's generation
+    one, _ = _calls(db, lambda: t.put(b"r001", {b"f:a": b"v3", b"f:b": b"q"}))
+    three, _ = _calls(db, lambda: u.put(b"r002", {b"f:a": b"v4", b"f:b": b"q",
+                                                  b"f:c": b"y"}))
+    # old values; value counts; unverified entries + grown counts (two tables, in flight
+    # together); data; verify marks
+    budget = {"getRowsWithColumns": 2, "mutateRows": 3, "mutateRowsTs": 1}
+    assert one == budget and three == budget
+    assert db.verify_index("t", "by_a")["ok"]
+    for name in ("by_a", "by_b", "by_c"):
+        assert db.verify_index("u", name)["ok"]
+
+
+def test_batch_calls_are_per_chunk_not_per_row(hb):
+    admin = hb.connect()
+    _table(admin, 10)
+    for name, col in (("by_a", "f:a"), ("by_b", "f:b"), ("by_c", "f:c")):
+        admin.create_index("t", name, [col])
+    db = _connect(hb)
+    t = db.table("t")
+    t.put(b"r0000", {b"f:a": b"v9"})
+
+    def load(prefix, n):
+        with t.batch() as b:
+            for i in range(n):
+                b.put(b"%s%05d" % (prefix, i), {b"f:a": b"v%d" % (i % 10), b"f:b": b"w",
+                                                 b"f:c": b"c%d" % i})
+
+    small, _ = _calls(db, lambda: load(b"s", 20))
+    medium, _ = _calls(db, lambda: load(b"m", 200))
+    assert small == medium  # 10x the rows, the same calls
+    big, _ = _calls(db, lambda: load(b"b", 3000))
+    assert sum(big.values()) <= 40  # chunks of 250-1000 rows, not a call per row
+    assert sorted(t.where("f.b = 'w'")) == sorted(t.where("f.b = 'w'", full_scan=True))
+    for name in ("by_a", "by_b", "by_c"):
+        assert db.verify_index("t", name)["ok"]
+
+
+def test_scans_stream_from_one_scanner(hb):
+    db = hb.connect()
+    t = _table(db, 2500)
+    calls, got = _calls(db, lambda: list(t.scan(columns=[b"f:a"])))
+    assert len(got) == 2500 and all(set(d) == {b"f:a"} for _, d in got)
+    # one scanner, 1000 rows per get (scanner caching), closed once
+    assert calls == {"scannerOpenWithScan": 1, "scannerGetList": 3, "scannerClose": 1}
+    calls, got = _calls(db, lambda: list(t.scan(limit=5)))
+    assert len(got) == 5 and calls == SCAN  # a scan stopped early still closes its scanner
+
+
+def test_big_index_result_fetches_rows_in_parallel_chunks(hb):
+    admin = hb.connect()
+    _table(admin, 3000)
+    admin.create_index("t", "by_c", ["f:c"])
+    db = _connect(hb)
+    t = db.table("t")
+    list(t.where("f.c = 'none'"))  # the first query checks the catalog's generation
+    calls, got = _calls(db, lambda: list(t.where("f.c = 'x'")))
+    assert len(got) == 3000
+    assert sorted(got) == sorted(t.where("f.c = 'x'", full_scan=True))
+    # multi-gets of 16, 64, 256, 1000, 1000, ... rows, each split into <= 250-row chunks
+    assert calls["getRows"] == 1 + 1 + 2 + 4 + 4 + 3
+    # a row fetched after its entry is re-checked against the whole condition
+    t.put(b"r0000", {b"f:c": b"moved"})
+    assert b"r0000" not in {k for k, _ in t.where("f.c = 'x'")}
+
+
+def test_catalog_lease_between_two_clients(hb):
+    """A client trusts the index definitions it read for a lease: its queries cost no
+    catalog call meanwhile, and a change made by another client waits the lease out before
+    relying on it (so no write misses a new index and no query reads a dropped one)."""
+    lease = "&catalog_lease_ms=300"
+    a_db, b = _connect(hb, lease, cache=None), _connect(hb, lease, cache=None)
+    t_a = _table(a_db, 30)
+    t_b = b.table("t")
+    assert list(t_b.where("f.a = 'v1'"))  # b reads the catalog (no index yet)
+    a_db.create_index("t", "by_a", ["f:a"])  # waits one lease before building
+    t_b.put(b"late", {b"f:a": b"v1"})  # b has re-read the catalog: it maintains by_a
+    assert b"late" in {k for k, _ in t_a.where("f.a = 'v1'")}
+    assert a_db.verify_index("t", "by_a")["ok"]
+    assert "INDEX by_a" in t_b.explain("f.a = 'v1'")
+    calls, _ = _calls(b, lambda: [list(t_b.where("f.a = 'v1'")) for _ in range(3)])
+    assert "getRowsWithColumns" not in calls  # no catalog (gen) read per query in the lease
+    a_db.drop_index("t", "by_a")  # marked stale, a lease passes, then cleared
+    got = sorted(t_b.where("f.a = 'v1'"))
+    assert got == sorted(t_b.where("f.a = 'v1'", full_scan=True)) and len(got) == 4
+
+
+def test_stale_counts_never_change_an_answer(hb):
+    """Value counts only choose between plans: a client planning with counts another client
+    changes right after still answers like the full scan."""
+    admin = hb.connect()
+    _table(admin, 40)
+    admin.create_index("t", "by_a", ["f:a"])
+    admin.create_index("t", "by_b", ["f:b"])
+    a, b = _connect(hb, cache=None), _connect(hb, cache=None)
+    t_a = a.table("t")
+    t_b = b.table("t")
+    cond = "f.a = 'new' AND f.b = 'w1'"
+    assert list(t_b.where(cond)) == []  # b plans with a count of 0 for 'new'
+    for i in range(30):
+        t_a.put(b"n%02d" % i, {b"f:a": b"new", b"f:b": b"w1"})
+    got = sorted(t_b.where(cond))
+    assert len(got) == 30 and got == sorted(t_b.where(cond, full_scan=True))
