@@ -305,6 +305,10 @@ def run(backend: str, rows: int = DEFAULT_ROWS, repeats: int = 50, seed: int = 0
             counts = _check_rows(local, remote, name, queries, progress)
             trips = _round_trips(local, remote, url, name, repeats)
             results = _measure(local, remote, name, queries, counts, repeats, progress)
+            # hot against cold lookups with the in-process cache, calls per query, load with
+            # 0 and 3 indexes (hibase.bench.roundtrips), on the same server
+            from . import roundtrips
+            hot_cold = roundtrips.measure(url, caches=("memory",), progress=progress)
     finally:
         if workdir is None:
             shutil.rmtree(base, ignore_errors=True)
@@ -341,6 +345,7 @@ def run(backend: str, rows: int = DEFAULT_ROWS, repeats: int = 50, seed: int = 0
             "check": "every query ran once on both backends (end-to-end and prepared) before "
                      "timing and returned the same rows",
         },
+        "roundtrips": hot_cold,
         "load": {
             "embedded": load_e, "thrift": load_t,
             "thrift_vs_embedded_rows_per_s_ratio": load_t["rows_per_s"] / load_e["rows_per_s"],
@@ -384,6 +389,8 @@ def summary(r: dict[str, Any]) -> list[str]:
         return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                          for i, (c, w) in enumerate(zip(cells, widths)))
 
+    from .roundtrips import summary as rt_summary
+
     ld, rt = r["load"], r["round_trip"]
     out = [f"bench query over {b['url']} ({where}) against embedded: {r['rows']:,} telecom "
            f"rows, p50 times (cache: {r['setup']['cache']})",
@@ -406,4 +413,6 @@ def summary(r: dict[str, Any]) -> list[str]:
                    f"{b.get('drop_error') or b.get('leftover_tables')}")
     if b.get("gateway") and not b["gateway"]["stopped_cleanly"]:
         out.append(f"WARNING: the gateway exited with code {b['gateway']['exit_code']}")
+    if "roundtrips" in r:
+        out += rt_summary({"backend": b["kind"], **r["roundtrips"]})
     return out

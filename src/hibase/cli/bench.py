@@ -281,6 +281,13 @@ def _ints(text: str) -> list[int]:
               help="memory and/or redis, comma-separated (redis starts local servers).")
 @click.option("--redis-nodes", default="1,2,4", show_default=True,
               help="Redis node counts to run with the redis backend.")
+@click.option("--backend", "store_backend", default="embedded", show_default=True,
+              callback=_backend_option, metavar="embedded|gateway|thrift://HOST:PORT",
+              help="The store. gateway or thrift://HOST:PORT: instead of the policy "
+                   "experiment, hot against cold lookups through the HBase backend with each "
+                   "cache of --backends (memory; redis: one local redis-server), Thrift calls "
+                   "per query, load with 0 and 3 indexes, indexed lookup against full scan "
+                   "(--rows rows, 10 per value; hibase.bench.roundtrips).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the data and the queries.")
 @click.option("--scenarios", type=click.Choice(["with", "only", "no"]), default="with",
@@ -291,8 +298,8 @@ def _ints(text: str) -> list[int]:
                    "matplotlib: pip install 'hibase[bench]'.")
 @bench_options
 def bench_cache(rows: int, queries: int, zipf: float, ratios: str, backends: str,
-                redis_nodes: str, seed: int, scenarios: str, plots: str | None,
-                as_json: bool, output: str | None, progress: bool) -> None:
+                redis_nodes: str, store_backend: str, seed: int, scenarios: str,
+                plots: str | None, as_json: bool, output: str | None, progress: bool) -> None:
     """The paper's cache experiment: hit ratio and latency of window-heat (the default),
     hotscore as published, LRU and hotscore-per-record against no cache and the offline
     optimum (Belady), at several cache ratios, with the in-process cache and with 1-4 local
@@ -304,7 +311,19 @@ def bench_cache(rows: int, queries: int, zipf: float, ratios: str, backends: str
         hibase bench cache --rows 100000 --queries 10000
         hibase bench cache --scenarios only --plots benchmarks/plots -o cache_scenarios.json
         hibase bench cache --backends memory,redis --redis-nodes 1,2,4 --json -o cache.json
+        hibase bench cache --backend gateway --backends memory,redis --rows 20000
     """
+    if store_backend != "embedded":
+        from ..bench import roundtrips
+        caches = tuple(b.strip() for b in backends.split(",") if b.strip())
+        bad = [c for c in caches if c not in ("memory", "redis")]
+        if bad:
+            raise click.BadParameter(f"unknown cache backend(s) {bad}; use memory and/or redis",
+                                     param_hint="--backends")
+        report = roundtrips.run(store_backend, rows=rows, values=max(1, rows // 10),
+                                caches=caches, progress=progress)
+        finish_bench(report, as_json, output, roundtrips.summary)
+        return
     from ..bench import cache as mod
     from ..bench import cache_scenarios
 

@@ -1,0 +1,220 @@
+"""Round trips on the HBase backend (issue 11): hot against cold lookups with the hot-index
+cache, Thrift calls per query, the load with 0 and 3 indexes, and an indexed lookup against the
+full scan, through `gateway` (hibase's own Thrift1 gateway, started as a subprocess) or a
+thrift:// URL (a running gateway or a real HBase Thrift1 server).
+
+Data: `rows` rows, column f:a with `values` distinct values (rows/values rows each), f:b and
+f:c carried, f:d unique. Two tables: one loaded with no index, one with three indexes kept on
+every put (by_a on f:a covering f:b, by_c on f:c, by_d on f:d), same rows, same batches.
+Before any timing, one full scan gives every value's rows and each queried value's answer is
+compared with it (covered and with rows); a mismatch raises BenchmarkMismatch.
+
+Per cache (`memory` in process; `redis` with one local redis-server): for each of `lookups`
+values, the cache is emptied and the query timed (cold: it reads the index from the store),
+then timed again (hot: the set is cached), covered (`columns=[f:b]`: no row fetch) and with
+rows. Medians, their ratio, and the store's Thrift calls per query (`db.stats()`), with the
+default catalog lease. Without cache: the indexed lookup's median against the full scan's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from contextlib import ExitStack
+from typing import Any
+
+from tqdm import tqdm
+
+import hibase
+from hibase import errors
+
+__all__ = ["run", "measure", "summary"]
+
+COLUMNS = {"f:a": "string", "f:b": "string", "f:c": "string", "f:d": "string"}
+
+
+def _rows(n: int, values: int) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    return [(b"r%09d" % i, {b"f:a": b"v%06d" % (i % values), b"f:b": b"b%d" % (i % 97),
+                            b"f:c": b"c%d" % (i % 13), b"f:d": b"d%09d" % i})
+            for i in range(n)]
+
+
+def _calls(db: Any) -> int:
+    return db.stats()["store_calls_total"]
+
+
+def _load(db: Any, name: str, data: list, indexes: bool, progress: bool, label: str
+          ) -> dict[str, Any]:
+    db.create_table(name, {"f": {}}, columns=COLUMNS)
+    if indexes:
+        db.create_index(name, "by_a", ["f:a"], covering=["f:b"])
+        db.create_index(name, "by_c", ["f:c"])
+        db.create_index(name, "by_d", ["f:d"])
+    t = db.table(name)
+    c0, t0 = _calls(db), time.perf_counter()
+    with tqdm(total=len(data), desc=label, unit="row", disable=not progress) as bar:
+        for i in range(0, len(data), 1000):
+            with t.batch() as b:
+                for row, cells in data[i:i + 1000]:
+                    b.put(row, cells)
+            bar.update(min(1000, len(data) - i))
+    secs = time.perf_counter() - t0
+    return {"seconds": round(secs, 3), "rows_per_s": round(len(data) / secs),
+            "calls": _calls(db) - c0}
+
+
+def _median_ms(samples: list[float]) -> float:
+    return round(statistics.median(samples) * 1000, 4)
+
+
+def _lookups(db: Any, name: str, picked: list[bytes], expected: dict, columns: Any,
+             progress: bool, label: str) -> dict[str, Any]:
+    """Cold then hot timing of each picked value; answers checked first."""
+    t = db.table(name)
+
+    def query(v: bytes) -> list:
+        return list(t.where(f"f.a = '{v.decode()}'", columns=columns))
+
+    for v in picked:  # every answer equals the full scan's before anything is timed
+        got = sorted(query(v))
+        want = sorted((r, {c: x for c, x in d.items() if columns is None or c in columns})
+                      for r, d in expected.get(v, []))
+        if got != want:
+            raise BenchmarkMismatch(f"{label}: f.a = {v!r} gave {len(got)} rows, the full scan "
+                                    f"{len(want)}")
+    cold, hot, cold_calls, hot_calls = [], [], [], []
+    for v in tqdm(picked, desc=label, unit="value", disable=not progress):
+        if db.cache is not None:
+            db.cache.invalidate()
+        c0, t0 = _calls(db), time.perf_counter()
+        query(v)
+        cold.append(time.perf_counter() - t0)
+        cold_calls.append(_calls(db) - c0)
+        c0, t0 = _calls(db), time.perf_counter()
+        query(v)
+        hot.append(time.perf_counter() - t0)
+        hot_calls.append(_calls(db) - c0)
+    out = {"cold_p50_ms": _median_ms(cold), "hot_p50_ms": _median_ms(hot),
+           "cold_calls_per_query": round(statistics.mean(cold_calls), 3),
+           "hot_calls_per_query": round(statistics.mean(hot_calls), 3)}
+    out["hot_vs_cold_speedup"] = round(out["cold_p50_ms"] / out["hot_p50_ms"], 2)
+    return out
+
+
+class BenchmarkMismatch(errors.HibaseError):
+    """An indexed answer differed from the full scan's: nothing is reported."""
+
+
+def measure(url: str, rows: int = 20_000, values: int = 2_000, lookups: int = 200,
+            caches: tuple[str, ...] = ("memory",), progress: bool = True) -> dict[str, Any]:
+    """The measurements on an open thrift:// URL (tables made and dropped here)."""
+    data = _rows(rows, values)
+    tag = f"rt_{os.getpid()}_{time.time_ns() // 1_000_000}"
+    plain, indexed = tag + "_plain", tag + "_idx"
+    db = hibase.connect(url, cache_policy=None)
+    made: list[str] = []
+    try:
+        made.append(plain)
+        load0 = _load(db, plain, data, False, progress, "load, no index")
+        made.append(indexed)
+        load3 = _load(db, indexed, data, True, progress, "load, 3 indexes")
+        expected: dict[bytes, list] = {}
+        t0 = time.perf_counter()
+        for row, cells in db.table(indexed).scan():
+            expected.setdefault(cells[b"f:a"], []).append((row, cells))
+        scan_s = time.perf_counter() - t0
+        step = max(1, values // lookups)
+        picked = [b"v%06d" % i for i in range(0, values, step)][:lookups]
+        per_cache: dict[str, Any] = {}
+        for cache in caches:
+            with ExitStack() as stack:
+                spec = "memory"
+                if cache == "redis":
+                    from ..cache.testing import RedisProcess
+                    spec = stack.enter_context(RedisProcess()).url
+                client = stack.enter_context(hibase.connect(
+                    url, cache=spec, cache_policy="lru", cache_capacity=10 * rows))
+                per_cache[cache] = {
+                    "covered": _lookups(client, indexed, picked, expected, [b"f:b"], progress,
+                                        f"{cache}: covered"),
+                    "with_rows": _lookups(client, indexed, picked, expected, None, progress,
+                                          f"{cache}: with rows")}
+        # the indexed lookup against the full scan of the same condition, no cache
+        t = db.table(indexed)
+        cond = f"f.a = '{picked[0].decode()}'"
+        scans = []
+        for _ in range(3):
+            s0 = time.perf_counter()
+            full = sorted(t.where(cond, full_scan=True))
+            scans.append(time.perf_counter() - s0)
+        if full != sorted(t.where(cond)):
+            raise BenchmarkMismatch(f"{cond}: the index and the full scan disagree")
+        idx = []
+        for _ in range(20):
+            s0 = time.perf_counter()
+            list(t.where(cond))
+            idx.append(time.perf_counter() - s0)
+        return {
+            "rows": rows, "values": values, "rows_per_value": rows // values,
+            "lookups": len(picked),
+            "load": {"no_index": load0, "three_indexes": load3,
+                     "three_vs_none_time_ratio": round(load3["seconds"] / load0["seconds"], 3)},
+            "hot_cold": per_cache,
+            "full_scan": {"p50_ms": _median_ms(scans), "indexed_p50_ms": _median_ms(idx),
+                          "indexed_speedup": round(statistics.median(scans)
+                                                   / statistics.median(idx), 1),
+                          "check_scan_seconds": round(scan_s, 3)},
+        }
+    finally:
+        for name in made:
+            try:
+                db.delete_table(name, disable=True)
+            except errors.HibaseError:
+                pass
+        db.close()
+
+
+def run(backend: str, rows: int = 20_000, values: int = 2_000, lookups: int = 200,
+        caches: tuple[str, ...] = ("memory", "redis"), progress: bool = True) -> dict[str, Any]:
+    """measure() on `backend`: "gateway" (started here, stopped at the end) or a thrift://
+    URL; a JSON-ready report."""
+    from .query_remote import Gateway, check_backend
+
+    if check_backend(backend) == "embedded":
+        raise errors.InvalidArgument("the round-trip benchmark needs 'gateway' or a "
+                                     "thrift:// URL")
+    base = tempfile.mkdtemp(prefix="hibase-bench-rt-")
+    try:
+        with ExitStack() as stack:
+            url = backend
+            if backend == "gateway":
+                url = stack.enter_context(Gateway(os.path.join(base, "gateway-store"))).url
+            report = measure(url, rows, values, lookups, caches, progress)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return {"benchmark": "roundtrips", "backend": backend,
+            "url": url, "cpu_count": os.cpu_count(),
+            "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+            **report}
+
+
+def summary(r: dict[str, Any]) -> list[str]:
+    lines = [f"round trips on {r['backend']}: {r['rows']:,} rows, {r['values']:,} values "
+             f"({r['rows_per_value']} rows each), {r['lookups']} lookups"]
+    ld = r["load"]
+    lines.append(f"load: no index {ld['no_index']['rows_per_s']:,} rows/s, 3 indexes "
+                 f"{ld['three_indexes']['rows_per_s']:,} rows/s "
+                 f"(time ratio {ld['three_vs_none_time_ratio']})")
+    for cache, kinds in r["hot_cold"].items():
+        for kind, m in kinds.items():
+            lines.append(f"{cache} {kind}: cold {m['cold_p50_ms']} ms "
+                         f"({m['cold_calls_per_query']} calls), hot {m['hot_p50_ms']} ms "
+                         f"({m['hot_calls_per_query']} calls): {m['hot_vs_cold_speedup']}x")
+    fs = r["full_scan"]
+    lines.append(f"indexed lookup {fs['indexed_p50_ms']} ms vs full scan {fs['p50_ms']} ms: "
+                 f"{fs['indexed_speedup']}x")
+    return lines
+
