@@ -198,3 +198,17 @@ def test_stale_counts_never_change_an_answer(hb):
         t_a.put(b"n%02d" % i, {b"f:a": b"new", b"f:b": b"w1"})
     got = sorted(t_b.where(cond))
     assert len(got) == 30 and got == sorted(t_b.where(cond, full_scan=True))
+
+
+def test_roundtrips_benchmark_reports_what_it_measured(hb):
+    from hibase.bench import roundtrips
+
+    r = roundtrips.measure(hb.url, rows=300, values=30, lookups=5, caches=("memory",),
+                           progress=False, reader_lease_ms=60_000)
+    covered = r["hot_cold"]["memory"]["covered"]
+    assert covered["hot_calls_per_query"] == 0 and covered["cold_calls_per_query"] >= 3
+    assert r["hot_cold"]["memory"]["with_rows"]["hot_calls_per_query"] == 1
+    assert r["load"]["three_indexes"]["calls"] > r["load"]["no_index"]["calls"] > 0
+    assert r["full_scan"]["indexed_speedup"] > 0
+    db = hb.connect()
+    assert db.tables() == []  # its tables are dropped

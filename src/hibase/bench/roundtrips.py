@@ -109,8 +109,10 @@ class BenchmarkMismatch(errors.HibaseError):
 
 
 def measure(url: str, rows: int = 20_000, values: int = 2_000, lookups: int = 200,
-            caches: tuple[str, ...] = ("memory",), progress: bool = True) -> dict[str, Any]:
-    """The measurements on an open thrift:// URL (tables made and dropped here)."""
+            caches: tuple[str, ...] = ("memory",), progress: bool = True,
+            reader_lease_ms: int | None = None) -> dict[str, Any]:
+    """The measurements on an open thrift:// URL (tables made and dropped here);
+    `reader_lease_ms`: the catalog lease of the lookup clients (default: the URL's)."""
     data = _rows(rows, values)
     tag = f"rt_{os.getpid()}_{time.time_ns() // 1_000_000}"
     plain, indexed = tag + "_plain", tag + "_idx"
@@ -135,8 +137,10 @@ def measure(url: str, rows: int = 20_000, values: int = 2_000, lookups: int = 20
                 if cache == "redis":
                     from ..cache.testing import RedisProcess
                     spec = stack.enter_context(RedisProcess()).url
+                reader = url if reader_lease_ms is None else \
+                    url + ("&" if "?" in url else "?") + f"catalog_lease_ms={reader_lease_ms}"
                 client = stack.enter_context(hibase.connect(
-                    url, cache=spec, cache_policy="lru", cache_capacity=10 * rows))
+                    reader, cache=spec, cache_policy="lru", cache_capacity=10 * rows))
                 per_cache[cache] = {
                     "covered": _lookups(client, indexed, picked, expected, [b"f:b"], progress,
                                         f"{cache}: covered"),
