@@ -39,6 +39,7 @@ class IndexManager:
         # before a write or query plan once its lease ran out (catalog_lease_ms); changes to
         # definitions wait a lease before relying on every client knowing them (_wait_lease)
         self.shared = hasattr(store, "meta_changed")
+        self._layouts: dict[str, bytes] = {}  # the region layout token last seen per table
 
     def _refresh(self) -> None:
         """Pick up indexes another client created, rebuilt or dropped (shared stores); cached
@@ -70,7 +71,19 @@ class IndexManager:
         local rows are computed, built or read: their split listeners then run (_on_split)."""
         follow = getattr(self.store, "follow_splits", None)  # a read-only store follows nothing
         if follow is not None and any(s.local for s in specs):
+            token = getattr(self.store, "layout_token", None)
+            if token is not None:
+                # the layout another client switched within the catalog lease (one get):
+                # local rows are computed and read by the layout HBase holds, and routing
+                # filters of regions this client did not split itself are loaded again
+                now = token(table)
+                seen = self._layouts.get(table)
+                if seen is not None and seen != now:
+                    self.router.forget(table)
+                self._layouts[table] = now
             follow(table, force)
+            if token is not None:
+                self._layouts[table] = token(table) if force else self._layouts[table]
 
     def write(self, mutations: list[Mutation]) -> list[Change]:
         """Write mutations and their index rows / value counts in one atomic batch."""
@@ -141,6 +154,8 @@ class IndexManager:
             for name in names:
                 self.catalog.set_state(self.catalog.get(table, name), STALE)
         self._invalidate_cache(table)
+        if names:
+            self._wait_lease()  # other clients stop reading them before the load changes rows
         try:
             yield names
         finally:

@@ -379,11 +379,16 @@ class HBaseStore(HBaseKeyValueTables):
         gen = got[_META_COL][1] if got else b""
         if gen == self._gen:
             return False
+        self._reload_meta()
+        self._gen = gen
+        return True
+
+    def _reload_meta(self) -> None:
+        """Re-read every meta key (one scan), leaving the generation to meta_changed."""
         meta = {}
         for key, value in self._scan_raw(META_TABLE, b"meta/", b"meta0", [_META_COL]):
             meta[key[5:]] = value[_META_COL][1]
-        self._meta, self._gen = meta, gen
-        return True
+        self._meta = meta
 
     def wait_lease(self) -> None:
         """Sleep one catalog lease: after a catalog change, every other client has re-read
@@ -707,7 +712,12 @@ class HBaseStore(HBaseKeyValueTables):
     def layout_token(self, table: str) -> bytes:
         """The recorded layout of `table` as stored now (one get; b"" when none): equal tokens
         before and after a read mean no split was applied in between, by any client."""
-        return self.layouts.stored(table)
+        stored = self.layouts.stored(table)
+        if stored != (self._meta.get(b"regions/" + table.encode()) or b""):
+            # another client switched the layout within this client's catalog lease: read
+            # it now, so the scan this token guards follows the layout HBase holds
+            self._reload_meta()
+        return stored
 
     def add_split_listener(self, listener: SplitListener) -> None:
         """Run `listener(table, parent, left, right, batch)` for every split follow_splits

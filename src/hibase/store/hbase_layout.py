@@ -150,6 +150,7 @@ class Layouts:
             return 0
         done = 0
         with store.write_lock():
+            store.layout_token(table)  # another client's split: read its marker and layout
             marker = store.meta_value(_marker_key(table))
             if marker is not None:
                 self._split(table, *C.unpack(marker))
