@@ -3,6 +3,8 @@ store, the facade through which every read, write and query passes."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import struct
 from collections import OrderedDict
 from typing import Any, Iterable, Iterator, Mapping
@@ -211,22 +213,29 @@ class Connection:
         """Rebuild an index from the table (writes wait meanwhile)."""
         return self.indexer.build(self._full(table), name, processes, progress)
 
-    def sql(self, statement: str, range_method: str = "auto", full_scan: bool = False
-            ) -> list | str:
-        """Run `SELECT ... FROM t WHERE ... [LIMIT n]` (Phoenix's spelling: family.qualifier,
-        ROWKEY): a list of (rowkey, {column: value}); `EXPLAIN SELECT ...` returns the plan.
+    def sql(self, statement: str, params: Any = None, range_method: str = "auto",
+            full_scan: bool = False) -> list | str:
+        """Run `SELECT ... FROM t [WHERE ...] [GROUP BY ...] [HAVING ...] [ORDER BY ...]
+        [LIMIT n] [OFFSET m]` (Phoenix's spelling: family.qualifier, ROWKEY); `EXPLAIN SELECT
+        ...` returns the plan as text.
 
+        Plain queries return a list of (rowkey, {column: raw value}); queries with aggregates
+        (COUNT, SUM, MIN, MAX, AVG), GROUP BY or DISTINCT return a list of tuples of values
+        decoded by the columns' types (None for NULL), in select-list order.
+        `params` binds `?` placeholders from a list/tuple or `:name` ones from a dict
+        (`db.sql("SELECT * FROM t WHERE f.x = ?", (3,))`); values are never put into the text.
         full_scan=True ignores rowkey and index paths and evaluates the condition over a full
         table scan: the same rows, the baseline the indexes are measured against."""
         if not isinstance(statement, str):
             raise errors.InvalidArgument("sql() takes the statement as a str")
-        select = engine.parse_select(statement)
-        select = Select(self._full(select.table), select.columns, select.where, select.limit,
-                        select.explain)
+        if isinstance(params, str) and range_method == "auto" and params in engine.RANGE_METHODS:
+            raise errors.InvalidArgument("sql()'s second argument is params; pass "
+                                         "range_method= by name")
+        select = engine.bind(engine.parse_select(statement), params)
+        select = dataclasses.replace(select, table=self._full(select.table))
         if select.explain:
-            return engine.prepare(select, self.store, self.indexer, range_method,
-                                  full_scan)[0].explain()
-        return list(engine.run(select, self.store, self.indexer, range_method, full_scan))
+            return engine.explain(select, self.store, self.indexer, range_method, full_scan)
+        return engine.run_select(select, self.store, self.indexer, range_method, full_scan)
 
     def verify_index(self, table: str | bytes, name: str, repair: bool = False) -> dict:
         """Compare an index with the table; with repair, fix missing / extra entries."""
