@@ -3,7 +3,6 @@ store, the facade through which every read, write and query passes."""
 
 from __future__ import annotations
 
-import dataclasses
 
 import struct
 from collections import OrderedDict
@@ -85,6 +84,7 @@ class Connection:
         self.indexer = IndexManager(store, cache)
         self.table_prefix = table_prefix
         self.table_prefix_separator = table_prefix_separator
+        self._statements: dict[str, Select] = {}  # sql() text -> parsed query (immutable)
 
     # -- happybase.Connection ----------------------------------------------------------------
     def _full(self, name: str | bytes, use_prefix: bool = True) -> str:
@@ -231,8 +231,14 @@ class Connection:
         if isinstance(params, str) and range_method == "auto" and params in engine.RANGE_METHODS:
             raise errors.InvalidArgument("sql()'s second argument is params; pass "
                                          "range_method= by name")
-        select = engine.bind(engine.parse_select(statement), params)
-        select = dataclasses.replace(select, table=self._full(select.table))
+        select = self._statements.get(statement)
+        if select is None:  # parsed once per text, its table name resolved once
+            select = engine.parse_select(statement)
+            select = select.with_(table=self._full(select.table))
+            if len(self._statements) >= 1024:
+                self._statements.clear()
+            self._statements[statement] = select
+        select = engine.bind(select, params)
         if select.explain:
             return engine.explain(select, self.store, self.indexer, range_method, full_scan)
         return engine.run_select(select, self.store, self.indexer, range_method, full_scan)

@@ -45,6 +45,7 @@ __all__ = ["run", "explain"]
 
 _NUMERIC = frozenset({"byte", "short", "int", "long", "float", "double"})
 _WALK_CHUNK = 64
+_COUNT_STAR = Agg("COUNT")
 
 
 @dataclasses.dataclass
@@ -58,6 +59,7 @@ class _Shaped:
     spec: Any = None
     ranges: list | None = None
     nulls_after: bool = False  # index walk: rows with NULL in the column may follow the walk
+    count: int | None = None  # value table: COUNT(*) alone, the plan's exact count of the rows
     notes: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -110,8 +112,8 @@ def _prepare(select: Select, store, indexer, range_method: str, full_scan: bool)
         if base_cols is not None:
             base_cols = tuple(dict.fromkeys(base_cols + tuple(_columns_of(
                 o.expr for o in select.order_by))))
-    base_select = dataclasses.replace(
-        select, columns=base_cols, items=None, group_by=(), having=None, order_by=(),
+    base_select = select.with_(
+        columns=base_cols, items=None, group_by=(), having=None, order_by=(),
         offset=None, distinct=False, limit=None, explain=False)
     base, conjuncts = prepare(base_select, store, indexer, range_method, full_scan)
     if full_scan:
@@ -161,7 +163,11 @@ def _value_table(select: Select, base: Plan, conjuncts, specs) -> _Shaped | None
     if not isinstance(lk, IndexLookup) or lk.spec.local or step.residual \
             or set(lk.used) != set(step.conjunct) or not cols <= set(lk.spec.columns):
         return None
-    return _Shaped(select, "value-table", base, conjuncts, lk.spec, list(lk.ranges))
+    shaped = _Shaped(select, "value-table", base, conjuncts, lk.spec, list(lk.ranges))
+    if lk.exact_estimate and not select.group_by and select.having is None \
+            and all(e == _COUNT_STAR for e in exprs):
+        shaped.count = lk.estimate  # the value-table counts the planner read: no second read
+    return shaped
 
 
 def _index_ends(select: Select, specs) -> _Shaped | None:
@@ -217,6 +223,8 @@ def run(select: Select, store, indexer, range_method: str = "auto", full_scan: b
     types = store.schema(select.table).columns
     if not select.aggregate:
         return _ordered_rows(shaped, store, indexer, types)
+    if shaped.how == "value-table" and shaped.count is not None:
+        return [(shaped.count,) * len(select.items or ())]
     if shaped.how == "value-table":
         rows = _value_rows(store, shaped)
     elif shaped.how == "index-ends":
@@ -490,7 +498,7 @@ def _where_columns(conjuncts) -> set[bytes]:
 def explain(select: Select, store, indexer, range_method: str = "auto",
             full_scan: bool = False) -> str:
     shaped = _prepare(select, store, indexer, range_method, full_scan)
-    s = dataclasses.replace(select, explain=False)
+    s = select.with_(explain=False)
     lines = [f"PLAN for {s}"]
     if shaped.how == "value-table":
         lines.append(f"  AGGREGATE FROM VALUE TABLE of index {shaped.spec.name} over "

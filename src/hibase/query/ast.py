@@ -268,6 +268,16 @@ class Select:
     offset: int | None = None
     distinct: bool = False
 
+    def with_(self, **changes: object) -> "Select":
+        """A copy with some fields changed (dataclasses.replace without its per-call field
+        introspection: this runs on every query)."""
+        d = {"table": self.table, "columns": self.columns, "where": self.where,
+             "limit": self.limit, "explain": self.explain, "items": self.items,
+             "group_by": self.group_by, "having": self.having, "order_by": self.order_by,
+             "offset": self.offset, "distinct": self.distinct}
+        d.update(changes)
+        return Select(**d)  # type: ignore[arg-type]
+
     @property
     def aggregate(self) -> bool:
         """Does the query return computed rows (tuples) rather than stored rows?"""

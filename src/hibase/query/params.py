@@ -6,7 +6,6 @@ here, never spliced into SQL text, so a value can hold any character and is alwa
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any, Mapping, Sequence
 
@@ -85,8 +84,7 @@ def bind(select: Select, params: Sequence[Any] | Mapping[str, Any] | None) -> Se
                                   f"{len(params)} value(s) were given")
         for p in found:
             values[p] = _check(params[p.index], f"{p.index + 1}")  # type: ignore[index]
-    return dataclasses.replace(select, where=_sub(select.where, values),
-                               having=_sub(select.having, values))
+    return select.with_(where=_sub(select.where, values), having=_sub(select.having, values))
 
 
 def _describe(found: list[Param]) -> str:
