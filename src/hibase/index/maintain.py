@@ -97,11 +97,32 @@ def index_writes(store, specs: list[IndexSpec], prepared: list, events: list | N
     return entry_writes(store, changes, events), changes
 
 
+def _state_values(spec: IndexSpec, state: dict, decoded: dict) -> list[Any] | None:
+    """_values with each column decoded once per row state (`decoded`), shared by the indexes
+    of a table (by_ip and by_ip_port decode f:ip once); a NULL first column ends it at once."""
+    if not state or spec.columns[0] not in state:
+        return None
+    out = []
+    for col, t in zip(spec.columns, spec.types):
+        v = decoded.get(col, decoded)
+        if v is decoded:
+            cell = state.get(col)
+            v = None if cell is None else codec.decode_cell(t, cell[1])
+            if v != v:
+                v = None
+            decoded[col] = v
+        out.append(v)
+    return None if out[0] is None else out
+
+
 def _diff(table_specs: list[IndexSpec], row: bytes, before: dict, after: dict,
           changes: list[Change]) -> None:
     """Append the index changes one row's before / after states imply."""
+    dec_before: dict = {}
+    dec_after: dict = {}
     for spec in table_specs:
-        old, new = _values(spec, before), _values(spec, after)
+        old = _state_values(spec, before, dec_before)
+        new = _state_values(spec, after, dec_after)
         new_cov = _covered(spec, after) if new is not None else None
         if old == new and (new is None or new_cov == _covered(spec, before)):
             continue
