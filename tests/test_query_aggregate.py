@@ -305,6 +305,13 @@ def test_parameters(db):
                   ["LA", "SF"]) == db.sql("SELECT * FROM orders WHERE f.city IN ('LA', 'SF') "
                                           "ORDER BY ROWKEY LIMIT 1")
     assert "f:qty = 3" in db.sql("EXPLAIN SELECT * FROM orders WHERE f.qty = ?", [3])
+    t = db.table("orders")
+    assert list(t.where("f.qty = ? AND f.city = :c".replace(":c", "?"), params=(1, "NY"))) == \
+        db.sql("SELECT * FROM orders WHERE f.qty = 1 AND f.city = 'NY'")
+    assert list(t.where("f.city = :c", params={"c": "LA"})) == list(t.where("f.city = 'LA'"))
+    assert "f:city = 'LA'" in t.explain("f.city = :c", params={"c": "LA"})
+    with pytest.raises(InvalidArgument, match="no values"):
+        list(t.where("f.city = ?"))
 
 
 @pytest.mark.parametrize("sql, params, words", [

@@ -397,23 +397,25 @@ class Table:
 
     # -- queries -----------------------------------------------------------------------------
     def where(self, condition: str, columns: Iterable[bytes] | None = None,
-              limit: int | None = None, range_method: str = "auto", full_scan: bool = False
-              ) -> Iterator[tuple[bytes, dict]]:
+              limit: int | None = None, range_method: str = "auto", full_scan: bool = False,
+              params: Any = None) -> Iterator[tuple[bytes, dict]]:
         """Rows matching an SQL condition (`"f.dest = 'IAH' AND f.delay > 10"`), answered through
-        the secondary indexes when they apply; `columns` limits the columns returned.
-        full_scan=True evaluates the condition over a full table scan instead (the baseline)."""
-        select = self._select(condition, columns, limit)
+        the secondary indexes when they apply; `columns` limits the columns returned; `params`
+        binds `?` (list/tuple) or `:name` (dict) placeholders (`where("f.dest = ?",
+        params=["IAH"])`). full_scan=True evaluates the condition over a full table scan
+        instead (the baseline)."""
+        select = self._select(condition, columns, limit, params)
         return engine.run(select, self._store, self.connection.indexer, range_method, full_scan)
 
     def explain(self, condition: str, columns: Iterable[bytes] | None = None,
                 limit: int | None = None, range_method: str = "auto",
-                full_scan: bool = False) -> str:
+                full_scan: bool = False, params: Any = None) -> str:
         """The plan where() would follow, as text."""
-        select = self._select(condition, columns, limit)
+        select = self._select(condition, columns, limit, params)
         return engine.prepare(select, self._store, self.connection.indexer,
                               range_method, full_scan)[0].explain()
 
-    def _select(self, condition: str, columns: Any, limit: Any) -> Select:
+    def _select(self, condition: str, columns: Any, limit: Any, params: Any = None) -> Select:
         if not isinstance(condition, str):
             raise errors.InvalidArgument("where() takes the condition as a str")
         self._enabled_schema()
@@ -421,7 +423,7 @@ class Table:
             raise errors.InvalidArgument("'limit' must be an int >= 1")
         cols = None if columns is None else tuple(self._columns(columns))  # type: ignore[arg-type]
         node = engine.parse_condition(condition) if condition.strip() else None
-        return Select(self._name, cols, node, limit)
+        return engine.bind(Select(self._name, cols, node, limit), params)
 
     # -- writes ------------------------------------------------------------------------------
     def put(self, row: bytes, data: Mapping[bytes, bytes], timestamp: int | None = None,
