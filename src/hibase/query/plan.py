@@ -128,7 +128,7 @@ class Plan:
 
     def explain(self) -> str:
         s = self.select
-        lines = [f"PLAN for {Select(s.table, s.columns, s.where, s.limit)}"]  # no EXPLAIN
+        lines = [f"PLAN for {Select(s.table, s.columns, s.where, s.limit)}"]
         if self.full_scan:
             lines.append(f"  FULL TABLE SCAN of {self.select.table} filtered by "
                          f"{self.where if self.where is not None else 'TRUE'}")
