@@ -99,9 +99,7 @@ def index_writes(store, specs: list[IndexSpec], prepared: list, events: list | N
 
 def _state_values(spec: IndexSpec, state: dict, decoded: dict) -> list[Any] | None:
     """_values with each column decoded once per row state (`decoded`), shared by the indexes
-    of a table (by_ip and by_ip_port decode f:ip once); a NULL first column ends it at once."""
-    if not state or spec.columns[0] not in state:
-        return None
+    of a table (by_ip and by_ip_port decode f:ip once)."""
     out = []
     for col, t in zip(spec.columns, spec.types):
         v = decoded.get(col, decoded)
@@ -111,8 +109,10 @@ def _state_values(spec: IndexSpec, state: dict, decoded: dict) -> list[Any] | No
             if v != v:
                 v = None
             decoded[col] = v
+        if v is None and not out:  # first column NULL: the NULL list's entry, or none
+            return spec.null_values() if spec.null_alias is not None and state else None
         out.append(v)
-    return None if out[0] is None else out
+    return out
 
 
 def _diff(table_specs: list[IndexSpec], row: bytes, before: dict, after: dict,

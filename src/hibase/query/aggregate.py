@@ -57,7 +57,7 @@ class _Shaped:
     base: Plan | None  # the WHERE's plan (stream, and for its ranges the others)
     conjuncts: Any
     spec: Any = None
-    ranges: list | None = None
+    ranges: list | None = None  # value table: KeyRanges; index walk: (KeyRange, reverse)
     nulls_after: bool = False  # index walk: rows with NULL in the column may follow the walk
     count: int | None = None  # value table: COUNT(*) alone, the plan's exact count of the rows
     notes: list[str] = dataclasses.field(default_factory=list)
@@ -140,7 +140,13 @@ def _value_table(select: Select, base: Plan, conjuncts, specs) -> _Shaped | None
     if any(isinstance(e, Column) and e.is_rowkey for e in exprs) or any(
             isinstance(e, Agg) and e.column is not None and e.column.is_rowkey for e in exprs):
         return None
-    if select.where is None:  # NULL rows of the first column have no entry: only aggregates
+    if select.where is None:
+        for spec in specs:  # a NULL list: every row has one entry, counted in the value table
+            if spec.null_alias is not None and cols <= set(spec.columns) and (
+                    cols or len(spec.columns) == 1):
+                return _Shaped(select, "value-table", base, conjuncts, spec,
+                               [_full_range(spec), lookup.null_range(spec)])
+        # without one, rows lacking the first column have no entry: only aggregates of it
         if _group_cols(select) or any(not isinstance(e, Agg) or e.column is None for e in exprs):
             first = _group_cols(select)[:1]
             for spec in specs:
@@ -152,9 +158,8 @@ def _value_table(select: Select, base: Plan, conjuncts, specs) -> _Shaped | None
             return None
         for spec in specs:
             if cols == {spec.columns[0]}:
-                full = lookup.KeyRange(spec.alias, codec.prefix_successor(spec.alias), 0,
-                                       len(spec.alias))
-                return _Shaped(select, "value-table", base, conjuncts, spec, [full])
+                return _Shaped(select, "value-table", base, conjuncts, spec,
+                               [_full_range(spec)])
         return None
     if base.full_scan or len(base.steps) != 1:
         return None
@@ -168,6 +173,11 @@ def _value_table(select: Select, base: Plan, conjuncts, specs) -> _Shaped | None
             and all(e == _COUNT_STAR for e in exprs):
         shaped.count = lk.estimate  # the value-table counts the planner read: no second read
     return shaped
+
+
+def _full_range(spec) -> lookup.KeyRange:
+    """Every entry of the index with a value in its first column (not its NULL list)."""
+    return lookup.KeyRange(spec.alias, codec.prefix_successor(spec.alias), 0, len(spec.alias))
 
 
 def _index_ends(select: Select, specs) -> _Shaped | None:
@@ -199,19 +209,25 @@ def _index_walk(select: Select, base: Plan, conjuncts, specs) -> _Shaped | None:
     for spec in specs:
         if spec.columns[0] != col:
             continue
+        if select.where is None or base.full_scan:
+            if spec.null_alias is not None and not not_null:  # NULLs read from the NULL list
+                walk = [(_full_range(spec), o.desc)]
+                nulls = (lookup.null_range(spec), False)
+                walk = walk + [nulls] if o.nulls_last else [nulls] + walk
+                return _Shaped(select, "index-walk", base, conjuncts, spec, walk)
         if not (o.nulls_last or not_null):
             return _Shaped(select, "stream", base, conjuncts, notes=[
                 f"index {spec.name} is in {col.decode()} order, but NULLs come first and have "
                 "no entry: write NULLS LAST or a condition on the column to walk it"])
         if select.where is None or base.full_scan:
-            full = lookup.KeyRange(spec.alias, codec.prefix_successor(spec.alias), 0,
-                                   len(spec.alias))
-            return _Shaped(select, "index-walk", base, conjuncts, spec, [full],
-                           nulls_after=not not_null)
+            return _Shaped(select, "index-walk", base, conjuncts, spec,
+                           [(_full_range(spec), o.desc)], nulls_after=not not_null)
         if len(base.steps) == 1 and isinstance(base.steps[0].path, IndexLookup) \
                 and base.steps[0].path.spec.name == spec.name:
-            ranges = sorted(base.steps[0].path.ranges, key=lambda r: r.start)
-            return _Shaped(select, "index-walk", base, conjuncts, spec, ranges)
+            ranges = sorted(base.steps[0].path.ranges, key=lambda r: r.start,
+                            reverse=o.desc)
+            return _Shaped(select, "index-walk", base, conjuncts, spec,
+                           [(r, o.desc) for r in ranges])
     return None
 
 
@@ -239,7 +255,7 @@ def _base_rows(shaped: _Shaped, indexer, types) -> Iterator[tuple[bytes, dict]]:
 
 
 def _decoded(spec, vkey: bytes) -> dict:
-    values, _ = spec._decode(vkey, len(spec.alias), 0)
+    values, _ = spec.split_entry(vkey)  # a value key is an entry key without the rowkey
     return {c: v for c, v in zip(spec.columns, values)}
 
 
@@ -414,10 +430,10 @@ def _top(items: Iterable, order: tuple[OrderItem, ...], key, limit: int | None,
 
 def _finish(select: Select, groups: list[dict], types) -> list[tuple]:
     groups = [d for d in groups if _having(select.having, d, types) is True]
-    order = select.order_by
-    if not order:  # a stable answer: groups by their key, NULLs first
-        keys = _group_cols(select)
-        order = tuple(OrderItem(c) for c in keys)
+    keys = tuple(OrderItem(c) for c in _group_cols(select))
+    if keys and select.order_by:  # ties of ORDER BY in group-key order, whichever the path
+        groups = _top(groups, keys, lambda d: [d.get(o.expr) for o in keys], None, None)
+    order = select.order_by or keys  # no ORDER BY: groups by their key, NULLs first
     groups = _top(groups, order, lambda d: [d.get(o.expr) for o in order], select.limit,
                   select.offset)
     items = select.items or ()
@@ -458,16 +474,22 @@ def _walk_rows(shaped: _Shaped, store, indexer, types, cols) -> list:
 
     def flush() -> None:
         got = store.read_latest_many(table, [r for r, _ in batch], fetch, with_ts=False)
+        alive: set = set()
+        if fetch is not None:  # a NULL-list row lacks the column: does it still exist?
+            empty = [r for (r, v), cells in zip(batch, got) if v is None and not cells]
+            if empty:
+                alive = {r for r, cells in zip(empty, store.read_latest_many(
+                    table, empty, None, with_ts=False)) if cells}
         for (row, value), cells in zip(batch, got):
-            if not cells or cell_value(o.expr, row, cells, types) != value:
+            if (not cells and (value is not None or row not in alive)) \
+                    or cell_value(o.expr, row, cells, types) != value:
                 continue  # gone, or changed since its entry was read
             if shaped.conjuncts is None or matches_dnf(shaped.conjuncts, row, cells, types):
                 out.append((row, _project(cells, cols)))
         batch.clear()
 
-    ranges = shaped.ranges[::-1] if o.desc else shaped.ranges
-    for rng in ranges:
-        for key, _ in store.kv_scan(index_table(spec.table), rng.start, rng.stop, o.desc):
+    for rng, reverse in shaped.ranges:
+        for key, _ in store.kv_scan(index_table(spec.table), rng.start, rng.stop, reverse):
             values, row = spec.split_entry(key)
             batch.append((row, values[0]))
             if len(batch) >= _WALK_CHUNK:
@@ -508,8 +530,12 @@ def explain(select: Select, store, indexer, range_method: str = "auto",
         lines.append(f"  MIN/MAX FROM INDEX ENDS of index {shaped.spec.name} (one entry per end)")
     elif shaped.how == "index-walk":
         o = select.order_by[0]
+        nulls = [i for i, (r, _) in enumerate(shaped.ranges)
+                 if shaped.spec.null_alias is not None and r.start == shaped.spec.null_alias]
         lines.append(f"  INDEX ORDER WALK of index {shaped.spec.name} "
-                     f"{'backwards ' if o.desc else ''}over {len(shaped.ranges)} key range(s), "
+                     f"{'backwards ' if o.desc else ''}over {len(shaped.ranges)} key range(s)"
+                     + ("" if not nulls else " (NULL list first" if nulls[0] == 0
+                        else " (NULL list last") + (")" if nulls else "") + ", "
                      f"stops after {(select.offset or 0) + select.limit} row(s) (no sort); "  # type: ignore[operator]
                      "each row FETCHED and checked against the whole WHERE"
                      + ("; then rows with NULL by the plan below if too few" if
