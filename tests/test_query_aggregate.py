@@ -360,3 +360,19 @@ def test_cli_aggregates_and_params(backend):
     assert r.exit_code == 0, r.output
     r = runner.invoke(main, ["query", backend.url, "SELECT * FROM orders WHERE f.qty = ?"])
     assert r.exit_code != 0 and "no values were given" in r.output
+
+
+def test_parameters_in_long_in_lists(db):
+    """A long IN list of placeholders binds like a short one (long literal lists skip
+    sqlglot; placeholder lists go through it), with the index's merged path or without."""
+    _orders(db)
+    vals = list(range(-100, 100))
+    q = f"SELECT COUNT(*) FROM orders WHERE f.qty IN ({', '.join('?' * len(vals))})"
+    lit = f"SELECT COUNT(*) FROM orders WHERE f.qty IN ({', '.join(map(str, vals))})"
+    assert db.sql(q, vals) == db.sql(lit) == db.sql(lit, full_scan=True)
+    assert db.sql(lit)[0][0] > 0
+    q2 = (f"SELECT * FROM orders WHERE f.qty IN ({', '.join('?' * len(vals))}) "
+          "AND f.city = ? ORDER BY ROWKEY")
+    assert db.sql(q2, vals + ["NY"]) == db.sql(
+        f"SELECT * FROM orders WHERE f.qty IN ({', '.join(map(str, vals))}) AND f.city = 'NY' "
+        "ORDER BY ROWKEY", full_scan=True)
