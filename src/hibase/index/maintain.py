@@ -97,32 +97,11 @@ def index_writes(store, specs: list[IndexSpec], prepared: list, events: list | N
     return entry_writes(store, changes, events), changes
 
 
-def _state_values(spec: IndexSpec, state: dict, decoded: dict) -> list[Any] | None:
-    """_values with each column decoded once per row state (`decoded`), shared by the indexes
-    of a table (by_ip and by_ip_port decode f:ip once)."""
-    out = []
-    for col, t in zip(spec.columns, spec.types):
-        v = decoded.get(col, decoded)
-        if v is decoded:
-            cell = state.get(col)
-            v = None if cell is None else codec.decode_cell(t, cell[1])
-            if v != v:
-                v = None
-            decoded[col] = v
-        if v is None and not out:  # first column NULL: the NULL list's entry, or none
-            return spec.null_values() if spec.null_alias is not None and state else None
-        out.append(v)
-    return out
-
-
 def _diff(table_specs: list[IndexSpec], row: bytes, before: dict, after: dict,
           changes: list[Change]) -> None:
     """Append the index changes one row's before / after states imply."""
-    dec_before: dict = {}
-    dec_after: dict = {}
     for spec in table_specs:
-        old = _state_values(spec, before, dec_before)
-        new = _state_values(spec, after, dec_after)
+        old, new = _values(spec, before), _values(spec, after)
         new_cov = _covered(spec, after) if new is not None else None
         if old == new and (new is None or new_cov == _covered(spec, before)):
             continue
