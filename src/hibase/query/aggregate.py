@@ -141,9 +141,10 @@ def _value_table(select: Select, base: Plan, conjuncts, specs) -> _Shaped | None
             isinstance(e, Agg) and e.column is not None and e.column.is_rowkey for e in exprs):
         return None
     if select.where is None:
-        for spec in specs:  # a NULL list: every row has one entry, counted in the value table
-            if spec.null_alias is not None and cols <= set(spec.columns) and (
-                    cols or len(spec.columns) == 1):
+        # a NULL list: every row has one entry, counted in the value table; its entries keep
+        # no later column (all NULL), so only the first column's values can be read from it
+        for spec in specs:
+            if spec.null_alias is not None and cols <= {spec.columns[0]}:
                 return _Shaped(select, "value-table", base, conjuncts, spec,
                                [_full_range(spec), lookup.null_range(spec)])
         # without one, rows lacking the first column have no entry: only aggregates of it
@@ -168,6 +169,10 @@ def _value_table(select: Select, base: Plan, conjuncts, specs) -> _Shaped | None
     if not isinstance(lk, IndexLookup) or lk.spec.local or step.residual \
             or set(lk.used) != set(step.conjunct) or not cols <= set(lk.spec.columns):
         return None
+    null = lk.spec.null_alias
+    if null is not None and not cols <= {lk.spec.columns[0]} and any(
+            r.start[:len(null)] == null for r in lk.ranges):
+        return None  # NULL-list entries keep no later column
     shaped = _Shaped(select, "value-table", base, conjuncts, lk.spec, list(lk.ranges))
     if lk.exact_estimate and not select.group_by and select.having is None \
             and all(e == _COUNT_STAR for e in exprs):
