@@ -56,8 +56,14 @@ def test_bench_query_report_at_tiny_size(tmp_path):
     assert set(r["sizes"]["sqlite"]["per_index"]) == set(sizes["logical"]["per_index"])
     assert set(r["meets_targets"]) == {
         "eq_le10_speedup_vs_full_scan", "eq_le10_p50_us", "eq_le10_prepared_p50_us",
-        "eq_le10_vs_sqlite_p50_ratio", "load_ratio_3_indexes", "all_paths_same_rows"}
+        "eq_le10_vs_sqlite_p50_ratio", "load_ratio_3_indexes", "all_paths_same_rows",
+        "count_eq_le10_p50_us", "counts_same"}
     assert r["meets_targets"]["all_paths_same_rows"] is True
+    # COUNT(*) of an equality: from the value table, the same count as SQLite's and the rows'
+    eq10 = next(q for q in r["queries"] if q["name"] == "eq_10")
+    assert eq10["count_same"] is True and "VALUE TABLE" in eq10["count_plan"]
+    assert r["meets_targets"]["counts_same"] is True
+    assert eq10["hibase_sql_params"]["p50_us"] > 0 and eq10["sqlite_count"]["p50_us"] > 0
     assert r["targets"] == query.TARGETS
 
     out = result.stdout

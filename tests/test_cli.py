@@ -260,6 +260,12 @@ def test_load_csv_with_template_reports_bad_rows_and_loads_the_rest(store, tmp_p
     assert list(rows) == ["100:1", "103:4", "105:6"]
     assert rows["100:1"] == {"f:city": "Paris", "f:delay": "1.5", "f:mdn": "100", "f:ts": "1"}
     assert "f:delay" not in rows["103:4"]  # empty CSV field: no cell
+    # ... so, as in Phoenix (empty string = NULL), = '' finds nothing and IS NULL finds it
+    assert run("query", store, "SELECT * FROM calls WHERE f.city = ''", "--json").stdout == ""
+    found = jsonl(run("query", store, "SELECT * FROM calls WHERE f.delay IS NULL",
+                      "--json").stdout)
+    assert [r["row"] for r in found] == ["103:4"]
+    assert "f.x IS NULL, not with f.x = ''" in " ".join(run("load", "--help").stdout.split())
 
 
 def test_load_csv_with_rowkey_column_map_and_create(store, tmp_path):

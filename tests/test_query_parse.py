@@ -143,11 +143,10 @@ def test_condition_syntax_errors():
 
 @pytest.mark.parametrize("sql, words", [
     ("SELECT * FROM t JOIN u ON t.a = u.a", "JOIN"),
-    ("SELECT f.a FROM t GROUP BY f.a", "GROUP BY"),
-    ("SELECT * FROM t ORDER BY f.a", "ORDER BY"),
-    ("SELECT DISTINCT f.a FROM t", "DISTINCT"),
-    ("SELECT * FROM t LIMIT 5 OFFSET 2", "OFFSET"),
-    ("SELECT count(*) FROM t", "not supported"),
+    ("SELECT stddev(f.a) FROM t", "not supported"),
+    ("SELECT * FROM t GROUP BY f.a", "* cannot"),
+    ("SELECT SUM(*) FROM t", "SUM(*)"),
+    ("SELECT * FROM t ORDER BY f.a + 1", "not supported"),
     ("SELECT f.a AS x FROM t", "aliases"),
     ("SELECT * FROM t WHERE upper(f.a) = 'X'", "UPPER"),
     ("SELECT * FROM t WHERE f.a IN (SELECT 1)", "subqueries"),

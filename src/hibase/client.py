@@ -3,6 +3,7 @@ store, the facade through which every read, write and query passes."""
 
 from __future__ import annotations
 
+
 import struct
 from collections import OrderedDict
 from typing import Any, Iterable, Iterator, Mapping
@@ -84,6 +85,7 @@ class Connection:
         self.indexer = IndexManager(store, cache)
         self.table_prefix = table_prefix
         self.table_prefix_separator = table_prefix_separator
+        self._statements: dict[str, Select] = {}  # sql() text -> parsed query (immutable)
 
     # -- happybase.Connection ----------------------------------------------------------------
     def _full(self, name: str | bytes, use_prefix: bool = True) -> str:
@@ -223,22 +225,35 @@ class Connection:
         """Rebuild an index from the table (writes wait meanwhile)."""
         return self.indexer.build(self._full(table), name, processes, progress)
 
-    def sql(self, statement: str, range_method: str = "auto", full_scan: bool = False
-            ) -> list | str:
-        """Run `SELECT ... FROM t WHERE ... [LIMIT n]` (Phoenix's spelling: family.qualifier,
-        ROWKEY): a list of (rowkey, {column: value}); `EXPLAIN SELECT ...` returns the plan.
+    def sql(self, statement: str, params: Any = None, range_method: str = "auto",
+            full_scan: bool = False) -> list | str:
+        """Run `SELECT ... FROM t [WHERE ...] [GROUP BY ...] [HAVING ...] [ORDER BY ...]
+        [LIMIT n] [OFFSET m]` (Phoenix's spelling: family.qualifier, ROWKEY); `EXPLAIN SELECT
+        ...` returns the plan as text.
 
+        Plain queries return a list of (rowkey, {column: raw value}); queries with aggregates
+        (COUNT, SUM, MIN, MAX, AVG), GROUP BY or DISTINCT return a list of tuples of values
+        decoded by the columns' types (None for NULL), in select-list order.
+        `params` binds `?` placeholders from a list/tuple or `:name` ones from a dict
+        (`db.sql("SELECT * FROM t WHERE f.x = ?", (3,))`); values are never put into the text.
         full_scan=True ignores rowkey and index paths and evaluates the condition over a full
         table scan: the same rows, the baseline the indexes are measured against."""
         if not isinstance(statement, str):
             raise errors.InvalidArgument("sql() takes the statement as a str")
-        select = engine.parse_select(statement)
-        select = Select(self._full(select.table), select.columns, select.where, select.limit,
-                        select.explain)
+        if isinstance(params, str) and range_method == "auto" and params in engine.RANGE_METHODS:
+            raise errors.InvalidArgument("sql()'s second argument is params; pass "
+                                         "range_method= by name")
+        select = self._statements.get(statement)
+        if select is None:  # parsed once per text, its table name resolved once
+            select = engine.parse_select(statement)
+            select = select.with_(table=self._full(select.table))
+            if len(self._statements) >= 1024:
+                self._statements.clear()
+            self._statements[statement] = select
+        select = engine.bind(select, params)
         if select.explain:
-            return engine.prepare(select, self.store, self.indexer, range_method,
-                                  full_scan)[0].explain()
-        return list(engine.run(select, self.store, self.indexer, range_method, full_scan))
+            return engine.explain(select, self.store, self.indexer, range_method, full_scan)
+        return engine.run_select(select, self.store, self.indexer, range_method, full_scan)
 
     def verify_index(self, table: str | bytes, name: str, repair: bool = False) -> dict:
         """Compare an index with the table; with repair, fix missing / extra entries."""
@@ -394,23 +409,25 @@ class Table:
 
     # -- queries -----------------------------------------------------------------------------
     def where(self, condition: str, columns: Iterable[bytes] | None = None,
-              limit: int | None = None, range_method: str = "auto", full_scan: bool = False
-              ) -> Iterator[tuple[bytes, dict]]:
+              limit: int | None = None, range_method: str = "auto", full_scan: bool = False,
+              params: Any = None) -> Iterator[tuple[bytes, dict]]:
         """Rows matching an SQL condition (`"f.dest = 'IAH' AND f.delay > 10"`), answered through
-        the secondary indexes when they apply; `columns` limits the columns returned.
-        full_scan=True evaluates the condition over a full table scan instead (the baseline)."""
-        select = self._select(condition, columns, limit)
+        the secondary indexes when they apply; `columns` limits the columns returned; `params`
+        binds `?` (list/tuple) or `:name` (dict) placeholders (`where("f.dest = ?",
+        params=["IAH"])`). full_scan=True evaluates the condition over a full table scan
+        instead (the baseline)."""
+        select = self._select(condition, columns, limit, params)
         return engine.run(select, self._store, self.connection.indexer, range_method, full_scan)
 
     def explain(self, condition: str, columns: Iterable[bytes] | None = None,
                 limit: int | None = None, range_method: str = "auto",
-                full_scan: bool = False) -> str:
+                full_scan: bool = False, params: Any = None) -> str:
         """The plan where() would follow, as text."""
-        select = self._select(condition, columns, limit)
+        select = self._select(condition, columns, limit, params)
         return engine.prepare(select, self._store, self.connection.indexer,
                               range_method, full_scan)[0].explain()
 
-    def _select(self, condition: str, columns: Any, limit: Any) -> Select:
+    def _select(self, condition: str, columns: Any, limit: Any, params: Any = None) -> Select:
         if not isinstance(condition, str):
             raise errors.InvalidArgument("where() takes the condition as a str")
         self._enabled_schema()
@@ -418,7 +435,7 @@ class Table:
             raise errors.InvalidArgument("'limit' must be an int >= 1")
         cols = None if columns is None else tuple(self._columns(columns))  # type: ignore[arg-type]
         node = engine.parse_condition(condition) if condition.strip() else None
-        return Select(self._name, cols, node, limit)
+        return engine.bind(Select(self._name, cols, node, limit), params)
 
     # -- writes ------------------------------------------------------------------------------
     def put(self, row: bytes, data: Mapping[bytes, bytes], timestamp: int | None = None,

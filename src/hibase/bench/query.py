@@ -404,6 +404,26 @@ def _prepared(db: Any, table: str, cond: str) -> Callable[[], list]:
     return lambda: list(execute(plan, db.indexer, types, conj))
 
 
+def _measure_sql(db: Any, con: Any, q: dict, r: dict, repeats: int) -> None:
+    """db.sql with a bound parameter (the statement's parse cached by its text) and
+    COUNT(*) of the same equality (answered by the value table), each against SQLite."""
+    col = q["condition"].split()[0]
+    value = q["sqlite_params"][0]
+    scol = col.split(".", 1)[1]
+    stmt = f"SELECT * FROM {TABLE} WHERE {col} = ?"
+    hs, got = _timed(lambda: db.sql(stmt, (value,)), repeats)
+    r["hibase_sql_params"] = hs
+    r["hibase_sql_params_vs_sqlite_p50_ratio"] = hs["p50_us"] / r["sqlite_index"]["p50_us"]
+    count = f"SELECT COUNT(*) FROM {TABLE} WHERE {col} = ?"
+    hc, n = _timed(lambda: db.sql(count, (value,)), repeats)
+    sc, sn = _timed(lambda: con.execute(
+        f"SELECT COUNT(*) FROM {TABLE} WHERE {scol} = ?", (value,)).fetchall(), repeats)
+    r["count_plan"] = db.sql("EXPLAIN " + count, (value,))
+    r["hibase_count"] = hc
+    r["sqlite_count"] = sc
+    r["count_same"] = n[0][0] == sn[0][0] == len(got) == r["rows"]
+
+
 def _measure_queries(hpath: str, spath: str, queries: list[dict], repeats: int,
                      progress: bool) -> tuple[list[dict], str]:
     from hibase.query import engine
@@ -460,6 +480,8 @@ def _measure_queries(hpath: str, spath: str, queries: list[dict], repeats: int,
             r["vs_sqlite_p50_ratio"] = h["p50_us"] / s["p50_us"]
             r["prepared_vs_sqlite_p50_ratio"] = hp["p50_us"] / s["p50_us"]
             r["sqlite_speedup_vs_its_full_scan"] = r["sqlite_full_scan_s"] * 1e6 / s["p50_us"]
+            if q["kind"] == "equality" and len(q["sqlite_params"]) == 1:
+                _measure_sql(db, con, q, r, repeats)
             out.append(r)
     finally:
         con.close()
@@ -524,6 +546,11 @@ def run(rows: int = 1_000_000, repeats: int = 50, seed: int = 0, progress: bool 
         "eq_le10_vs_sqlite_p50_ratio": le10["vs_sqlite_p50_ratio"],
         "eq_le10_prepared_vs_sqlite_p50_ratio": le10["prepared_vs_sqlite_p50_ratio"],
         "load_ratio_3_indexes": load_ratio,
+        "eq_le10_sql_params_p50_us": le10["hibase_sql_params"]["p50_us"],
+        "eq_le10_sql_params_vs_sqlite_p50_ratio":
+            le10["hibase_sql_params_vs_sqlite_p50_ratio"],
+        "count_eq_le10_p50_us": le10["hibase_count"]["p50_us"],
+        "count_eq_le10_sqlite_p50_us": le10["sqlite_count"]["p50_us"],
     }
     meets = {
         "eq_le10_speedup_vs_full_scan": figures["eq_le10_speedup_vs_full_scan"]
@@ -535,6 +562,8 @@ def run(rows: int = 1_000_000, repeats: int = 50, seed: int = 0, progress: bool 
         <= TARGETS["eq_le10_vs_sqlite_p50_ratio"],
         "load_ratio_3_indexes": load_ratio <= TARGETS["load_ratio_3_indexes"],
         "all_paths_same_rows": all(r["same_rows"] for r in results),
+        "count_eq_le10_p50_us": figures["count_eq_le10_p50_us"] <= 50,
+        "counts_same": all(r.get("count_same", True) for r in results),
     }
     report = {
         "benchmark": "query",

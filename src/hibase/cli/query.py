@@ -256,6 +256,36 @@ def index_verify(ctx: click.Context, dir: str, table: str, name: str, repair: bo
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\b", re.IGNORECASE)
 
 
+def _number(text: str) -> Any:
+    """A -p value: an int or float when it reads as one, text otherwise; 'quoted' is text."""
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        return text[1:-1]
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _cli_params(params: tuple[str, ...], named: tuple[str, ...]) -> Any:
+    if params and named:
+        raise click.UsageError("use either -p (for ?) or -P (for :name), not both")
+    if named:
+        out = {}
+        for item in named:
+            name, sep, value = item.partition("=")
+            if not sep or not name:
+                raise click.UsageError(f"-P takes NAME=VALUE, got {item!r}")
+            out[name] = _number(value)
+        return out
+    return [_number(p) for p in params] or None
+
+
+def _plain(v: Any) -> Any:
+    return show_bytes(v) if isinstance(v, bytes) else v
+
+
 def _headers(select: Any, rows: list) -> list[bytes]:
     if select.columns is not None:
         return [c for c in select.columns if c != ROWKEY]
@@ -265,6 +295,12 @@ def _headers(select: Any, rows: list) -> list[bytes]:
 @click.command()
 @store_argument
 @click.argument("statement", metavar='"SELECT ..."')
+@click.option("--param", "-p", "params", multiple=True, metavar="VALUE",
+              help="A value for the next ? placeholder, in order (repeat the option): a "
+                   "number, or text ('quoted' to keep a number as text). Values are bound, "
+                   "never pasted into the SQL.")
+@click.option("--named", "-P", "named", multiple=True, metavar="NAME=VALUE",
+              help="A value for the :NAME placeholder (repeat the option).")
 @click.option("--explain", is_flag=True, help="Print the plan instead of running the query "
                                               "(as EXPLAIN SELECT ... does).")
 @click.option("--full-scan", is_flag=True,
@@ -285,13 +321,18 @@ def _headers(select: Any, rows: list) -> list[bytes]:
 @click.option("--cache-capacity", type=int, default=None, metavar="RECORDS",
               help="Cache capacity in index entries, with --cache redis://...")
 @output_options
-def query(dir: str, statement: str, explain: bool, full_scan: bool, range_method: str,
-          cache: str | None, cache_policy: str, cache_capacity: int | None, fmt: str) -> None:
-    """Run an SQL query: SELECT cols FROM table [WHERE condition] [LIMIT n].
+def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, ...],
+          explain: bool, full_scan: bool, range_method: str, cache: str | None,
+          cache_policy: str, cache_capacity: int | None, fmt: str) -> None:
+    """Run an SQL query: SELECT cols FROM table [WHERE condition] [GROUP BY cols] [HAVING
+    condition] [ORDER BY col [ASC|DESC] [NULLS FIRST|LAST], ...] [LIMIT n] [OFFSET m].
 
     Columns are family.qualifier (Phoenix's spelling), ROWKEY is the rowkey, * every column.
     Predicates: =, <>, <, <=, >, >=, BETWEEN, IN, LIKE 'prefix%', IS [NOT] NULL, AND, OR,
-    NOT; values compare by the column's declared type. The planner answers each part of the
+    NOT; values compare by the column's declared type. Aggregates: COUNT(*), COUNT([DISTINCT]
+    col), SUM, MIN, MAX, AVG, with GROUP BY / HAVING, and SELECT DISTINCT; they print one line
+    per group with the values decoded. ORDER BY puts NULLs first unless NULLS LAST (as
+    Phoenix). ? and :name placeholders take their values from -p / -P. The planner answers each part of the
     condition by the rowkey, an index or, when nothing applies, a filtered full scan; EXPLAIN
     SELECT ... (or --explain) prints the plan. Output: a row per line (--table, --csv) or a JSON
     object per row (--json: {"row": ..., "columns": {"f:q": value}}), then the row count and
@@ -303,6 +344,8 @@ def query(dir: str, statement: str, explain: bool, full_scan: bool, range_method
         hibase query data/ "SELECT f.url FROM telecom WHERE f.ip = '1.2.3.4' LIMIT 10"
         hibase query data/ "SELECT * FROM telecom WHERE f.ip = '1.2.3.4' AND f.port = 443" --json
         hibase query data/ "EXPLAIN SELECT * FROM telecom WHERE f.url LIKE 'http://a/%'"
+        hibase query data/ "SELECT f.port, COUNT(*) FROM telecom WHERE f.ip = ? GROUP BY f.port" -p 1.2.3.4
+        hibase query data/ "SELECT * FROM telecom WHERE f.port > :p ORDER BY f.port DESC LIMIT 3" -P p=1000
         hibase query data/ "SELECT * FROM telecom WHERE f.ip = '1.2.3.4'" --cache redis://127.0.0.1:6379
     """
     if cache is None:
@@ -315,15 +358,21 @@ def query(dir: str, statement: str, explain: bool, full_scan: bool, range_method
         click.get_current_context().call_on_close(db.close)
     if explain and not _EXPLAIN.match(statement):
         statement = "EXPLAIN " + statement
+    bound = _cli_params(params, named)
     select = engine.parse_select(statement)
     if select.explain:
-        click.echo(db.sql(statement, range_method=range_method, full_scan=full_scan))
+        click.echo(db.sql(statement, bound, range_method=range_method, full_scan=full_scan))
         return
     t: Table = db.table(select.table)
     t0 = time.perf_counter()
-    rows = db.sql(statement, range_method=range_method, full_scan=full_scan)
+    rows = db.sql(statement, bound, range_method=range_method, full_scan=full_scan)
     elapsed = time.perf_counter() - t0
     assert isinstance(rows, list)
+    if select.aggregate:
+        heads = [str(i) for i in select.items or ()]
+        emit(fmt, heads, rows, lambda r: [[_plain(v) for v in r]])
+        note(f"{len(rows)} row(s) in {elapsed * 1e3:.1f} ms")
+        return
     cols = _headers(select, rows)
     emit(fmt, ["row"] + [show_bytes(c) for c in cols], rows,
          lambda it: [[show_bytes(it[0])] + [cell_text(t, c, it[1][c]) if c in it[1] else None

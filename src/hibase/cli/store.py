@@ -311,8 +311,9 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
     The rowkey comes from one column (--rowkey-column) or a template of columns (--rowkey).
     Every other input column NAME becomes the cell FAMILY:NAME (--family), unless --map says
     otherwise; a column already named fam:qual for a family of the table keeps its name. Empty
-    CSV fields and JSON nulls make no cell; other JSON values that are not strings are stored as
-    their JSON text.
+    CSV fields and JSON nulls make no cell (Phoenix treats the empty string as NULL): a query
+    then finds that row with f.x IS NULL, not with f.x = ''. Other JSON values that are not
+    strings are stored as their JSON text.
 
     A bad row (missing rowkey column, a value that does not parse as its column's declared type,
     malformed line) is reported on stderr with its line number and counted as rejected; the load

@@ -18,6 +18,7 @@ __all__ = [
     "ROWKEY", "Value", "Column", "Compare", "Between", "In", "Like", "NotLike", "IsNull",
     "IsNotNull", "And", "Or", "Not", "TrueNode", "FalseNode", "TRUE", "FALSE", "Atom", "Node",
     "Select", "COMPARE_OPS", "NEGATED_OP", "FLIPPED_OP", "format_value",
+    "Agg", "OrderItem", "HavingCompare", "Param", "AGG_FUNCS",
 ]
 
 ROWKEY = b"ROWKEY"
@@ -34,6 +35,8 @@ FLIPPED_OP = {"=": "=", "<>": "<>", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
 
 def format_value(v: Value) -> str:
     """A literal as SQL-ish text: 'it''s' for str, b'..' for bytes, repr for numbers."""
+    if isinstance(v, Param):
+        return str(v)
     if isinstance(v, str):
         return "'" + v.replace("'", "''") + "'"
     return repr(v)
@@ -192,21 +195,112 @@ Node = Union[Atom, Between, And, Or, Not, TrueNode, FalseNode]
 
 
 @dataclass(frozen=True)
+class Param:
+    """A ``?`` (numbered from 0 in text order) or ``:name`` placeholder, bound by
+    ``params.bind`` before planning; never a literal spliced into the text."""
+
+    index: int | None = None
+    name: str | None = None
+
+    def __str__(self) -> str:
+        return "?" if self.name is None else f":{self.name}"
+
+
+AGG_FUNCS = ("COUNT", "SUM", "MIN", "MAX", "AVG")
+
+
+@dataclass(frozen=True)
+class Agg:
+    """An aggregate of the select list: ``COUNT(*)`` (column None), ``F([DISTINCT] col)``."""
+
+    func: str
+    column: Column | None = None
+    distinct: bool = False
+
+    def __str__(self) -> str:
+        arg = "*" if self.column is None else str(self.column)
+        return f"{self.func}({'DISTINCT ' if self.distinct else ''}{arg})"
+
+
+@dataclass(frozen=True)
+class OrderItem:
+    """``ORDER BY expr [ASC|DESC] [NULLS FIRST|LAST]``; NULLs come first unless NULLS LAST
+    is written, in either direction (Phoenix's default)."""
+
+    expr: "Column | Agg"
+    desc: bool = False
+    nulls_last: bool = False
+
+    def __str__(self) -> str:
+        return (f"{self.expr}{' DESC' if self.desc else ''}"
+                f"{' NULLS LAST' if self.nulls_last else ''}")
+
+
+@dataclass(frozen=True)
+class HavingCompare:
+    """A HAVING atom: ``aggregate-or-group-column op literal``."""
+
+    expr: "Column | Agg"
+    op: str
+    value: Value
+
+    def __str__(self) -> str:
+        return f"{self.expr} {self.op} {format_value(self.value)}"
+
+
+@dataclass(frozen=True)
 class Select:
-    """A parsed ``[EXPLAIN] SELECT``; ``columns`` None means ``*``, ``()`` means keys only."""
+    """A parsed ``[EXPLAIN] SELECT``; ``columns`` None means ``*``, ``()`` means keys only.
+
+    Aggregate queries (an aggregate, GROUP BY or DISTINCT) carry their select list in
+    ``items`` (columns and Agg, in order) and ``columns`` is None; plain queries keep
+    ``items`` None."""
 
     table: str
     columns: tuple[bytes, ...] | None = None
     where: Node | None = None
     limit: int | None = None
     explain: bool = False
+    items: tuple["Column | Agg", ...] | None = None
+    group_by: tuple[Column, ...] = ()
+    having: Node | None = None
+    order_by: tuple[OrderItem, ...] = ()
+    offset: int | None = None
+    distinct: bool = False
+
+    def with_(self, **changes: object) -> "Select":
+        """A copy with some fields changed (dataclasses.replace without its per-call field
+        introspection: this runs on every query)."""
+        d = {"table": self.table, "columns": self.columns, "where": self.where,
+             "limit": self.limit, "explain": self.explain, "items": self.items,
+             "group_by": self.group_by, "having": self.having, "order_by": self.order_by,
+             "offset": self.offset, "distinct": self.distinct}
+        d.update(changes)
+        return Select(**d)  # type: ignore[arg-type]
+
+    @property
+    def aggregate(self) -> bool:
+        """Does the query return computed rows (tuples) rather than stored rows?"""
+        return self.items is not None
 
     def __str__(self) -> str:
-        cols = "*" if self.columns is None else (
-            ", ".join(c.decode("utf-8", "backslashreplace") for c in self.columns) or "ROWKEY")
-        s = f"SELECT {cols} FROM {self.table}"
+        if self.items is not None:
+            cols = ", ".join(map(str, self.items))
+        else:
+            cols = "*" if self.columns is None else (
+                ", ".join(c.decode("utf-8", "backslashreplace") for c in self.columns)
+                or "ROWKEY")
+        s = f"SELECT {'DISTINCT ' if self.distinct else ''}{cols} FROM {self.table}"
         if self.where is not None:
             s += f" WHERE {self.where}"
+        if self.group_by:
+            s += " GROUP BY " + ", ".join(map(str, self.group_by))
+        if self.having is not None:
+            s += f" HAVING {self.having}"
+        if self.order_by:
+            s += " ORDER BY " + ", ".join(map(str, self.order_by))
         if self.limit is not None:
             s += f" LIMIT {self.limit}"
+        if self.offset is not None:
+            s += f" OFFSET {self.offset}"
         return "EXPLAIN " + s if self.explain else s

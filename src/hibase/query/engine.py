@@ -10,10 +10,11 @@ from .ast import ROWKEY, Select
 from .evaluate import referenced_columns
 from .execute import execute
 from .normalize import normalize, typed
+from .params import bind
 from .parse import parse_condition, parse_select
 from .plan import Plan, plan_query
 
-__all__ = ["parse_select", "parse_condition", "prepare", "run"]
+__all__ = ["parse_select", "parse_condition", "prepare", "run", "run_select", "explain", "bind"]
 
 RANGE_METHODS = ("auto", "scan", "walk")
 
@@ -67,3 +68,27 @@ def run(select: Select, store, indexer, range_method: str = "auto", full_scan: b
         ) -> Iterator[tuple[bytes, dict]]:
     plan, conjuncts = prepare(select, store, indexer, range_method, full_scan)
     return execute(plan, indexer, store.schema(select.table).columns, conjuncts)
+
+
+def _shaped(select: Select) -> bool:
+    """Does the query need the aggregate / ordering layer (query/aggregate.py)?"""
+    return select.aggregate or bool(select.order_by) or select.offset is not None
+
+
+def run_select(select: Select, store, indexer, range_method: str = "auto",
+               full_scan: bool = False) -> list:
+    """All result rows of a query: (rowkey, {column: value}) for plain queries (also with
+    ORDER BY / OFFSET), tuples of decoded values for aggregate, GROUP BY and DISTINCT ones."""
+    if _shaped(select):
+        from . import aggregate
+        return aggregate.run(select, store, indexer, range_method, full_scan)
+    return list(run(select, store, indexer, range_method, full_scan))
+
+
+def explain(select: Select, store, indexer, range_method: str = "auto",
+            full_scan: bool = False) -> str:
+    """The plan of a query as text (EXPLAIN)."""
+    if _shaped(select):
+        from . import aggregate
+        return aggregate.explain(select, store, indexer, range_method, full_scan)
+    return prepare(select, store, indexer, range_method, full_scan)[0].explain()

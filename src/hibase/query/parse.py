@@ -18,8 +18,8 @@ from sqlglot.errors import ParseError, TokenError
 
 from ..errors import QueryPlanError, QuerySyntaxError
 from .ast import (
-    FALSE, FLIPPED_OP, ROWKEY, TRUE, And, Between, Column, Compare, In, IsNotNull, IsNull, Like,
-    Node, Not, Or, Select, Value,
+    FALSE, FLIPPED_OP, ROWKEY, TRUE, Agg, And, Between, Column, Compare, HavingCompare, In,
+    IsNotNull, IsNull, Like, Node, Not, Or, OrderItem, Param, Select, Value,
 )
 
 __all__ = ["parse_select", "parse_condition"]
@@ -38,7 +38,8 @@ _STRUCTURE = re.compile(r"[()]|[nao](?:ot|nd|r)\b")
 _EXPONENT_DIGITS = re.compile(r"[+-]?\d")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _COMPARE = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
-_SELECT_ARGS = {"expressions", "from", "from_", "where", "limit", "hint"}
+_SELECT_ARGS = {"expressions", "from", "from_", "where", "limit", "hint", "group", "having",
+                "order", "offset", "distinct"}
 _CLAUSE_NAMES = {"joins": "JOIN", "group": "GROUP BY", "having": "HAVING", "order": "ORDER BY",
                  "offset": "OFFSET", "distinct": "DISTINCT", "with": "WITH", "with_": "WITH",
                  "qualify": "QUALIFY", "windows": "WINDOW", "laterals": "LATERAL"}
@@ -67,12 +68,15 @@ def parse_select(sql: str) -> Select:
     if source is None:
         raise QuerySyntaxError("SELECT needs FROM <table>", len(sql))
     where = tree.args.get("where")
+    _number_placeholders(tree)
+    extra = _shape(tree, sql, offset)
     return Select(
         table=_table(source.this, offset),
-        columns=_select_list(tree.expressions, offset),
+        columns=None if extra["items"] is not None else _select_list(tree.expressions, offset),
         where=_condition(where.this, offset) if where is not None else None,
         limit=_limit(tree.args.get("limit"), offset),
         explain=m is not None,
+        **extra,
     )
 
 
@@ -82,6 +86,7 @@ def parse_condition(text: str) -> Node:
     tree = _parse(text, 0)
     if isinstance(tree, exp.Query):
         _unsupported("expected a condition, not a statement", tree, 0)
+    _number_placeholders(tree)
     return _condition(tree, 0)
 
 
@@ -359,11 +364,16 @@ def _column(node: exp.Expression, offset: int) -> Column:
 
 
 def _literal(node: exp.Expression) -> Value | None:
-    """The Python value of a literal (number or single-quoted string), else None."""
+    """The Python value of a literal (number or single-quoted string), else None; a ``?`` or
+    ``:name`` placeholder is a Param, bound later (params.bind)."""
     while isinstance(node, exp.Paren):
         node = node.this
+    if isinstance(node, exp.Placeholder):
+        return node.meta["hibase_param"]
     if isinstance(node, exp.Neg):
         v = _literal(node.this)
+        if isinstance(v, Param):
+            raise QueryPlanError("write -? as a negative parameter value instead")
         return -v if isinstance(v, (int, float)) else None
     if not isinstance(node, exp.Literal):
         return None
@@ -452,6 +462,8 @@ def _compare(node: exp.Binary, op: str, offset: int) -> Node:
     if _is_column(right):
         return Compare(_column(right, offset), FLIPPED_OP[op], _value(left, offset, node))
     a, b = _literal(left), _literal(right)
+    if isinstance(a, Param) or isinstance(b, Param):
+        _unsupported("a parameter must be compared with a column", node, offset)
     for side, v in ((left, a), (right, b)):
         if v is None:
             _column(side, offset)  # raises the specific error for a function, NULL, ...
@@ -466,6 +478,8 @@ def _compare(node: exp.Binary, op: str, offset: int) -> Node:
 
 def _like(node: exp.Like, offset: int) -> Node:
     pattern = _literal(node.expression)
+    if isinstance(pattern, Param):
+        _unsupported("LIKE takes a literal pattern, not a parameter", node.expression, offset)
     if not isinstance(pattern, str):
         _unsupported("LIKE takes a string pattern", node.expression, offset)
     column = _column(node.this, offset)
@@ -482,3 +496,180 @@ def _is_null_column(node: exp.Is, offset: int) -> Column:
     if not isinstance(node.expression, exp.Null):
         _unsupported(f"only IS [NOT] NULL is supported: {node.sql()!r}", node, offset)
     return _column(node.this, offset)
+
+
+# -- placeholders, aggregates, GROUP BY, HAVING, ORDER BY, OFFSET, DISTINCT --------------------
+
+def _number_placeholders(tree: exp.Expression) -> None:
+    """Give each ``?`` its position (0, 1, ... in text order) and each ``:name`` its name;
+    mixing both styles in one statement is refused."""
+    n, named = 0, False
+    for node in _in_text_order(tree):
+        if node.this:
+            node.meta["hibase_param"] = Param(name=str(node.this))
+            named = True
+        else:
+            node.meta["hibase_param"] = Param(index=n)
+            n += 1
+    if named and n:
+        raise QueryPlanError("use either ? or :name parameters in one statement, not both")
+
+
+def _in_text_order(tree: exp.Expression) -> list[exp.Placeholder]:
+    """The placeholders of ``tree`` depth-first, left to right: the order they are written in
+    (sqlglot keeps operands in source order)."""
+    out: list[exp.Placeholder] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, exp.Placeholder):
+            out.append(node)
+            continue
+        children = []
+        for key in _ARG_ORDER.get(type(node), node.args):
+            val = node.args.get(key)
+            for v in (val if isinstance(val, list) else [val]):
+                if isinstance(v, exp.Expression):
+                    children.append(v)
+        stack.extend(reversed(children))
+    return out
+
+
+# clauses of a SELECT in the order SQL writes them (args are stored in another order)
+_ARG_ORDER = {exp.Select: ("expressions", "from", "from_", "where", "group", "having", "order",
+                           "limit", "offset")}
+
+
+def _is_agg(node: exp.Expression) -> bool:
+    return isinstance(node, exp.AggFunc)
+
+
+_AGG_NAMES = {exp.Count: "COUNT", exp.Sum: "SUM", exp.Min: "MIN", exp.Max: "MAX",
+              exp.Avg: "AVG"}
+
+
+def _agg(node: exp.Expression, offset: int) -> Agg:
+    name = _AGG_NAMES.get(type(node))
+    if name is None:
+        _unsupported(f"aggregate {node.sql()!r} is not supported "
+                     "(COUNT, SUM, MIN, MAX, AVG are)", node, offset)
+    arg = node.this
+    distinct = isinstance(arg, exp.Distinct)
+    if distinct:
+        if len(arg.expressions) != 1:
+            _unsupported(f"{name}(DISTINCT ...) takes one column", node, offset)
+        arg = arg.expressions[0]
+    if isinstance(arg, exp.Star):
+        if name != "COUNT" or distinct:
+            _unsupported(f"{name}(*) is not supported; name a column", node, offset)
+        return Agg("COUNT")
+    if node.expressions:
+        _unsupported(f"{name} takes one column", node, offset)
+    return Agg(name, _column(arg, offset), distinct)
+
+
+def _expr(node: exp.Expression, offset: int) -> Column | Agg:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return _agg(node, offset) if _is_agg(node) else _column(node, offset)
+
+
+def _shape(tree: exp.Select, sql: str, offset: int) -> dict[str, Any]:
+    """The select list (when aggregate), GROUP BY, HAVING, ORDER BY, OFFSET and DISTINCT."""
+    group = tree.args.get("group")
+    having = tree.args.get("having")
+    distinct = tree.args.get("distinct")
+    if distinct is not None and distinct.args.get("on"):
+        _unsupported("DISTINCT ON is not supported", distinct, offset)
+    if group is not None and (group.args.get("rollup") or group.args.get("cube")
+                              or group.args.get("grouping_sets")):
+        _unsupported("ROLLUP, CUBE and GROUPING SETS are not supported", group, offset)
+    aggregate = (group is not None or having is not None or distinct is not None
+                 or any(e.find(exp.AggFunc) for e in tree.expressions))
+    items = None
+    group_by: tuple[Column, ...] = ()
+    if aggregate:
+        if any(isinstance(e, exp.Star) for e in tree.expressions):
+            _unsupported("* cannot be used with aggregates, GROUP BY or DISTINCT; name the "
+                         "columns", tree.expressions[0], offset)
+        items = tuple(_expr(e, offset) for e in tree.expressions)
+        if group is not None:
+            group_by = tuple(dict.fromkeys(_column(g, offset) for g in group.expressions))
+        if group is not None or any(isinstance(i, Agg) for i in items):
+            for item in items:
+                if isinstance(item, Column) and item not in group_by:
+                    raise QueryPlanError(f"column {item} must appear in GROUP BY or in an "
+                                         "aggregate")
+    order = tree.args.get("order")
+    order_by: tuple[OrderItem, ...] = ()
+    if order is not None:
+        order_by = _order(order, sql, offset, items)
+    off = tree.args.get("offset")
+    out_offset = None
+    if off is not None:
+        value = off.args.get("expression") or off.this
+        if not (isinstance(value, exp.Literal) and not value.is_string
+                and value.this.isdigit()):
+            _syntax("OFFSET takes a non-negative integer", off, offset)
+        out_offset = int(value.this)
+    return {"items": items, "group_by": group_by,
+            "having": _having(having.this, offset, items, group_by) if having is not None
+            else None,
+            "order_by": order_by, "offset": out_offset, "distinct": distinct is not None}
+
+
+class _NullsLarge(sqlglot.Dialect):
+    """sqlglot's default dialect with the opposite default NULL placement: parsing ORDER BY
+    under both tells a written NULLS FIRST / LAST from an unwritten one."""
+
+    NULL_ORDERING = "nulls_are_large"
+
+
+def _order(order: exp.Order, sql: str, offset: int, items) -> tuple[OrderItem, ...]:
+    explicit = None
+    if re.search(r"\bNULLS\s+(FIRST|LAST)\b", _mask_quotes(sql), re.IGNORECASE):
+        other = sqlglot.parse_one(_literal_lists(sql[offset:])[0], read=_NullsLarge)
+        explicit = [o.args.get("nulls_first") for o in other.args["order"].expressions]
+    out = []
+    for i, o in enumerate(order.expressions):
+        node = o.this
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
+            pos = int(node.this)  # ORDER BY 2: the second item of the select list
+            if items is None or not 1 <= pos <= len(items):
+                _unsupported(f"ORDER BY {pos}: positions name items of an aggregate select "
+                             "list", node, offset)
+            expr = items[pos - 1]
+        else:
+            expr = _expr(node, offset)
+        desc = bool(o.args.get("desc"))
+        first = bool(o.args.get("nulls_first"))
+        written = explicit is not None and bool(explicit[i]) == first
+        out.append(OrderItem(expr, desc, nulls_last=written and not first))
+    return tuple(out)
+
+
+def _having(node: exp.Expression, offset: int, items, group_by) -> Node:
+    if isinstance(node, exp.Paren):
+        return _having(node.this, offset, items, group_by)
+    if isinstance(node, (exp.And, exp.Or)):
+        kind = And if isinstance(node, exp.And) else Or
+        parts: list[Node] = []
+        for side in (node.this, node.expression):
+            sub = _having(side, offset, items, group_by)
+            parts.extend(sub.items if isinstance(sub, kind) else (sub,))
+        return kind(tuple(parts))
+    if isinstance(node, exp.Not):
+        return Not(_having(node.this, offset, items, group_by))
+    if type(node) in _COMPARE:
+        op = _COMPARE[type(node)]
+        left, right = node.this, node.expression
+        if _literal(left) is not None and _literal(right) is None:
+            left, right, op = right, left, FLIPPED_OP[op]
+        expr = _expr(left, offset)
+        if isinstance(expr, Column) and expr not in group_by:
+            raise QueryPlanError(f"HAVING column {expr} must appear in GROUP BY")
+        return HavingCompare(expr, op, _value(right, offset, node))  # type: ignore[arg-type]
+    _unsupported(f"HAVING supports comparisons of aggregates with literals, combined by "
+                 f"AND / OR / NOT; not {node.sql()!r}", node, offset)

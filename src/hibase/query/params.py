@@ -1,0 +1,117 @@
+"""Binding statement parameters (``?`` by position, ``:name`` by name) into a parsed query.
+
+The statement text is parsed once (and cached by its text); the values are put into the tree
+here, never spliced into SQL text, so a value can hold any character and is always a literal.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+from ..errors import InvalidArgument
+from .ast import (
+    And, Between, Compare, HavingCompare, In, Node, Not, Or, Param, Select, Value,
+)
+
+__all__ = ["bind", "params_of"]
+
+
+def params_of(node: Any) -> list[Param]:
+    """The placeholders a condition (or HAVING) tree holds, in no particular order."""
+    out: list[Param] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (And, Or)):
+            stack.extend(n.items)
+        elif isinstance(n, Not):
+            stack.append(n.item)
+        elif isinstance(n, (Compare, HavingCompare)):
+            if isinstance(n.value, Param):
+                out.append(n.value)
+        elif isinstance(n, Between):
+            out += [v for v in (n.low, n.high) if isinstance(v, Param)]
+        elif isinstance(n, In):
+            out += [v for v in n.values if isinstance(v, Param)]
+    return out
+
+
+def _check(value: Any, what: str) -> Value:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, bytes)):
+        raise InvalidArgument(f"parameter {what} must be int, float, str or bytes, not "
+                              f"{type(value).__name__}")
+    if isinstance(value, float) and math.isnan(value):
+        raise InvalidArgument(f"parameter {what} is NaN, which compares with nothing")
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidArgument(f"parameter {what}: bytes must be UTF-8") from None
+    return value
+
+
+def bind(select: Select, params: Sequence[Any] | Mapping[str, Any] | None) -> Select:
+    """``select`` with every placeholder replaced by its value; InvalidArgument when the values
+    do not fit the placeholders (count, names, types)."""
+    found = params_of(select.where) + params_of(select.having)
+    if not found:
+        if params:
+            raise InvalidArgument(f"the statement has no parameters but {len(params)} value(s) "
+                                  "were given")
+        return select
+    if params is None:
+        raise InvalidArgument(f"the statement has {_describe(found)} but no values were given")
+    values: dict[Param, Value] = {}
+    if found[0].name is not None:
+        if not isinstance(params, Mapping):
+            raise InvalidArgument("named parameters (:name) take a dict of values")
+        names = {p.name for p in found}
+        missing = sorted(n for n in names if n not in params)  # type: ignore[operator]
+        if missing:
+            raise InvalidArgument(f"no value for parameter(s) {', '.join(':' + m for m in missing)}")
+        extra = sorted(set(params) - names)  # type: ignore[arg-type]
+        if extra:
+            raise InvalidArgument(f"unknown parameter(s) {', '.join(map(str, extra))}")
+        for p in found:
+            values[p] = _check(params[p.name], f":{p.name}")  # type: ignore[index]
+    else:
+        if isinstance(params, (Mapping, str, bytes)) or not isinstance(params, Sequence):
+            raise InvalidArgument("? parameters take a list or tuple of values")
+        count = max(p.index for p in found) + 1  # type: ignore[operator]
+        if len(params) != count:
+            raise InvalidArgument(f"the statement has {count} ? parameter(s) but "
+                                  f"{len(params)} value(s) were given")
+        for p in found:
+            values[p] = _check(params[p.index], f"{p.index + 1}")  # type: ignore[index]
+    return select.with_(where=_sub(select.where, values), having=_sub(select.having, values))
+
+
+def _describe(found: list[Param]) -> str:
+    names = sorted({str(p) for p in found if p.name is not None})
+    if names:
+        return "parameter(s) " + ", ".join(names)
+    return f"{max(p.index for p in found) + 1} ? parameter(s)"  # type: ignore[operator]
+
+
+def _sub(node: Node | None, values: dict[Param, Value]) -> Any:
+    def v(x: Any) -> Any:
+        return values[x] if isinstance(x, Param) else x
+
+    if node is None:
+        return None
+    if isinstance(node, And):
+        return And(tuple(_sub(i, values) for i in node.items))
+    if isinstance(node, Or):
+        return Or(tuple(_sub(i, values) for i in node.items))
+    if isinstance(node, Not):
+        return Not(_sub(node.item, values))
+    if isinstance(node, Compare):
+        return Compare(node.column, node.op, v(node.value))
+    if isinstance(node, HavingCompare):
+        return HavingCompare(node.expr, node.op, v(node.value))
+    if isinstance(node, Between):
+        return Between(node.column, v(node.low), v(node.high))
+    if isinstance(node, In):
+        return In(node.column, tuple(dict.fromkeys(v(x) for x in node.values)))
+    return node
