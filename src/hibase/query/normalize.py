@@ -62,7 +62,8 @@ def coerce_literals(column: Column, values: tuple[Value, ...],
                     schema_types: SchemaTypes | None) -> tuple[Value, ...]:
     """coerce_literal over a list (an IN list), the column's type looked up once."""
     t = _column_type(column, schema_types)
-    return tuple(_coerce(t, v) for v in values)
+    coerce = _coerce if len(values) <= 64 else _coerce.__wrapped__  # long lists: no LRU churn
+    return tuple(coerce(t, v) for v in values)
 
 
 def coerce_prefix(column: Column, prefix: str | bytes,

@@ -33,7 +33,7 @@ from ..errors import ValueTypeError
 from ..store import fastscan
 from .ast import ROWKEY, Between, Compare, In, Like, NotLike
 from .evaluate import evaluate, matches_dnf
-from .normalize import coerce_literal, coerce_prefix
+from .normalize import coerce_literal, coerce_literals, coerce_prefix
 
 __all__ = ["full_scan", "compile_conjuncts", "conjunct_test", "scan_share", "project",
            "PARALLEL_MIN_BYTES", "PROCESSES"]
@@ -102,7 +102,9 @@ def _typed_check(atom: Any, types: dict) -> tuple | None:
         hi = coerce_literal(atom.column, atom.high, types)
         return name, t, (lo, hi), "{0} <= v <= {1}"
     if isinstance(atom, In) and atom.values:
-        lits = tuple(coerce_literal(atom.column, x, types) for x in atom.values)
+        lits = coerce_literals(atom.column, atom.values, types)
+        if len(lits) > 8:  # a long list: one hash lookup per row, not a pass over the list
+            lits = frozenset(lits)
         return name, t, (lits,), "v in {0}"  # v is never NaN here, so `in` is ==
     if isinstance(atom, (Like, NotLike)):
         prefix = coerce_prefix(atom.column, atom.prefix, types)
