@@ -21,13 +21,33 @@ __all__ = ["serve_command"]
                    "transport='framed'); default buffered.")
 @click.option("--compact", is_flag=True,
               help="Compact protocol (happybase protocol='compact'); default binary.")
-@click.option("--workers", type=click.IntRange(min=1), default=128, show_default=True,
-              help="Client connections served at once; more wait until one closes.")
+@click.option("--workers", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Calls run at once (threads); connections are many more, see "
+                   "--max-connections.")
+@click.option("--max-connections", type=click.IntRange(min=1), default=4096, show_default=True,
+              help="Open client connections allowed; past it a new one is closed at once "
+                   "instead of waiting.")
+@click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
+              show_default=True, metavar="SECONDS",
+              help="Close a connection with no call for this long (HBase's gateway: 60 s).")
+@click.option("--read-timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
+              show_default=True, metavar="SECONDS",
+              help="Time a client has to send a whole call once it starts (and to take the "
+                   "reply); then it gets an error and is closed.")
+@click.option("--max-message", type=click.IntRange(min=1), default=64 * 1024 * 1024,
+              show_default=True, metavar="BYTES",
+              help="Largest call (or frame) accepted; bigger ones get an error and a close.")
+@click.option("--max-string", type=click.IntRange(min=1), default=16 * 1024 * 1024,
+              show_default=True, metavar="BYTES", help="Largest string or value in a call.")
+@click.option("--max-items", type=click.IntRange(min=1), default=1_000_000, show_default=True,
+              help="Most items in one list, set or map of a call.")
 @click.option("--scanner-timeout", type=click.FloatRange(min=0, min_open=True), default=600.0,
               show_default=True, metavar="SECONDS",
               help="Drop a scanner no call has used for this long.")
 def serve_command(dir: str, thrift: bool, host: str, port: int, framed: bool, compact: bool,
-                  workers: int, scanner_timeout: float) -> None:
+                  workers: int, max_connections: int, idle_timeout: float, read_timeout: float,
+                  max_message: int, max_string: int, max_items: int,
+                  scanner_timeout: float) -> None:
     """Serve the store in DIR (created if missing) to network clients until SIGTERM or
     Ctrl-C, then stop accepting, finish running calls and close the store.
 
@@ -36,16 +56,23 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, framed: bool, co
     strings, counters, regions. Writes keep hibase's secondary indexes up to date. The store
     stays locked for writing by this process while it serves.
 
+    Idle, slow or garbage clients cannot lock others out: connections are read by one loop
+    and a call reaches a worker only once complete; idle connections close after
+    --idle-timeout, calls over the size caps get an error and a close, and past
+    --max-connections new connections are refused at once.
+
     Example:
 
     \b
         hibase serve --thrift data/
         hibase serve --thrift --host 0.0.0.0 --port 9091 --framed --compact data/
+        hibase serve --thrift --idle-timeout 30 --max-connections 2000 --max-message 8388608 data/
         python -c "import happybase; print(happybase.Connection('127.0.0.1').tables())"
     """
     if not thrift:
         raise click.UsageError("choose a front end: --thrift (HBase's Thrift1 interface)")
     from ..server.thrift import ThriftServer, serve
+    from ..server.wire import Limits
 
     transport = "framed" if framed else "buffered"
     protocol = "compact" if compact else "binary"
@@ -58,7 +85,10 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, framed: bool, co
 
     try:
         serve(dir, host=host, port=port, transport=transport, protocol=protocol,
-              workers=workers, scanner_timeout=scanner_timeout, ready=ready)
+              workers=workers, scanner_timeout=scanner_timeout, ready=ready,
+              idle_timeout=idle_timeout, read_timeout=read_timeout,
+              max_connections=max_connections,
+              limits=Limits(max_message=max_message, max_string=max_string, max_items=max_items))
     except KeyboardInterrupt:  # pragma: no cover - serve() turns SIGINT into a clean stop
         pass
     click.echo("Stopped; store closed.", err=True)

@@ -13,25 +13,35 @@ Errors come back as the IDL's exceptions carrying hibase's message: InvalidArgum
 value) as IllegalArgument where the call declares it, a table that already exists as
 AlreadyExists on createTable, anything else as IOError.
 
-One thread per client connection (at most `workers`; more clients wait in the listen backlog),
-scanners are numbered per server, closed by scannerClose or dropped after `scanner_timeout`
-seconds unused. stop() (SIGTERM under serve()) stops accepting, lets running calls finish, closes
-the connections and scanners, then closes the store when the server opened it.
+Hostile or idle clients cannot lock others out: one loop thread (a selector) accepts and reads
+every connection, and a call goes to one of `workers` threads only once all its bytes are in and
+within the caps (`limits`: call, string and collection sizes, nesting). A call that breaks a cap
+or is not Thrift gets a TApplicationException and its connection is closed (one log line). A
+connection idle for `idle_timeout` seconds is closed (HBase's gateway: 60 s), a call not fully
+sent within `read_timeout` is answered with an error and closed, and past `max_connections` new
+connections are closed at once instead of waiting in a backlog. Scanners are numbered per
+server, closed by scannerClose or dropped after `scanner_timeout` seconds unused. stop()
+(SIGTERM under serve()) stops accepting, lets running calls finish, closes the connections and
+scanners, then closes the store when the server opened it.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import selectors
 import signal
 import socket
 import threading
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 from typing import Any, Callable
 
 from .. import errors
 from ..client import Connection, connect
+from . import wire
 from .thrift_handler import LATEST_TIMESTAMP, Handler, load_idl
 
 __all__ = ["ThriftServer", "Handler", "serve", "load_idl", "DEFAULT_PORT", "TRANSPORTS",
@@ -101,14 +111,17 @@ def _make_processor(idl: ModuleType, handler: Handler) -> Any:
 # -- the server --------------------------------------------------------------------------------
 
 class ThriftServer:
-    """The gateway: a listening socket, one thread per client connection, one Handler.
+    """The gateway: a listening socket, a loop thread reading every connection, `workers`
+    threads running complete calls, one Handler.
 
     `store` is a store folder (opened here and closed by stop()) or an open Connection (left
     open). Port 0 picks a free port; `address` tells which once started."""
 
     def __init__(self, store: str | os.PathLike | Connection, host: str = "127.0.0.1",
                  port: int = DEFAULT_PORT, transport: str = "buffered", protocol: str = "binary",
-                 workers: int = 128, scanner_timeout: float = 600.0, backlog: int = 128):
+                 workers: int = 32, scanner_timeout: float = 600.0, backlog: int = 1024,
+                 idle_timeout: float = 60.0, read_timeout: float = 60.0,
+                 max_connections: int = 4096, limits: wire.Limits | None = None):
         if transport not in TRANSPORTS:
             raise errors.InvalidArgument(f"transport must be one of {TRANSPORTS}, not "
                                          f"{transport!r}")
@@ -119,8 +132,16 @@ class ThriftServer:
             raise errors.InvalidArgument("workers must be an int >= 1")
         if not isinstance(port, int) or not 0 <= port < 65536:
             raise errors.InvalidArgument(f"port must be in [0, 65535], not {port!r}")
-        if not scanner_timeout or scanner_timeout <= 0:
-            raise errors.InvalidArgument("scanner_timeout must be seconds > 0")
+        for name, value in (("scanner_timeout", scanner_timeout),
+                            ("idle_timeout", idle_timeout), ("read_timeout", read_timeout)):
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise errors.InvalidArgument(f"{name} must be seconds > 0, not {value!r}")
+        if not isinstance(max_connections, int) or max_connections < 1:
+            raise errors.InvalidArgument("max_connections must be an int >= 1")
+        limits = limits or wire.Limits()
+        for name in ("max_message", "max_string", "max_items", "max_depth"):
+            if not isinstance(getattr(limits, name), int) or getattr(limits, name) < 1:
+                raise errors.InvalidArgument(f"{name} must be an int >= 1")
         self.idl = load_idl()
         if isinstance(store, Connection):
             if store.table_prefix:
@@ -135,13 +156,23 @@ class ThriftServer:
         self.host, self.port = host, port
         self.transport, self.protocol = transport, protocol
         self.workers, self.backlog = workers, backlog
+        self.idle_timeout, self.read_timeout = float(idle_timeout), float(read_timeout)
+        self.max_connections, self.limits = max_connections, limits
+        self._scanner = wire.MessageScanner(protocol, limits)
         self.handler = Handler(self.connection, self.idl, scanner_timeout)
         self._processor = _make_processor(self.idl, self.handler)
         self._trans_factory, self._proto_factory = _factories(transport, protocol)
         self._sock: socket.socket | None = None
-        self._slots = threading.BoundedSemaphore(workers)
-        self._clients: dict[socket.socket, threading.Thread] = {}
-        self._clients_lock = threading.Lock()
+        self._sel = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hibase-thrift")
+        self._conns: dict[socket.socket, _Conn] = {}
+        self._returned: deque[_Conn] = deque()
+        self._inflight = 0
+        self._inflight_lock = threading.Lock()
+        self._refused, self._refused_logged = 0, float("-inf")
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
@@ -168,14 +199,19 @@ class ThriftServer:
             sock.listen(self.backlog)
         except OSError as exc:
             self._close_store()
+            self._pool.shutdown(wait=False)
+            for s in (self._sel, self._wake_r, self._wake_w):
+                s.close()
             raise errors.BackendUnavailable(
                 f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}") from None
-        sock.settimeout(0.2)
+        sock.setblocking(False)
         self._sock = sock
+        self._sel.register(sock, selectors.EVENT_READ, _LISTEN)
+        self._sel.register(self._wake_r, selectors.EVENT_READ, _WAKE)
         self.port = sock.getsockname()[1]
         self.handler.server_name = self.host.encode()
         self.handler.server_port = self.port
-        self._acceptor = threading.Thread(target=self._accept_loop, name="hibase-thrift-accept",
+        self._acceptor = threading.Thread(target=self._loop, name="hibase-thrift-loop",
                                           daemon=True)
         self._acceptor.start()
         log.info("HBase Thrift1 gateway on %s:%d (%s, %s)", self.host, self.port,
@@ -202,30 +238,28 @@ class ThriftServer:
             if self._stopped.is_set():
                 return
             self._stopping.set()
-            if self._sock is not None:
-                try:  # wakes an accept() in progress at once (Linux: EINVAL), not at its timeout
-                    self._sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            self._wake()
             if self._acceptor is not None and self._acceptor is not threading.current_thread():
                 self._acceptor.join(timeout)
             if self._sock is not None:
                 self._sock.close()
-            with self._clients_lock:
-                clients = list(self._clients.items())
-            for sock, _ in clients:
-                try:  # wakes a thread waiting for the next call; a running call still answers
-                    sock.shutdown(socket.SHUT_RD)
-                except OSError:
-                    pass
             deadline = time.monotonic() + timeout
-            for _, thread in clients:
-                thread.join(max(0.0, deadline - time.monotonic()))
-            busy = [t.name for _, t in clients if t.is_alive()]
+            while self._inflight and time.monotonic() < deadline:  # running calls finish
+                time.sleep(0.01)
+            busy = self._inflight
+            self._pool.shutdown(wait=not busy)
+            with self._inflight_lock:
+                conns = list(self._conns.values())
+            for conn in conns:
+                if not conn.busy:
+                    self._close(conn)
+            self._sel.close()
+            self._wake_r.close()
+            self._wake_w.close()
             self.handler.close_scanners()
             if busy:
-                log.warning("%d connection(s) still busy after %.0f s; store left open",
-                            len(busy), timeout)
+                log.warning("%d call(s) still running after %.0f s; store left open",
+                            busy, timeout)
             else:
                 self._close_store()
             self._stopped.set()
@@ -242,58 +276,254 @@ class ThriftServer:
         self.stop()
 
     # -- connections -------------------------------------------------------------------------
-    def _accept_loop(self) -> None:
-        sock = self._sock
-        assert sock is not None
+    def _loop(self) -> None:
+        """The one thread that accepts, reads and times out connections: a call is read here
+        until complete (and checked against the caps), then run by a worker; an idle or a
+        half-sent connection costs a buffer, never a thread."""
+        sel = self._sel
         last_sweep = time.monotonic()
         while not self._stopping.is_set():
+            try:
+                events = sel.select(timeout=0.2)
+            except OSError:  # pragma: no cover - the selector was closed by stop()
+                break
+            for key, _ in events:
+                if key.data is _LISTEN:
+                    self._accept()
+                elif key.data is _WAKE:
+                    try:
+                        self._wake_r.recv(4096)
+                    except OSError:
+                        pass
+                else:
+                    self._on_readable(key.data)
+            while self._returned:
+                conn = self._returned.popleft()
+                if not conn.closed:
+                    conn.busy = False
+                    conn.last = time.monotonic()
+                    sel.register(conn.sock, selectors.EVENT_READ, conn)
+                    self._next_call(conn)
             now = time.monotonic()
             if now - last_sweep >= 1.0:
                 last_sweep = now
                 self.handler.sweep_scanners()
-            if not self._slots.acquire(timeout=0.2):
-                continue  # every worker busy: clients wait in the backlog
+                self._sweep(now)
+
+    def _accept(self) -> None:
+        assert self._sock is not None
+        for _ in range(256):  # a burst of clients, without starving the connections already in
             try:
-                client, peer = sock.accept()
-            except (socket.timeout, BlockingIOError):
-                self._slots.release()
-                continue
-            except OSError:
-                self._slots.release()
+                client, peer = self._sock.accept()
+            except (BlockingIOError, socket.timeout):
+                return
+            except OSError as exc:
                 if self._stopping.is_set():
-                    break
-                log.exception("accept failed")
-                time.sleep(0.1)
+                    return
+                log.warning("accept failed: %s", exc.strerror or exc)  # e.g. out of file handles
+                time.sleep(0.05)
+                return
+            if len(self._conns) >= self.max_connections:
+                self._refused += 1
+                now = time.monotonic()
+                if now - self._refused_logged >= 10.0:
+                    log.warning("refusing connections: %d open, the limit (%d refused so far)",
+                                len(self._conns), self._refused)
+                    self._refused_logged = now
+                client.close()
                 continue
-            client.settimeout(None)
+            client.setblocking(False)
             if client.family in (socket.AF_INET, socket.AF_INET6):
                 client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            thread = threading.Thread(target=self._serve_client, args=(client, peer),
-                                      name=f"hibase-thrift-{peer}", daemon=True)
-            with self._clients_lock:
-                self._clients[client] = thread
-            thread.start()
+            conn = _Conn(client, peer)
+            with self._inflight_lock:
+                self._conns[client] = conn
+            self._sel.register(client, selectors.EVENT_READ, conn)
 
-    def _serve_client(self, client: socket.socket, peer: Any) -> None:
-        from thriftpy2.transport import TSocket, TTransportException
-
-        trans = self._trans_factory.get_transport(TSocket(sock=client))
-        prot = self._proto_factory.get_protocol(trans)
-        try:
-            while not self._stopping.is_set():
-                self._processor.process(prot, prot)
-        except (TTransportException, EOFError, OSError):
-            pass  # the client went away (or stop() shut the socket)
-        except Exception:
-            log.exception("connection from %s failed", peer)
-        finally:
+    def _on_readable(self, conn: "_Conn") -> None:
+        got = 0
+        while got < _READ_PER_EVENT:
             try:
-                trans.close()
-            except Exception:  # pragma: no cover
+                data = conn.sock.recv(_RECV)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                return self._close(conn)
+            if not data:
+                return self._close(conn)  # the client went away
+            if not conn.buf:
+                conn.started = time.monotonic()
+            conn.buf += data
+            got += len(data)
+        conn.last = time.monotonic()
+        if len(conn.buf) >= conn.need:
+            self._next_call(conn)
+
+    def _next_call(self, conn: "_Conn") -> None:
+        """Hand the first complete call in conn's buffer to a worker; wait for more bytes if
+        it is not all there; answer and close if it is not a call this server reads."""
+        if not conn.buf:
+            return
+        try:
+            start, end = self._frame(conn.buf)
+        except wire.Incomplete as exc:
+            conn.need, conn.call = exc.need, (exc.name, exc.seqid)
+            return
+        except wire.WireError as exc:
+            return self._reject(conn, exc)
+        call = bytes(conn.buf[start:end])
+        del conn.buf[:end]
+        conn.need, conn.started = 0, time.monotonic() if conn.buf else 0.0
+        conn.busy = True
+        self._sel.unregister(conn.sock)
+        with self._inflight_lock:
+            self._inflight += 1
+        self._pool.submit(self._run_call, conn, call)
+
+    def _frame(self, buf: bytearray) -> tuple[int, int]:
+        """(start, end) of the first call in buf, framed or not."""
+        if self.transport != "framed":
+            return 0, self._scanner.end(buf)
+        if len(buf) < 4:
+            raise wire.Incomplete(4)
+        size = int.from_bytes(buf[:4], "big", signed=True)
+        if size <= 0 or size > self.limits.max_message:
+            raise wire.WireError(f"frame of {size} bytes outside (0, {self.limits.max_message}]")
+        if len(buf) < 4 + size:
+            raise wire.Incomplete(4 + size)
+        try:
+            end = self._scanner.end(memoryview(buf)[4:4 + size])
+        except wire.Incomplete:
+            raise wire.WireError("frame ends inside its call") from None
+        if end != size:
+            raise wire.WireError(f"{size - end} stray bytes after the call in its frame")
+        return 4, 4 + size
+
+    def _run_call(self, conn: "_Conn", call: bytes) -> None:
+        """Worker: run one complete call from memory, send the reply, give the connection back
+        to the loop (or close it)."""
+        try:
+            itrans, otrans = self._buffer(call), self._buffer()
+            out_prot = self._proto_factory.get_protocol(otrans)
+            try:
+                self._processor.process(self._proto_factory.get_protocol(itrans), out_prot)
+            except Exception as exc:  # the call parsed as a message but not as its arguments
+                log.warning("closing connection from %s: bad call (%s: %s)", _peer(conn),
+                            type(exc).__name__, exc)
+                return self._close(conn, from_worker=True)
+            self._send(conn, otrans.getvalue())
+            if self._stopping.is_set():
+                return self._close(conn, from_worker=True)
+            self._returned.append(conn)
+            self._wake()
+        except OSError:
+            self._close(conn, from_worker=True)
+        finally:
+            with self._inflight_lock:
+                self._inflight -= 1
+
+    def _send(self, conn: "_Conn", reply: bytes) -> None:
+        if self.transport == "framed":
+            reply = len(reply).to_bytes(4, "big") + reply
+        conn.sock.settimeout(self.read_timeout)  # a client that never reads: not forever
+        try:
+            conn.sock.sendall(reply)
+        finally:
+            conn.sock.setblocking(False)
+
+    def _reject(self, conn: "_Conn", exc: wire.WireError) -> None:
+        """Answer a call this server will not read with a Thrift error, log one line, close."""
+        from thriftpy2.thrift import TApplicationException, TMessageType
+
+        log.warning("closing connection from %s: %s", _peer(conn), exc)
+        try:
+            otrans = self._buffer()
+            prot = self._proto_factory.get_protocol(otrans)
+            prot.write_message_begin(exc.name, TMessageType.EXCEPTION, exc.seqid)
+            prot.write_struct(TApplicationException(TApplicationException.PROTOCOL_ERROR,
+                                                    str(exc)))
+            prot.write_message_end()
+            otrans.flush()
+            reply = otrans.getvalue()
+            if self.transport == "framed":
+                reply = len(reply).to_bytes(4, "big") + reply
+            conn.sock.send(reply)  # best effort, never waits: the connection closes anyway
+        except (OSError, Exception):  # noqa: BLE001 - a reply we could not write is no error
+            pass
+        self._close(conn)
+
+    def _sweep(self, now: float) -> None:
+        """Close connections idle past idle_timeout and calls half-sent past read_timeout."""
+        with self._inflight_lock:
+            conns = list(self._conns.values())
+        for conn in conns:
+            if conn.busy:
+                continue
+            if conn.buf and now - conn.started > self.read_timeout:
+                self._reject(conn, wire.WireError(
+                    f"call not complete after {self.read_timeout:g} s", *conn.call))
+            elif not conn.buf and now - conn.last > self.idle_timeout:
+                log.debug("closing connection from %s: idle %.0f s", _peer(conn),
+                          now - conn.last)
+                self._close(conn)
+
+    def _close(self, conn: "_Conn", from_worker: bool = False) -> None:
+        if conn.closed:
+            return
+        conn.closed = True
+        if not from_worker and not conn.busy:
+            try:
+                self._sel.unregister(conn.sock)
+            except (KeyError, ValueError, OSError):
                 pass
-            with self._clients_lock:
-                self._clients.pop(client, None)
-            self._slots.release()
+        try:
+            conn.sock.close()
+        except OSError:  # pragma: no cover
+            pass
+        with self._inflight_lock:  # the loop and the workers both close
+            self._conns.pop(conn.sock, None)
+
+    def _wake(self) -> None:
+        try:
+            self._wake_w.send(b"x")
+        except OSError:  # the pipe is full: the loop is awake anyway
+            pass
+
+    def _buffer(self, data: bytes | None = None) -> Any:
+        from thriftpy2.transport import TMemoryBuffer
+
+        if self.protocol == "binary":
+            from thriftpy2.transport import TCyMemoryBuffer
+            return TCyMemoryBuffer(data) if data is not None else TCyMemoryBuffer()
+        return TMemoryBuffer(data) if data is not None else TMemoryBuffer()
+
+    @property
+    def connections(self) -> int:
+        """Client connections open now."""
+        return len(self._conns)
+
+
+_LISTEN, _WAKE = object(), object()
+_RECV = 256 * 1024
+_READ_PER_EVENT = 4 * 1024 * 1024  # then let other connections have a turn
+
+
+class _Conn:
+    """One client connection: its socket, the bytes of a call not yet complete, its clock."""
+    __slots__ = ("sock", "peer", "buf", "need", "call", "started", "last", "busy", "closed")
+
+    def __init__(self, sock: socket.socket, peer: Any):
+        self.sock, self.peer = sock, peer
+        self.buf = bytearray()
+        self.need = 0
+        self.call: tuple[str, int] = ("", 0)  # name and seqid of a call partly read
+        self.started = self.last = time.monotonic()
+        self.busy = self.closed = False
+
+
+def _peer(conn: _Conn) -> str:
+    p = conn.peer
+    return f"{p[0]}:{p[1]}" if isinstance(p, tuple) and len(p) >= 2 else str(p)
 
 
 def _factories(transport: str, protocol: str) -> tuple[Any, Any]:
@@ -307,11 +537,13 @@ def _factories(transport: str, protocol: str) -> tuple[Any, Any]:
 
 def serve(store: str | os.PathLike | Connection, host: str = "127.0.0.1",
           port: int = DEFAULT_PORT, transport: str = "buffered", protocol: str = "binary",
-          workers: int = 128, scanner_timeout: float = 600.0,
-          ready: Callable[[ThriftServer], Any] | None = None) -> None:
+          workers: int = 32, scanner_timeout: float = 600.0,
+          ready: Callable[[ThriftServer], Any] | None = None, **options: Any) -> None:
     """Serve `store` over HBase's Thrift1 interface until SIGTERM or Ctrl-C (or until another
-    thread calls stop() on the server handed to `ready`), then shut down cleanly."""
-    server = ThriftServer(store, host, port, transport, protocol, workers, scanner_timeout)
+    thread calls stop() on the server handed to `ready`), then shut down cleanly. `options`:
+    ThriftServer's idle_timeout, read_timeout, max_connections, limits, backlog."""
+    server = ThriftServer(store, host, port, transport, protocol, workers, scanner_timeout,
+                          **options)
     previous: dict[int, Any] = {}
     in_main = threading.current_thread() is threading.main_thread()
     try:
