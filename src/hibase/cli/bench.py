@@ -404,3 +404,45 @@ def bench_scan(rows: int, repeats: int, seed: int, workdir: str | None, as_json:
 
     report = mod.run(rows=rows, repeats=repeats, seed=seed, progress=progress, workdir=workdir)
     finish_bench(report, as_json, output, mod.summary)
+
+
+@bench.command("gateway")
+@click.option("--idle", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Idle connections opened (and left open) during the second round.")
+@click.option("--garbage", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Connections that send noise, 2 GB claimed strings or frames, then wait.")
+@click.option("--calls", type=click.IntRange(min=1), default=400, show_default=True,
+              help="happybase calls (put/row) timed in each round.")
+@click.option("--client-timeout", type=click.FloatRange(min=0, min_open=True), default=5.0,
+              show_default=True, metavar="SECONDS",
+              help="A call failing or slower than this counts at this latency.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--server-src", type=click.Path(file_okay=False, exists=True), metavar="DIR",
+              help="Run the gateway from this source checkout (e.g. an older one, to compare).")
+@click.option("--server-option", "server_options", multiple=True, metavar="OPTION",
+              help="Passed to `hibase serve` (repeat), e.g. --server-option=--workers=8.")
+@click.option("--workdir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Put the temporary store under DIR.")
+@bench_options
+def bench_gateway(idle: int, garbage: int, calls: int, client_timeout: float, seed: int,
+                  server_src: str | None, server_options: tuple[str, ...],
+                  workdir: str | None, as_json: bool, output: str | None,
+                  progress: bool) -> None:
+    """The Thrift gateway under hostile clients: a happybase client's latency alone and with
+    IDLE idle plus GARBAGE garbage connections open, the gateway's RSS, how the garbage was
+    answered, tracebacks in its log. The gateway runs as `hibase serve --thrift` in a child
+    process.
+
+    Example:
+
+    \b
+        hibase bench gateway
+        hibase bench gateway --idle 200 --garbage 200 --json --output gateway.json
+        hibase bench gateway --server-src ../old-checkout --output gateway-before.json
+    """
+    from ..bench import gateway as mod
+
+    report = mod.run(idle=idle, garbage=garbage, calls=calls, timeout_s=client_timeout,
+                     seed=seed, server_src=server_src, server_options=list(server_options),
+                     workdir=workdir)
+    finish_bench(report, as_json, output, mod.summary)

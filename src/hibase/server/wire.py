@@ -119,7 +119,7 @@ class _Binary(_Scan):
 
     def message(self) -> int:
         version = self.i32()
-        if version >= 0 or (version & 0xFFFF0000) != 0x80010000:  # strict header
+        if version >= 0 or (version & 0xFFFF0000) != 0x80010000:  # strict
             raise self.error(f"not a strict binary-protocol call (header {version & 0xFFFFFFFF:#x})")
         size = self.i32()
         self.string_len(size)
