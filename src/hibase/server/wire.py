@@ -120,7 +120,8 @@ class _Binary(_Scan):
     def message(self) -> int:
         version = self.i32()
         if version >= 0 or (version & 0xFFFF0000) != 0x80010000:  # strict
-            raise self.error(f"not a strict binary-protocol call (header {version & 0xFFFFFFFF:#x})")
+            raise self.error("not a strict binary-protocol call "
+                             f"(header {version & 0xFFFFFFFF:#x})")
         size = self.i32()
         self.string_len(size)
         raw = bytes(self.buf[self.pos - size:self.pos])
