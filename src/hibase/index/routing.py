@@ -52,6 +52,33 @@ def router_of(store) -> "Router | None":
     return _ROUTERS.get(store)
 
 
+class _LazyFilters(dict):
+    """{(region id, alias): ScalableSCBF}, each decoded from its saved bytes on first use:
+    reopening a table of thousands of regions decodes only the filters a put or a lookup
+    touches (decoding all of them made the first put after a reopen take seconds)."""
+
+    def __getitem__(self, key: Any) -> Any:
+        f = dict.__getitem__(self, key)
+        if isinstance(f, bytes):
+            f = ScalableSCBF.from_bytes(f)
+            dict.__setitem__(self, key, f)
+        return f
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def items(self) -> list:  # type: ignore[override]
+        return [(k, self[k]) for k in list(self.keys())]
+
+    def values(self) -> list:  # type: ignore[override]
+        return [self[k] for k in list(self.keys())]
+
+    def saved_bytes(self, key: Any) -> bytes:
+        """The filter's bytes to persist, without decoding one that was never used."""
+        f = dict.__getitem__(self, key)
+        return f if isinstance(f, bytes) else f.to_bytes()
+
+
 class _State:
     """One table's filters: {(region id, alias): ScalableSCBF}, its generation, whether the
     persisted filters are behind the live ones, and how the filters were obtained."""
@@ -138,10 +165,10 @@ class Router:
                 saved_gen, saved_regions = C.unpack(s_raw)
                 if saved_gen == gen and [tuple(x) for x in saved_regions] == \
                         [(r.start, r.id) for r in regions]:
-                    filters = {}
+                    filters = _LazyFilters()
                     for key, value in store.kv_scan(lrt, b"f", b"g"):
                         rid, blob = C.unpack(value)
-                        filters[(rid, key[-2:])] = ScalableSCBF.from_bytes(blob)
+                        filters[(rid, key[-2:])] = bytes(blob)  # decoded on first use
                     return _State(filters, gen, False, "loaded")
         return self._rebuilt(table, gen)
 
@@ -305,11 +332,15 @@ class Router:
                 regions = self.store.regions(name)
                 by_id = {r.id: r for r in regions}
                 writes: list = [(lrt, k, None) for k, _ in self.store.kv_scan(lrt, b"f", b"g")]
-                for (rid, alias), f in st.filters.items():
+                lazy = isinstance(st.filters, _LazyFilters)
+                for (rid, alias) in list(st.filters.keys()):
                     r = by_id.get(rid)
                     if r is not None:
+                        key = (rid, alias)
+                        blob = (st.filters.saved_bytes(key) if lazy
+                                else st.filters[key].to_bytes())
                         writes.append((lrt, b"f" + region_prefix(r.start) + alias,
-                                       C.pack([rid, f.to_bytes()])))
+                                       C.pack([rid, blob])))
                 writes.append((lrt, b"s", C.pack([st.gen, [[r.start, r.id] for r in regions]])))
                 self.store.commit([], writes)
                 st.dirty = False
