@@ -120,3 +120,30 @@ def test_hundred_thousand_values(db):
     assert sorted(k for k, _ in t.where(f"f.a IN ({values})")) == want
     assert sorted(k for k, _ in t.where(f"f.c IN ({values})")) == sorted(
         k for k, d in t.scan() if float(d[b"f:c"]) in range(100_000))
+
+
+@pytest.mark.parametrize("type_name,values", [
+    ("int", (1, -5, 2.5, 10 ** 30, 7.0)), ("long", tuple(range(100))),
+    ("double", (1, 2.5, -3)), ("float", (0.1, 3)), ("string", ("a", "é", "")),
+    ("char", ("x", "xy")), ("bytes", ("a", b"b")),
+])
+def test_coerce_literals_equals_one_by_one(type_name, values):
+    """The long-list shortcut (literals already of the column's kind returned as they are)
+    gives what coerce_literal gives value by value."""
+    from hibase import codec
+    from hibase.query.ast import Column
+    from hibase.query.normalize import coerce_literal, coerce_literals
+
+    types = {b"f:a": codec.parse_type(type_name)}
+    col = Column(b"f:a")
+    got = coerce_literals(col, values, types)
+    want = tuple(coerce_literal(col, v, types) for v in values)
+    assert got == want and [type(x) for x in got] == [type(x) for x in want]
+
+
+def test_explain_shows_a_long_in_list_by_its_length(db):
+    _table(db, None)
+    plan = db.sql("EXPLAIN SELECT * FROM t WHERE f.a IN ("
+                  + ", ".join(map(str, range(5000))) + ")")
+    note = [line for line in plan.splitlines() if "NOTE" in line]
+    assert len(note) == 1 and note[0].endswith("... 5,000 values)") and "4999" not in note[0]

@@ -60,10 +60,21 @@ def coerce_literal(column: Column, value: Value, schema_types: SchemaTypes | Non
 
 def coerce_literals(column: Column, values: tuple[Value, ...],
                     schema_types: SchemaTypes | None) -> tuple[Value, ...]:
-    """coerce_literal over a list (an IN list), the column's type looked up once."""
+    """coerce_literal over a list (an IN list), the column's type looked up once; a list whose
+    literals are already the column's value kind (ints or floats for an integer column, str
+    for string/char) is returned as it is, since coercing them changes nothing."""
     t = _column_type(column, schema_types)
+    if t is not None and values:
+        kinds = set(map(type, values))
+        if kinds <= _SAME_KIND.get(t.name, frozenset()):
+            return tuple(values)
     coerce = _coerce if len(values) <= 64 else _coerce.__wrapped__  # long lists: no LRU churn
     return tuple(coerce(t, v) for v in values)
+
+
+# value kinds that value_from_literal returns unchanged, per column type (bool is not int here)
+_SAME_KIND = {**{n: frozenset((int, float)) for n in ("byte", "short", "int", "long")},
+              "string": frozenset((str,)), "char": frozenset((str,))}
 
 
 def coerce_prefix(column: Column, prefix: str | bytes,

@@ -32,7 +32,7 @@ from .. import codec
 from ..errors import ValueTypeError
 from ..store import fastscan
 from .ast import ROWKEY, Between, Compare, In, Like, NotLike
-from .evaluate import evaluate, matches_dnf
+from .evaluate import _in_set, evaluate, matches_dnf
 from .normalize import coerce_literal, coerce_literals, coerce_prefix
 
 __all__ = ["full_scan", "compile_conjuncts", "conjunct_test", "scan_share", "project",
@@ -74,6 +74,8 @@ def _atom_needles(atom: Any, types: dict) -> list[bytes] | None:
         n = _needle(t, atom.value)
         return [n] if n else None
     if isinstance(atom, In) and atom.values:
+        if len(atom.values) > _MAX_IN_NEEDLES:
+            return None  # a substring search per value and row costs more than it saves
         found = [_needle(t, v) for v in atom.values]
         return found if all(found) else None  # type: ignore[return-value]
     if isinstance(atom, Like) and (t is None or t.name in ("string", "char", "bytes")):
@@ -83,6 +85,8 @@ def _atom_needles(atom: Any, types: dict) -> list[bytes] | None:
     return None
 
 
+_MAX_IN_NEEDLES = 16
+_SMALL_IN = 8  # longer IN lists are tested by one lookup in a typed frozenset (evaluate's)
 _PY_OPS = {"=": "==", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
@@ -101,6 +105,8 @@ def _typed_check(atom: Any, types: dict) -> tuple | None:
         lo = coerce_literal(atom.column, atom.low, types)
         hi = coerce_literal(atom.column, atom.high, types)
         return name, t, (lo, hi), "{0} <= v <= {1}"
+    if isinstance(atom, In) and len(atom.values) > _SMALL_IN:
+        return name, t, (_in_set(atom, types),), "v in {0}"  # built once per node
     if isinstance(atom, In) and atom.values:
         lits = coerce_literals(atom.column, atom.values, types)
         if len(lits) > 8:  # a long list: one hash lookup per row, not a pass over the list
