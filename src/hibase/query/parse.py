@@ -101,6 +101,21 @@ _IN_ITEM = re.compile(r"\s*(?:(-?\s*(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|'((?:[
 _IN_MARK = "\x00hibase-in:"
 
 
+_INT_LIST = re.compile(r"[0-9\s,-]*\)")
+
+
+def _int_list(sql: str, pos: int) -> tuple[list[int], int] | None:
+    """(values, position after the ')') of an IN list of plain integers starting at `pos`, or
+    None for any other list (then read value by value)."""
+    m = _INT_LIST.match(sql, pos)
+    if m is None:
+        return None
+    try:
+        return [int(x) for x in sql[pos:m.end() - 1].split(",")], m.end()
+    except ValueError:  # an empty item, a lone or doubled minus sign: the careful path decides
+        return None
+
+
 def _literal_lists(sql: str) -> tuple[str, dict[str, tuple[Value, ...]]]:
     """``sql`` with every IN list of BIG_IN or more plain literals (numbers, 'strings') replaced
     by a same-length placeholder string, and the values of each placeholder."""
@@ -113,7 +128,10 @@ def _literal_lists(sql: str) -> tuple[str, dict[str, tuple[Value, ...]]]:
         if m.start() < last:
             continue
         pos, values = m.end(), []
-        while True:
+        ints = _int_list(sql, pos)
+        if ints is not None:  # the common long list: integers only, read in one split
+            values, pos = ints
+        while ints is None:
             item = _IN_ITEM.match(sql, pos)
             if item is None:
                 break
@@ -131,7 +149,7 @@ def _literal_lists(sql: str) -> tuple[str, dict[str, tuple[Value, ...]]]:
                 break
         else:  # pragma: no cover - the loop only ends by break
             pass
-        if item is None or len(values) < BIG_IN:
+        if (ints is None and item is None) or len(values) < BIG_IN:
             continue  # not a plain literal list: sqlglot reads it (and reports any error)
         mark = f"{_IN_MARK}{len(lists)}"
         span = pos - 1 - m.end()  # the list's text between the parentheses
