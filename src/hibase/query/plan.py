@@ -227,6 +227,24 @@ def _int_adjust(t: codec.ColumnType, op: str, v: Any) -> tuple[str, Any] | None:
     return op, v
 
 
+def _in_points(t: codec.ColumnType | None, values: Sequence[Any]) -> set:
+    """The values an IN list can equal in a column of type `t` (_int_adjust per value; a long
+    list of ints in the column's range is taken as it is, in one pass)."""
+    bits = _INT_BOUNDS.get(t.name) if t is not None else None
+    if t is None or (bits is None and t.name not in ("double", "float")):
+        return set(values)
+    if bits is not None and values and set(map(type, values)) == {int}:
+        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        if lo <= min(values) and max(values) <= hi:
+            return set(values)
+    vals = set()
+    for v in values:
+        adj = _int_adjust(t, "=", v)
+        if adj is not None and adj[0] == "=":
+            vals.add(adj[1])
+    return vals
+
+
 def _constraints(conjunct: Sequence[Atom], types: dict[bytes, codec.ColumnType]
                  ) -> dict[bytes, _Bounds]:
     out: dict[bytes, _Bounds] = {}
@@ -263,11 +281,7 @@ def _constraints(conjunct: Sequence[Atom], types: dict[bytes, codec.ColumnType]
                 if b.hi is None or v < b.hi or (v == b.hi and op == "<"):
                     b.hi, b.hi_inc = v, op == "<="
         elif isinstance(atom, In):
-            vals = set()
-            for v in atom.values:
-                adj = _int_adjust(t, "=", v) if t is not None else ("=", v)
-                if adj is not None and adj[0] == "=":
-                    vals.add(adj[1])
+            vals = _in_points(t, atom.values)
             b.eq = vals if b.eq is None else b.eq & vals
             if exact:
                 b.atoms.append(atom)
@@ -349,7 +363,15 @@ def _index_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds]) -> IndexLook
                   or len(eq_lists) != len(spec.columns)):
         return None
     ranges = []
-    for eq in itertools.product(*eq_lists):
+    if merge:  # every point a full value: keys built in one pass (a long IN list)
+        if len(eq_lists) == 1:
+            t0, alias, enc = spec.types[0], spec.alias, codec.encode_key
+            keys = [alias + enc(t0, v) for v in eq_lists[0]]
+        else:
+            keys = list(map(spec.prefix_key, itertools.product(*eq_lists)))
+        succ, n = codec.prefix_successor, len(spec.types)
+        ranges = [lookup.KeyRange(k, succ(k), n, len(k)) for k in keys]
+    for eq in (() if merge else itertools.product(*eq_lists)):
         if tail is None:
             ranges.append(lookup.key_range(spec, list(eq)))
         elif tail.lo is None and tail.hi is None and tail.like is None:
