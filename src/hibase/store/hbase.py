@@ -70,15 +70,18 @@ LATEST_TIMESTAMP = (1 << 63) - 1
 
 def parse_url(url: str) -> dict:
     """thrift://host[:port][?transport=buffered|framed&protocol=binary|compact&timeout=ms
-    &pool_size=n&retries=n&region_check_ms=n] -> happybase connection options and ours
-    (region_check_ms: how often local-index work asks HBase for its regions, 0 = always)."""
+    &pool_size=n&retries=n&region_check_ms=n&prefix=name] -> happybase connection options and
+    ours (region_check_ms: how often local-index work asks HBase for its regions, 0 = always;
+    prefix: every HBase table of this store, the catalog included, is named `<prefix>_<table>`,
+    so several hibase stores share one HBase without seeing each other)."""
     parts = urlsplit(url)
     if parts.scheme != "thrift":
         raise errors.InvalidArgument(f"not a thrift:// URL: {url!r}")
     if parts.path not in ("", "/"):
         raise errors.InvalidArgument(f"a thrift:// URL has no path, got {parts.path!r}")
     q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-    known = {"transport", "protocol", "timeout", "pool_size", "retries", "region_check_ms"}
+    known = {"transport", "protocol", "timeout", "pool_size", "retries", "region_check_ms",
+             "prefix"}
     unknown = sorted(set(q) - known)
     if unknown:
         raise errors.InvalidArgument(f"unknown thrift:// option(s) {unknown}; known: "
@@ -100,9 +103,16 @@ def parse_url(url: str) -> dict:
     if timeout <= 0 or pool_size < 1 or retries < 0 or region_check_ms < 0:
         raise errors.InvalidArgument(
             "timeout and pool_size must be >= 1, retries and region_check_ms >= 0")
+    prefix = q.get("prefix", "")
+    if prefix and not prefix.replace("_", "").replace("-", "").replace(".", "").isalnum():
+        raise errors.InvalidArgument(f"prefix must be letters, digits, _ - or ., not {prefix!r}")
     return {"host": parts.hostname or "127.0.0.1", "port": port, "transport": transport,
             "protocol": protocol, "timeout": timeout, "pool_size": pool_size,
-            "retries": retries, "region_check_ms": region_check_ms}
+            "retries": retries, "region_check_ms": region_check_ms, "prefix": prefix}
+
+
+# Thrift1 calls whose first argument is not a table name (the prefix is not added to it)
+_NO_TABLE_ARG = frozenset({"getTableNames", "scannerGet", "scannerGetList", "scannerClose"})
 
 
 def _start(region: Region) -> bytes:
@@ -155,6 +165,7 @@ class HBaseStore(HBaseKeyValueTables):
         self.retries = self.opts["retries"]
         self.layouts = Layouts(self, self.opts["region_check_ms"] / 1000)
         o = self.opts
+        self._prefix = (o["prefix"] + "_").encode() if o["prefix"] else b""
         try:
             self._pool = happybase.ConnectionPool(
                 o["pool_size"], host=o["host"], port=o["port"], timeout=o["timeout"],
@@ -174,6 +185,8 @@ class HBaseStore(HBaseKeyValueTables):
         if self._closed:
             raise errors.BackendUnavailable("the store is closed")
         T = self.T
+        if self._prefix and method not in _NO_TABLE_ARG:
+            args = (self._prefix + args[0], *args[1:])
         delay = 0.05
         for attempt in range(self.retries + 1):
             try:
@@ -199,7 +212,8 @@ class HBaseStore(HBaseKeyValueTables):
 
     # -- catalog -----------------------------------------------------------------------------
     def _hbase_tables(self) -> set[str]:
-        return {n.decode() for n in self._call("getTableNames")}
+        p = self._prefix
+        return {n[len(p):].decode() for n in self._call("getTableNames") if n.startswith(p)}
 
     def _load_catalog(self, create: bool) -> None:
         if META_TABLE not in self._hbase_tables():

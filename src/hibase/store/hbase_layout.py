@@ -86,10 +86,22 @@ class Layouts:
         self._checked: dict[str, float] = {}
 
     def live(self, table: str) -> list[HRegion]:
-        """HBase's regions of `table` now (one getTableRegions call)."""
+        """HBase's regions of `table` now (one getTableRegions call; again while a region is
+        in transition, which real HBase's Thrift1 server answers with an internal error)."""
+        from thriftpy2.thrift import TApplicationException
+
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                got = self.store._call("getTableRegions", table.encode())
+                break
+            except TApplicationException:
+                if time.monotonic() > deadline:
+                    raise errors.BackendError(
+                        f"HBase keeps failing to list the regions of {table!r}") from None
+                time.sleep(0.05)
         out = [HRegion(table, r.startKey or b"", r.endKey or b"", r.id, r.serverName or b"",
-                       r.port or 0, r.name or b"", r.version or 0)
-               for r in self.store._call("getTableRegions", table.encode())]
+                       r.port or 0, r.name or b"", r.version or 0) for r in got]
         out.sort(key=lambda r: r.start)
         self._live[table] = out
         return out
