@@ -322,7 +322,7 @@ def test_load_setup_errors(store, tmp_path):
 def test_regions_and_split(backend, flights):
     regions = jsonl(run("regions", flights, "flights", "--json").stdout)
     assert len(regions) == 1 and regions[0]["start_key"] == "" and regions[0]["end_key"] == ""
-    if backend.kind == "thrift":  # Thrift1 has no split call: regions are HBase's to split
+    if backend.remote:  # Thrift1 has no split call: regions are HBase's to split
         assert "no split call" in error("split", flights, "flights", "--row", "k3")
         backend.split("flights", b"k3")
         regions = jsonl(run("regions", flights, "flights", "--json").stdout)

@@ -2,6 +2,7 @@
 // one command per stdin line, one answer line each ("ok <result>" or "error <message>").
 //   split <table> <row as hex, or - for HBase's own midpoints>  -> ok true | ok false
 //   regions <table>                                           -> ok <start hex>,<start hex>,...
+//   flush <table>                                             -> ok true (memstores flushed)
 // Compiled by hibase (javac) against the cluster's classpath; hbase-site.xml on the classpath
 // says where ZooKeeper is.
 import java.io.BufferedReader;
@@ -32,6 +33,9 @@ public class HibaseAdmin {
           if (a[0].equals("split")) {
             answer = "ok " + split(conn, admin, TableName.valueOf(a[1]),
                                    a[2].equals("-") ? null : hex(a[2]));
+          } else if (a[0].equals("flush")) {
+            admin.flush(TableName.valueOf(a[1]));
+            answer = "ok true";
           } else if (a[0].equals("regions")) {
             StringBuilder sb = new StringBuilder();
             for (RegionInfo r : admin.getRegions(TableName.valueOf(a[1]))) {

@@ -326,6 +326,13 @@ class HBaseCluster:
         table is created and dropped) and every cache node is registered. `detach=False`: the
         processes die with this one (tests)."""
         running = self._running()
+        state = self._state()
+        moved = [f"{a.replace('_', ' ')} {getattr(self, a)}" for a in ("thrift_port", "zk_port")
+                 if running and state.get(a) and getattr(self, a) != state[a]]
+        if moved:
+            raise ClusterError(f"the cluster in {self.dir} runs with thrift port "
+                               f"{state['thrift_port']} and zk port {state['zk_port']}, not "
+                               f"{', '.join(moved)}: stop it first to change ports")
         if running and set(running) >= {"master", "thrift"} and \
                 len([n for n in running if n.startswith("redis-")]) >= self.redis_nodes:
             return self
@@ -506,6 +513,10 @@ class HBaseCluster:
         and wait until the new regions are online; False when `row` already starts a region
         (or, with None, nothing could split)."""
         return self._admin_call(f"split {table} {'-' if row is None else row.hex()}") == "true"
+
+    def flush(self, table: str) -> None:
+        """Flush HBase table `table`'s memstores to store files (waits until done)."""
+        self._admin_call(f"flush {table}")
 
     def region_starts(self, table: str) -> list[bytes]:
         """The start keys of HBase table `table`'s regions, as HBase's Admin API lists them."""

@@ -537,6 +537,8 @@ class Handler:
         ts = _read_ts(timestamp)
         start = _text(start, "start row") if start is not None else b""
         stop = _text(stop, "stop row") if stop is not None else b""
+        if start and start == stop:  # HBase: equal start and stop rows get that one row
+            stop, reverse = start + b"\x00", False
         rf = compile_filter(filter_string) if filter_string else None
         if batch is not None and batch < 1:
             batch = None

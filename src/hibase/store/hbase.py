@@ -163,6 +163,8 @@ class HBaseStore(HBaseKeyValueTables):
         # fault injection: "index" or "data" (commit), "split-copy" or "split-switch"
         self.fail_after: str | None = None
         self.retries = self.opts["retries"]
+        self._last_auto = 0  # the highest timestamp prepare() gave a mutation
+        self._after_delete = 0  # above the last timestamp prepare() gave a delete
         self.layouts = Layouts(self, self.opts["region_check_ms"] / 1000)
         o = self.opts
         self._prefix = (o["prefix"] + "_").encode() if o["prefix"] else b""
@@ -193,11 +195,11 @@ class HBaseStore(HBaseKeyValueTables):
                 with self._pool.connection(timeout=self.opts["timeout"] / 1000) as conn:
                     return getattr(conn.client, method)(*args)
             except T.IllegalArgument as exc:
-                raise errors.InvalidArgument(exc.message) from None
+                raise errors.InvalidArgument(_one_line(exc.message)) from None
             except T.AlreadyExists as exc:
                 raise errors.TableExists(exc.message) from None
             except T.IOError as exc:
-                raise _map_io_error(exc.message) from None
+                raise _map_io_error(_one_line(exc.message)) from None
             except (TTransportException, socket.error, EOFError) as exc:
                 if attempt == self.retries:
                     raise errors.BackendUnavailable(
@@ -520,16 +522,30 @@ class HBaseStore(HBaseKeyValueTables):
         store's format, so the layers above compute before / after states the same way."""
         from .embedded import EmbeddedStore
 
-        default_ts = now_ms()
+        # Real HBase masks every put whose timestamp is not above a delete marker's, even one
+        # written after the marker, and its Thrift1 server applies a batch's puts before its
+        # deletes. So deletes without a timestamp are sent with one at or above every
+        # timestamp this store gave so far, and later puts get one above it: the order of the
+        # calls then decides, as the segments below (and the embedded store) assume.
+        now = now_ms()
         out = []
         for m in mutations:
             t = self.table(m.table)
             if m.kind == "put":
-                ts = default_ts if m.ts is None else m.ts
+                if m.ts is None:
+                    ts = max(now, self._after_delete)
+                    self._last_auto = max(self._last_auto, ts)
+                else:
+                    ts = m.ts
                 m = m._replace(ts=ts)
+                segments = list(EmbeddedStore._segments(t, m, ts))
             else:
-                ts = m.ts
-            out.append((t, m, list(EmbeddedStore._segments(t, m, ts))))
+                segments = list(EmbeddedStore._segments(t, m, m.ts))
+                if m.ts is None:
+                    ts = max(now, self._last_auto)
+                    m = m._replace(ts=ts)
+                    self._last_auto, self._after_delete = ts, ts + 1
+            out.append((t, m, segments))
         return out
 
     def row_states(self, table: str, row: bytes, columns: list[bytes],
@@ -714,9 +730,15 @@ def _deletes_with_ts(pending: dict[bytes, list[bytes]]) -> bool:
     return False
 
 
-def _map_io_error(message: str | bytes) -> errors.HibaseError:
-    if isinstance(message, bytes):  # thriftpy2 hands IOError.message over as bytes
+def _one_line(message: Any) -> str:
+    """A Thrift error's message as one line: real HBase sends the Java stack trace too."""
+    if isinstance(message, bytes):  # thriftpy2 hands the messages over as bytes
         message = message.decode("utf-8", "replace")
+    return (message or "").strip().split("\n", 1)[0].strip()
+
+
+def _map_io_error(message: str | bytes) -> errors.HibaseError:
+    message = _one_line(message)
     msg = message or "HBase error"
     low = msg.lower()
     if "no table" in low or "tablenotfound" in low or "not found" in low and "table" in low:

@@ -167,7 +167,7 @@ class Layouts:
                 self._split(table, *C.unpack(marker))
                 done += 1
             if store.meta_value(_layout_key(table)) is None:
-                self._record(table, [(r.start, r.id) for r in self.live(table)])
+                self._record(table, _unique_ids(self.live(table)))
                 return done
             layout = self.regions(table)
             known = {r.start for r in layout}
@@ -207,3 +207,17 @@ class Layouts:
         """Fault injection (tests): the store's `fail_after` names the step to stop after."""
         if self.store.fail_after == step:
             raise errors.BackendError(f"fault injection: split stopped after {step}")
+
+
+def _unique_ids(regions: list[HRegion]) -> list[tuple[bytes, int]]:
+    """(start, id) per region with ids made unique: real HBase gives both daughters of a split
+    the same regionId (the split's time), while local indexes and routing key by id."""
+    used: set[int] = set()
+    out = []
+    for r in regions:
+        rid = r.id
+        while rid in used:
+            rid += 1
+        used.add(rid)
+        out.append((r.start, rid))
+    return out
