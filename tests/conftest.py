@@ -64,7 +64,7 @@ def hbase_cluster(tmp_path_factory):
     use (the first run resolves its jars with Maven), stopped at the end of the session."""
     from hibase.cluster import HBaseCluster, ServerMissing
 
-    cluster = HBaseCluster(tmp_path_factory.mktemp("hbase"), redis_nodes=0)
+    cluster = HBaseCluster(tmp_path_factory.mktemp("hbase"), redis_nodes=0, heap_mb=2048)
     try:
         cluster.start(detach=False, progress=False)
     except ServerMissing as exc:

@@ -296,6 +296,8 @@ class HBaseCluster:
             # pooled clients keep idle connections (the default 60 s would drop them)
             "hbase.thrift.server.socket.read.timeout": 3_600_000,
             "hbase.thrift.minWorkerThreads": 16,
+            # many small tables (tests): no 2 MB memstore chunk per written store
+            "hbase.hregion.memstore.mslab.enabled": "false",
             # a split daughter can split again once its compacted reference files are gone:
             # every second instead of every 2 minutes
             "hbase.hfile.compaction.discharger.interval": 1000,
