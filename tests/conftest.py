@@ -79,7 +79,7 @@ def hbase_cluster(tmp_path_factory):
 
 # Property tests run fewer examples on [hbase]: every example's tables are real HBase tables
 # (about half a second to create each), so the default counts would take most of an hour there.
-HBASE_MAX_EXAMPLES = int(os.environ.get("HIBASE_HBASE_EXAMPLES", "8"))
+HBASE_MAX_EXAMPLES = int(os.environ.get("HIBASE_HBASE_EXAMPLES", "4"))
 
 
 @pytest.fixture(autouse=True)

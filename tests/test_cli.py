@@ -188,12 +188,13 @@ def test_tables(flights):
 
 
 def test_create_table_options(store):
-    run("create-table", store, "t", "-f", "f:max_versions=1,compression=ZSTD,in_memory=true",
+    # GZ: real HBase refuses a codec its JVM cannot load (ZSTD and LZ4 need native / extra jars)
+    run("create-table", store, "t", "-f", "f:max_versions=1,compression=GZ,in_memory=true",
         "--split-size", "1M")
     with hibase.connect(store, read_only=True) as db:
         schema = db.table("t").schema
     fo = schema.families[b"f"]
-    assert (fo.max_versions, fo.compression, fo.in_memory) == (1, "ZSTD", True)
+    assert (fo.max_versions, fo.compression, fo.in_memory) == (1, "GZ", True)
     assert schema.split_size == 1 << 20
     run("put", store, "t", "r", "f:a=1")
     run("put", store, "t", "r", "f:a=2")
