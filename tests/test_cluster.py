@@ -91,6 +91,16 @@ def test_happybase_and_hibase_with_the_zk_cache_work_on_it(started):
     assert res.exit_code == 0 and "flights" in res.output
 
 
+def test_demo_runs_on_the_cluster(started):
+    thrift_url = started[1].stdout.split()[0]
+    res = CliRunner().invoke(cli, ["demo", "--backend", thrift_url + "?prefix=demotest",
+                                   "--rows", "500", "--repeats", "1", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert "All three returned the same rows" in res.output
+    bad = CliRunner().invoke(cli, ["demo", "--backend", "/tmp/x", "--rows", "10"])
+    assert bad.exit_code == 2 and "thrift://" in bad.output
+
+
 def test_a_taken_port_is_a_one_line_error(started, tmp_path):
     folder, out = started
     port = out.stdout.split()[0].rsplit(":", 1)[1]
