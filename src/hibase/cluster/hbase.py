@@ -344,28 +344,65 @@ class HBaseCluster:
         jars = classpath(progress)
         os.makedirs(self._path("pids"), exist_ok=True)
         os.makedirs(self._path("logs"), exist_ok=True)
-        self._pick_ports(running)
-        self._write_conf()
-        processes: dict[str, str] = {}
-        conf_marker = self._path("conf")
+        auto = {"thrift_port": self.thrift_port is None, "zk_port": self.zk_port is None}
         t0 = time.monotonic()
-        try:
-            master_log = self._path("logs", "master.log")
-            master = self._spawn("master", self._java(
-                jars, "org.apache.hadoop.hbase.master.HMaster", self.heap_mb, master_log)
-                + ["start"], self._path("logs", "master.out"), conf_marker, detach, processes)
-            thrift_log = self._path("logs", "thrift.log")
-            thrift = self._spawn("thrift", self._java(
-                jars, "org.apache.hadoop.hbase.thrift.ThriftServer", 384, thrift_log)
-                + ["-p", str(self.thrift_port), "start"], self._path("logs", "thrift.out"),
-                conf_marker, detach, processes)
-            self._wait_hbase(master, thrift, t0 + timeout, progress)
-            self._start_cache_nodes(detach, processes, t0 + timeout)
-        except BaseException:
-            self.stop()
-            raise
+        for attempt in range(3):
+            self._pick_ports(running)
+            self._write_conf()
+            processes: dict[str, str] = {}
+            try:
+                self._start_hbase(jars, detach, processes, t0 + timeout, progress)
+                self._start_cache_nodes(detach, processes, t0 + timeout)
+                break
+            except ClusterError as exc:
+                self.stop()
+                # a free port chosen here was taken by someone else before HBase bound it
+                if attempt == 2 or not self._lost_port_race(auto):
+                    raise exc from None
+            except BaseException:
+                self.stop()
+                raise
         self.started_in = time.monotonic() - t0
         return self
+
+    def _start_hbase(self, jars: list[str], detach: bool, processes: dict[str, str],
+                     deadline: float, progress: bool) -> None:
+        conf_marker = self._path("conf")
+        master = self._spawn("master", self._java(
+            jars, "org.apache.hadoop.hbase.master.HMaster", self.heap_mb,
+            self._path("logs", "master.log")) + ["start"], self._path("logs", "master.out"),
+            conf_marker, detach, processes)
+        thrift = self._spawn("thrift", self._java(
+            jars, "org.apache.hadoop.hbase.thrift.ThriftServer", 384,
+            self._path("logs", "thrift.log")) + ["-p", str(self.thrift_port), "start"],
+            self._path("logs", "thrift.out"), conf_marker, detach, processes)
+        self._wait_hbase(master, thrift, deadline, progress)
+
+    def _lost_port_race(self, auto: dict[str, bool]) -> bool:
+        """Whether start failed on a port it chose itself; if so, forget those ports (and
+        start the logs afresh) so the next attempt picks new ones."""
+        hits = {"zk_port": ("master", "Could not start ZK at requested port"),
+                "thrift_port": ("thrift", "Address already in use")}
+        lost = False
+        for attr, (name, text) in hits.items():
+            log = self._path("logs", f"{name}.log")
+            try:
+                with open(log, errors="replace") as fh:
+                    found = text in fh.read()
+            except OSError:
+                found = False
+            if found and auto[attr]:
+                setattr(self, attr, None)
+                lost = True
+        if lost:
+            for name in ("master", "thrift"):
+                for ext in ("log", "out"):
+                    try:
+                        os.replace(self._path("logs", f"{name}.{ext}"),
+                                   self._path("logs", f"{name}.{ext}.failed"))
+                    except OSError:
+                        pass
+        return lost
 
     def _wait_hbase(self, master: subprocess.Popen, thrift: subprocess.Popen, deadline: float,
                     progress: bool) -> None:
