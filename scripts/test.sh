@@ -4,10 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-# The cache tests run real servers (Debian packages): redis-server, and ZooKeeper (with Java).
+# The cache tests run real servers (Debian packages): redis-server, and ZooKeeper (with Java);
+# the [hbase] tests a real Apache HBase (hibase.cluster: Java 17 and Maven, jars from Maven
+# Central resolved below).
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 { [ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null 2>&1; } || need+=(zookeeper)
+command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || need+=(maven)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -21,4 +25,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
 .venv/bin/python -m pip install --quiet -e '.[dev]'
+# HBase's jars into the local Maven repository (once; cached after) before the clock runs
+.venv/bin/python -c "from hibase.cluster import classpath; classpath()"
 exec .venv/bin/python -m pytest -q "$@"

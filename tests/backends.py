@@ -1,33 +1,42 @@
-"""The two backends the suite runs on, behind one object: `Backend("embedded", folder)` opens
+"""The three backends the suite runs on, behind one object: `Backend("embedded", folder)` opens
 the folder itself; `Backend("thrift", folder)` serves an embedded store in that folder through
 hibase's Thrift1 gateway and opens thrift:// connections to it (the HBase backend, whose catalog
-lives in the served store, so tables and indexes must be made through those connections)."""
+lives in the served store, so tables and indexes must be made through those connections);
+`Backend("hbase", folder, cluster=...)` opens thrift:// connections to the session's real Apache
+HBase (hibase.cluster.HBaseCluster), each test under its own table prefix (`prefix=` in the URL:
+its catalog and tables are its own)."""
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 
 import hibase
 from hibase.server.thrift import ThriftServer
 
 TIMEOUT_MS = 10_000
-KINDS = ("embedded", "thrift")
+HBASE_TIMEOUT_MS = 60_000  # real HBase: a table create or region move takes a while
+KINDS = ("embedded", "thrift", "hbase")
+_prefixes = itertools.count()
 
 
 class Backend:
     """How a test reaches one store.
 
-    kind        "embedded" or "thrift"
+    kind        "embedded", "thrift" or "hbase"
+    remote      True for thrift and hbase (a Thrift1 client: HBase splits regions, not it)
     url         what hibase.connect() and the command line take: the folder, or
                 thrift://host:port?timeout=... (append "&option=..." for more URL options)
-    path        the embedded folder (the store itself, or the one behind the gateway)
+    path        the embedded folder (the store itself, or the one behind the gateway; unused
+                on hbase)
     gateway_db  thrift: the gateway's own embedded Connection (server side: split regions,
-                inspect what HBase holds); None when embedded
-    server      thrift: the running ThriftServer (server.address); None when embedded
+                inspect what HBase holds); None otherwise
+    server      thrift: the running ThriftServer (server.address); None otherwise
+    cluster     hbase: the session's HBaseCluster; prefix: this test's table prefix there
     """
 
-    def __init__(self, kind: str, folder: str | os.PathLike, **gateway_options):
+    def __init__(self, kind: str, folder: str | os.PathLike, cluster=None, **gateway_options):
         if kind not in KINDS:
             raise ValueError(f"backend kind must be one of {KINDS}, not {kind!r}")
         self.kind = kind
@@ -35,7 +44,15 @@ class Backend:
         self.opened: list[hibase.Connection] = []
         self.gateway_db: hibase.Connection | None = None
         self.server: ThriftServer | None = None
-        if kind == "thrift":
+        self.cluster = cluster
+        self.remote = kind != "embedded"
+        self._split_sizes: dict[str, int] = {}
+        if kind == "hbase":
+            assert cluster is not None, "an hbase backend needs the session's cluster"
+            self.prefix = f"t{next(_prefixes)}"
+            self.url = (f"{cluster.thrift_url}?timeout={HBASE_TIMEOUT_MS}&region_check_ms=0"
+                        f"&catalog_lease_ms=0&prefix={self.prefix}")
+        elif kind == "thrift":
             self.gateway_db = hibase.connect(self.path)
             self.server = ThriftServer(self.gateway_db, port=0, **gateway_options).__enter__()
             host, port = self.server.address
@@ -51,9 +68,15 @@ class Backend:
 
     @property
     def address(self) -> tuple[str, int]:
-        """The gateway's (host, port), for plain happybase (thrift only)."""
+        """The Thrift server's (host, port), for plain happybase (thrift, hbase)."""
+        if self.kind == "hbase":
+            return ("127.0.0.1", self.cluster.thrift_port)
         assert self.server is not None, "an embedded backend has no gateway"
         return self.server.address
+
+    def hbase_name(self, table: str) -> str:
+        """The name HBase knows a store table by (hbase: with this test's prefix)."""
+        return f"{self.prefix}_{table}" if self.kind == "hbase" else table
 
     def connect(self, **options) -> hibase.Connection:
         """A new client connection with connect() options (cache=..., cache_policy=...,
@@ -66,24 +89,59 @@ class Backend:
 
     def split(self, table: str, row: bytes | None = None) -> bool:
         """Split a region on the server side (regions are HBase's business, not a Thrift1
-        client's): through the gateway's store, or the latest open embedded connection.
-        Thrift: open clients with local indexes on the table then follow the split at once
-        (they would on their next local-index write or query; tests/test_hbase_local.py
-        covers that path)."""
-        admin = self.gateway_db if self.kind == "thrift" else next(
-            db for db in reversed(self.opened) if not db.store.closed)
-        done = admin.split(table, row)
-        if self.kind == "thrift":
+        client's): through HBase's Admin API, the gateway's store, or the latest open embedded
+        connection. Thrift and hbase: open clients with local indexes on the table then follow
+        the split at once (they would on their next local-index write or query;
+        tests/test_hbase_local.py covers that path)."""
+        if self.kind == "hbase":
+            done = self.cluster.split(self.hbase_name(table), row)
+        else:
+            admin = self.gateway_db if self.kind == "thrift" else next(
+                db for db in reversed(self.opened) if not db.store.closed)
+            done = admin.split(table, row)
+        if self.remote:
             for db in self.opened:
                 if not db.store.closed and any(s.local for s in db.indexer.specs(table)):
                     db.store.follow_splits(table, force=True)
         return done
 
+    def settle(self, table: str) -> int:
+        """hbase: split `table` where a size policy with the split_size given to create_table
+        would have (HBase's own policy splits at 10 GB and Thrift1 cannot set a table's size):
+        at each row where another split_size/2 bytes of cells begin, as the embedded store's
+        halving splits leave regions. Elsewhere a no-op: the store split during the writes.
+        Returns the splits made."""
+        size = self._split_sizes.get(table)
+        if self.kind != "hbase" or size is None:
+            return 0
+        import happybase
+        conn = happybase.Connection(*self.address, timeout=HBASE_TIMEOUT_MS)
+        try:
+            acc, points = 0, []
+            for row, data in conn.table(self.hbase_name(table)).scan():
+                n = len(row) + sum(len(c) + len(v) for c, v in data.items())
+                if acc and acc + n > size // 2:
+                    points.append(row)
+                    acc = 0
+                acc += n
+        finally:
+            conn.close()
+        return sum(self.split(table, row) for row in points)
+
+    def flush(self, table: str) -> None:
+        """hbase: flush the table's memstores (HBase's Admin API), which drops versions beyond
+        max_versions as hibase's read-time trimming always does; a no-op elsewhere."""
+        if self.kind == "hbase":
+            self.cluster.flush(self.hbase_name(table))
+
     def create_table(self, db: hibase.Connection, name: str, families, columns=None,
                      split_size: int | None = None) -> None:
         """db.create_table(...); on thrift the split size also goes to the gateway's table,
-        standing in for HBase's region size policy (Thrift1 cannot carry it)."""
+        standing in for HBase's region size policy (Thrift1 cannot carry it); on hbase HBase's
+        own policy rules (regions of 10 GB: tests split by hand)."""
         db.create_table(name, families, columns=columns, split_size=split_size)
+        if split_size is not None:
+            self._split_sizes[name] = split_size
         if self.kind == "thrift" and split_size is not None:
             store = self.gateway_db.store
             store.save_schema(dataclasses.replace(store.schema(name), split_size=split_size))

@@ -1,6 +1,8 @@
-"""Shared fixtures: one suite, two backends.
+"""Shared fixtures: one suite, three backends.
 
-A test that takes `backend`, `db` or `table` runs twice, ids [embedded] and [thrift]:
+A test that takes `backend`, `db` or `table` runs three times, ids [embedded], [thrift] (hibase's
+gateway) and [hbase] (a real Apache HBase, one per session: `hbase_cluster`, started at the first
+[hbase] test; in CI a missing Java/Maven fails, elsewhere it skips):
 
 - backend   a backends.Backend: `backend.connect(**options)` opens a (further) connection with
             connect() options (cache=..., table_prefix=...); `backend.url` is what
@@ -16,7 +18,8 @@ A test that takes `backend`, `db` or `table` runs twice, ids [embedded] and [thr
 - thrift_backend   a thrift-only Backend, for what only the HBase backend has.
 
 `@pytest.mark.thrift_xfail("reason")` marks only the [thrift] run xfail(strict=True): a known
-backend bug or limitation, found again (XPASS fails) once it is fixed.
+backend bug or limitation, found again (XPASS fails) once it is fixed; `hbase_xfail` the same for
+the [hbase] run.
 
 Tests about the embedded store itself (its folder, row segments, RocksDB's WAL and lock,
 read-only opens, splits by size) take `embedded_db` / `db_path` instead: not backend tests, so not
@@ -25,34 +28,82 @@ parametrized.
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings
 
 import hibase
 from backends import KINDS, Backend
+from servers import in_ci
 
 
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "thrift_xfail(reason): xfail(strict=True) on the [thrift] backend only")
+    config.addinivalue_line(
+        "markers", "hbase_xfail(reason): xfail(strict=True) on the [hbase] backend only")
 
 
 def pytest_generate_tests(metafunc):
     if "backend" not in metafunc.fixturenames:
         return
-    xfail = metafunc.definition.get_closest_marker("thrift_xfail")
     params = []
     for kind in KINDS:
+        xfail = metafunc.definition.get_closest_marker(f"{kind}_xfail")
         marks = ()
-        if kind == "thrift" and xfail is not None:
+        if xfail is not None:
             marks = pytest.mark.xfail(strict=True, reason=xfail.args[0])
         params.append(pytest.param(kind, marks=marks, id=kind))
     metafunc.parametrize("backend", params, indirect=True)
 
 
+@pytest.fixture(scope="session")
+def hbase_cluster(tmp_path_factory):
+    """The session's real HBase (hibase.cluster.HBaseCluster, no cache nodes), started on first
+    use (the first run resolves its jars with Maven), stopped at the end of the session."""
+    from hibase.cluster import HBaseCluster, ServerMissing
+
+    cluster = HBaseCluster(tmp_path_factory.mktemp("hbase"), redis_nodes=0, heap_mb=2048)
+    try:
+        cluster.start(detach=False, progress=False)
+    except ServerMissing as exc:
+        if in_ci():
+            pytest.fail(f"{exc} - CI must have it (scripts/test.sh installs it)")
+        pytest.skip(str(exc))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+# Property tests run fewer examples on [hbase]: every example's tables are real HBase tables
+# (about half a second to create each), so the default counts would take most of an hour there.
+HBASE_MAX_EXAMPLES = int(os.environ.get("HIBASE_HBASE_EXAMPLES", "4"))
+
+
+@pytest.fixture(autouse=True)
+def _fewer_examples_on_hbase(request):
+    callspec = getattr(request.node, "callspec", None)
+    fn = request.node.obj
+    current = getattr(fn, "_hypothesis_internal_use_settings", None)
+    if callspec is None or callspec.params.get("backend") != "hbase" or current is None \
+            or current.max_examples <= HBASE_MAX_EXAMPLES:
+        yield
+        return
+    # Hypothesis reads the test function's settings when the test is called (after fixtures)
+    fn._hypothesis_internal_use_settings = settings(current, max_examples=HBASE_MAX_EXAMPLES)
+    try:
+        yield
+    finally:
+        fn._hypothesis_internal_use_settings = current
+
+
 @pytest.fixture
 def backend(request, tmp_path):
     """The test's store on the backend of this run (see the module docstring)."""
-    b = Backend(request.param, tmp_path / "store")
+    cluster = request.getfixturevalue("hbase_cluster") if request.param == "hbase" else None
+    b = Backend(request.param, tmp_path / "store", cluster=cluster)
     try:
         yield b
     finally:

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import pytest
 
-from hibase.cache.testing import RedisProcess, ServerMissing, ZooKeeperProcess
+from hibase.cluster.local import RedisProcess, ServerMissing, ZooKeeperProcess
 
 __all__ = ["start_redis", "start_zookeeper", "in_ci", "wait_until"]
 

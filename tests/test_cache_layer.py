@@ -12,7 +12,7 @@ from cache_helpers import found, make_db, oracle
 from servers import start_redis
 
 from hibase.cache import HotCache
-from hibase.cache.testing import free_port
+from hibase.cluster.local import free_port
 from hibase.errors import BackendUnavailable, InvalidArgument
 from hibase.index import lookup as lookup_module
 

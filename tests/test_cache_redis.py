@@ -14,7 +14,7 @@ from servers import start_redis, wait_until
 
 from hibase.cache.redis_backend import DATA, FORMAT
 from hibase.cache.ring import Ring
-from hibase.cache.testing import free_port
+from hibase.cluster.local import free_port
 
 
 @pytest.fixture(scope="module")

@@ -220,7 +220,7 @@ def test_cli_commands_have_help():
 
 def test_cache_node_needs_a_reachable_redis():
     runner = CliRunner()
-    from hibase.cache.testing import free_port
+    from hibase.cluster.local import free_port
     out = runner.invoke(cli, ["cache-node", "--redis", f"redis://127.0.0.1:{free_port()}",
                               "--zk", "127.0.0.1:1/x"])
     assert out.exit_code == 1 and "cannot reach the Redis node" in out.output

@@ -133,8 +133,12 @@ def test_row_basic_and_columns(table):
     fam_f = {b"f:a": b"1", b"f:b": b"2", b"f:": b"empty qualifier"}
     assert table.row(b"r", columns=[b"f"]) == fam_f
     assert table.row(b"r", columns=[b"f:"]) == fam_f
-    assert table.row(b"r", columns=[b"f", b"f:a"]) == fam_f
+    # HBase's Get.addFamily / addColumn in the order given: a column after its family narrows
+    # the family to that column, a family after a column widens it again (as real HBase does)
+    assert table.row(b"r", columns=[b"f", b"f:a"]) == {b"f:a": b"1"}
     assert table.row(b"r", columns=[b"f:a", b"f"]) == fam_f
+    assert table.row(b"r", columns=[b"f", b"f:a", b"g"]) == {b"f:a": b"1", b"g:c": b"3"}
+    assert dict(table.scan(columns=[b"f", b"f:b"])) == {b"r": {b"f:b": b"2"}}
 
 
 def test_row_timestamp_and_include_timestamp(table):
@@ -170,9 +174,23 @@ def test_rows(filled):
     assert filled.rows([b"r00"], columns=[b"f:a"], timestamp=2 ** 50)[0][1] == {b"f:a": b"0"}
 
 
-def test_cells_versions(table):
+def test_scan_with_equal_start_and_stop_rows_gets_that_row(table):
+    """Real HBase (Scan.setStopRow, which its Thrift1 server calls): equal start and stop rows
+    make a get of that row, not an empty range."""
+    for k in (b"a", b"b", b"c"):
+        table.put(k, {b"f:a": k})
+    assert keys(table.scan(row_start=b"b", row_stop=b"b")) == [b"b"]
+    assert keys(table.scan(row_start=b"bb", row_stop=b"bb")) == []
+    assert keys(table.scan(row_start=b"b", row_stop=b"c")) == [b"b"]
+    assert keys(table.scan(row_start=b"b", row_stop=b"b", reverse=True)) == [b"b"]
+
+
+def test_cells_versions(backend, table):
     for ts in range(1, 6):
         table.put(b"r", {b"f:a": b"v%d" % ts}, timestamp=ts)
+    # real HBase drops versions beyond max_versions when it flushes (until then a timestamp
+    # reaches them): after a flush it agrees with hibase's read-time trimming
+    backend.flush("t")
     # family f keeps 3 versions, newest first
     assert table.cells(b"r", b"f:a") == [b"v5", b"v4", b"v3"]
     assert table.cells(b"r", b"f:a", versions=2) == [b"v5", b"v4"]
@@ -343,9 +361,11 @@ def test_scan_order_is_bytes_order(db, rowkeys, bounds):
     assert [d for _, d in t.scan()] == [{b"f:a" if rowkeys.index(k) % 2 else b"g:a": k}
                                         for k in want]
     lo, hi = sorted(bounds)
-    assert keys(t.scan(row_start=lo, row_stop=hi)) == [k for k in want if lo <= k < hi]
-    assert keys(t.scan(row_start=hi, row_stop=lo, reverse=True)) == [
-        k for k in want[::-1] if lo < k <= hi]
+    # real HBase: equal start and stop rows make a get of that row
+    expect = [lo] if lo == hi and lo in want else [k for k in want if lo <= k < hi]
+    assert keys(t.scan(row_start=lo, row_stop=hi)) == expect
+    assert keys(t.scan(row_start=hi, row_stop=lo, reverse=True)) == (
+        [hi] if lo == hi and hi in want else [k for k in want[::-1] if lo < k <= hi])
     assert keys(t.scan(row_prefix=lo)) == [k for k in want if k.startswith(lo)]
     assert keys(t.scan(row_prefix=lo, reverse=True)) == [k for k in want[::-1] if k.startswith(lo)]
     assert t.rows(rowkeys) == [(k, t.row(k)) for k in rowkeys]
@@ -563,6 +583,11 @@ def test_bad_input_raises_and_writes_nothing(db, typed, call, exc):
     assert snapshot(db) == before
 
 
+@pytest.mark.hbase_xfail(
+    "real HBase refuses writes of rowkeys longer than 32767 - 16 - len(table name) bytes: the "
+    "client locates the region by a hbase:meta key of table,row,99999999999999 which must fit "
+    "in 32767 bytes (IllegalArgumentException: startRow's length must be less than or equal "
+    "to 32767); hibase allows 32767 everywhere")
 def test_rowkey_length_limit(table):
     table.put(b"k" * MAX_ROWKEY, {b"f:a": b"1"})
     assert MAX_ROWKEY == 32767

@@ -18,7 +18,7 @@ def _table(backend, db, rows=3000):
         for i in range(rows):
             b.put(b"r%05d" % i, {b"f:a": str(i % 37).encode(), b"f:s": b"s%d" % (i % 11),
                                  b"f:x": b"x"})
-    if backend.kind == "thrift":
+    if backend.remote:
         for i in range(rows // 6, rows, rows // 6):
             backend.split("t", b"r%05d" % i)
     assert len(t.regions()) > (4 if rows >= 3000 else 1)

@@ -171,11 +171,12 @@ def test_compact_table_drops_expired_cells(embedded_db):
 
 # -- versions and TTL ---------------------------------------------------------------------------
 
-def test_max_versions_per_family(db):
+def test_max_versions_per_family(backend, db):
     db.create_table("v", {"one": {"max_versions": 1}, "five": {"max_versions": 5}})
     t = db.table("v")
     for ts in range(1, 11):
         t.put(b"r", {b"one:a": b"%d" % ts, b"five:a": b"%d" % ts}, timestamp=ts)
+    backend.flush("v")  # real HBase trims versions at flush (test_cells_versions)
     assert t.cells(b"r", b"one:a") == [b"10"]
     assert t.cells(b"r", b"five:a") == [b"10", b"9", b"8", b"7", b"6"]
     # a timestamp cannot reach versions beyond max_versions (HBase after compaction)
@@ -267,6 +268,11 @@ class Model:
         return out
 
 
+@pytest.mark.hbase_xfail(
+    "real HBase's default delete semantics (column family NEW_VERSION_BEHAVIOR=false, which "
+    "Thrift1 cannot change): a delete marker hides every version with ts <= its timestamp, "
+    "also puts written after it, until a major compaction drops it; hibase's model is HBase 2's "
+    "new version behavior (a marker hides only what was written before it)")
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(op, max_size=40), fold=st.booleans())
@@ -312,7 +318,9 @@ def check_regions(regions):
     for left, right in zip(regions, regions[1:]):
         assert left["end_key"] == right["start_key"]
         assert left["start_key"] < left["end_key"]
-    assert len({r["id"] for r in regions}) == len(regions)
+    # region names are unique; ids are not on real HBase (a split's daughters share theirs:
+    # the regionId is the split's time)
+    assert len({r["name"] for r in regions}) == len(regions)
 
 
 def fill(t, n, width=40, family=b"f"):

@@ -366,6 +366,10 @@ class Table:
                 raise errors.InvalidArgument(
                     "'row_prefix' cannot be combined with 'row_start' or 'row_stop'")
             row_start, row_stop = _prefix_range(row_prefix, reverse)
+        if row_start and row_start == row_stop:
+            # real HBase (Scan.setStopRow, which Thrift1 uses): equal start and stop rows make
+            # a get of that row (reversed or not), not an empty range
+            row_stop, reverse = row_start + b"\x00", False
         cols = self._columns(columns)
         rf = compile_filter(filter) if filter is not None else None
         if rf is not None and rf.prefix is not None and row_start is None and row_stop is None:

@@ -181,8 +181,8 @@ def run(rows: int = 200_000, path: str | None = None, keep: bool = False, seed: 
         echo: Callable[[str], Any] = print) -> dict[str, Any]:
     """Run the demo, printing as it goes through `echo`; returns the figures.
 
-    `path`: the store folder (created; kept afterwards); by default a temporary folder,
-    removed at the end unless `keep`."""
+    `path`: the store folder (created; kept afterwards) or a thrift:// URL of an HBase Thrift
+    server; by default a temporary folder, removed at the end unless `keep`."""
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
         raise errors.InvalidArgument("rows must be a positive int")
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
@@ -196,7 +196,8 @@ def run(rows: int = 200_000, path: str | None = None, keep: bool = False, seed: 
     try:
         if TABLE.encode() in db.tables():
             raise errors.TableExists(
-                f"{path!r} already holds a table {TABLE!r}; give --dir a new folder")
+                f"{path!r} already holds a table {TABLE!r}; give --dir a new folder (or "
+                "--backend a thrift:// URL with another ?prefix=)")
         echo(f"HiBase demo: {rows:,} telecom records, the paper's 3 indexes and 4 query types")
         where = ("a temporary folder, removed at the end; --keep keeps it" if temp and not keep
                  else "kept afterwards")

@@ -276,7 +276,7 @@ def run(rows: int = 100_000, queries: int = 10_000, zipf: float = 0.99,
         for backend, nodes in configs:
             with ExitStack() as stack:
                 if backend == "redis":
-                    from ..cache.testing import RedisProcess
+                    from ..cluster.local import RedisProcess
                     servers = [stack.enter_context(RedisProcess()) for _ in range(nodes)]
                     spec = ",".join(s.url for s in servers)
                     names = redis_policies

@@ -16,7 +16,7 @@ below; nothing is registered by name or on import.
 
 from __future__ import annotations
 
-from . import bench, cache, check, query, serve, store
+from . import bench, cache, check, cluster, query, serve, store
 from .base import cli, main, parse_bytes, show_bytes
 
 __all__ = ["cli", "main", "parse_bytes", "show_bytes", "COMMANDS"]
@@ -27,6 +27,7 @@ COMMANDS = (
     query.index, query.query,
     cache.cache_node,
     serve.serve_command,
+    cluster.cluster,
     bench.demo, bench.bench,
     check.check,
 )

@@ -26,14 +26,17 @@ __all__ = ["bench", "bench_options", "finish_bench", "demo"]
 @click.option("--dir", "dir_", type=click.Path(file_okay=False), metavar="DIR",
               help="Put the store in this folder and keep it (default: a temporary folder).")
 @click.option("--keep", is_flag=True, help="Keep the temporary store and print its folder.")
+@click.option("--backend", metavar="URL",
+              help="Run on an HBase Thrift server instead (thrift://host:port, e.g. the one "
+                   "`hibase cluster start` prints); the table stays there.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the generated data.")
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
               help="Runs of each indexed query (the median is shown).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Show a progress bar while loading.")
-def demo(rows: int, dir_: str | None, keep: bool, seed: int, repeats: int,
-         progress: bool) -> None:
+def demo(rows: int, dir_: str | None, keep: bool, backend: str | None, seed: int,
+         repeats: int, progress: bool) -> None:
     """The HiBase paper's experiment in miniature: telecom records, 3 indexes, 4 queries.
 
     Generates telecom-style records (~200 bytes, 10 attributes: MDN, start and end time, IP,
@@ -50,10 +53,16 @@ def demo(rows: int, dir_: str | None, keep: bool, seed: int, repeats: int,
         hibase demo
         hibase demo --rows 50000 --dir demo-store/
         hibase query demo-store/ "EXPLAIN SELECT * FROM telecom WHERE f.ip = '1.2.3.4'"
+        hibase demo --rows 20000 --backend thrift://127.0.0.1:9090   # real HBase
     """
     from ..demo import run
-    run(rows=rows, path=dir_, keep=keep, seed=seed, repeats=repeats, progress=progress,
-        echo=click.echo)
+    if backend is not None and dir_ is not None:
+        raise click.UsageError("give --dir or --backend, not both")
+    if backend is not None and not backend.startswith("thrift://"):
+        raise click.BadParameter(f"expected thrift://host:port, got {backend!r}",
+                                 param_hint="--backend")
+    run(rows=rows, path=backend or dir_, keep=keep, seed=seed, repeats=repeats,
+        progress=progress, echo=click.echo)
 
 
 # -- hibase bench ------------------------------------------------------------------------------

@@ -305,7 +305,8 @@ class Handler:
             return _Columns(cols, None)
         families = {c for c in cols if b":" not in c}
         wanted = frozenset(cols)
-        return _Columns([c[:-1] if c in empty else c for c in cols],
+        # the families read for b"f:" go last: a family named after its columns reads it whole
+        return _Columns([c for c in cols if c not in empty] + [c[:-1] for c in empty],
                         lambda c: c in wanted or c[:c.index(b":")] in families)
 
     def _cells(self, name: str, row: Any, columns: _Columns, ts: int | None,
@@ -537,6 +538,8 @@ class Handler:
         ts = _read_ts(timestamp)
         start = _text(start, "start row") if start is not None else b""
         stop = _text(stop, "stop row") if stop is not None else b""
+        if start and start == stop:  # HBase: equal start and stop rows get that one row
+            stop, reverse = start + b"\x00", False
         rf = compile_filter(filter_string) if filter_string else None
         if batch is not None and batch < 1:
             batch = None

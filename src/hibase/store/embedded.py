@@ -298,10 +298,15 @@ class EmbeddedStore(KeyValueTables):
         for col in columns:
             fam, qual = split_column(col)
             t.schema.check_family(fam)
-            if not qual:  # b"f" or b"f:" names the whole family (happybase's docs)
+            # HBase's Get/Scan addFamily / addColumn, in order: b"f" or b"f:" (happybase's
+            # docs) asks for the whole family; a column after it narrows the family to the
+            # columns named from then on (real HBase: [f, f:a] reads f:a only, [f:a, f] all f)
+            if not qual:
                 wanted[fam] = None
-            elif fam not in wanted or wanted[fam] is not None:
-                wanted.setdefault(fam, set()).add(col)  # type: ignore[union-attr]
+            elif wanted.get(fam) is None:
+                wanted[fam] = {col}
+            else:
+                wanted[fam].add(col)  # type: ignore[union-attr]
         out = []
         for fam, cols in wanted.items():
             view, _, fo = t.fams[fam]

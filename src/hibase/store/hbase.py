@@ -72,10 +72,12 @@ DEFAULT_LEASE_MS = 1000
 
 def parse_url(url: str) -> dict:
     """thrift://host[:port][?transport=buffered|framed&protocol=binary|compact&timeout=ms
-    &pool_size=n&retries=n&region_check_ms=n&catalog_lease_ms=n] -> happybase connection
-    options and ours (region_check_ms: how often local-index work asks HBase for its regions;
-    catalog_lease_ms: how long index definitions read from the catalog are trusted before a
-    query or write checks them again, one get; 0 = before every query and write)."""
+    &pool_size=n&retries=n&region_check_ms=n&catalog_lease_ms=n&prefix=name] -> happybase
+    connection options and ours (region_check_ms: how often local-index work asks HBase for its
+    regions, 0 = always; catalog_lease_ms: how long index definitions read from the catalog are
+    trusted before a query or write checks them again, one get; 0 = before every query and
+    write; prefix: every HBase table of this store, the catalog included, is named
+    `<prefix>_<table>`, so several hibase stores share one HBase without seeing each other)."""
     parts = urlsplit(url)
     if parts.scheme != "thrift":
         raise errors.InvalidArgument(f"not a thrift:// URL: {url!r}")
@@ -83,7 +85,7 @@ def parse_url(url: str) -> dict:
         raise errors.InvalidArgument(f"a thrift:// URL has no path, got {parts.path!r}")
     q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
     known = {"transport", "protocol", "timeout", "pool_size", "retries", "region_check_ms",
-             "catalog_lease_ms"}
+             "catalog_lease_ms", "prefix"}
     unknown = sorted(set(q) - known)
     if unknown:
         raise errors.InvalidArgument(f"unknown thrift:// option(s) {unknown}; known: "
@@ -108,10 +110,17 @@ def parse_url(url: str) -> dict:
         raise errors.InvalidArgument(
             "timeout and pool_size must be >= 1, retries, region_check_ms and "
             "catalog_lease_ms >= 0")
+    prefix = q.get("prefix", "")
+    if prefix and not prefix.replace("_", "").replace("-", "").replace(".", "").isalnum():
+        raise errors.InvalidArgument(f"prefix must be letters, digits, _ - or ., not {prefix!r}")
     return {"host": parts.hostname or "127.0.0.1", "port": port, "transport": transport,
             "protocol": protocol, "timeout": timeout, "pool_size": pool_size,
             "retries": retries, "region_check_ms": region_check_ms,
-            "catalog_lease_ms": catalog_lease_ms}
+            "catalog_lease_ms": catalog_lease_ms, "prefix": prefix}
+
+
+# Thrift1 calls whose first argument is not a table name (the prefix is not added to it)
+_NO_TABLE_ARG = frozenset({"getTableNames", "scannerGet", "scannerGetList", "scannerClose"})
 
 
 def _start(region: Region) -> bytes:
@@ -167,8 +176,11 @@ class HBaseStore(HBaseKeyValueTables):
         # fault injection: "index" or "data" (commit), "split-copy" or "split-switch"
         self.fail_after: str | None = None
         self.retries = self.opts["retries"]
+        self._last_auto = 0  # the highest timestamp prepare() gave a mutation
+        self._after_delete = 0  # above the last timestamp prepare() gave a delete
         self.layouts = Layouts(self, self.opts["region_check_ms"] / 1000)
         o = self.opts
+        self._prefix = (o["prefix"] + "_").encode() if o["prefix"] else b""
         try:
             self._pool = happybase.ConnectionPool(
                 o["pool_size"], host=o["host"], port=o["port"], timeout=o["timeout"],
@@ -189,6 +201,8 @@ class HBaseStore(HBaseKeyValueTables):
         if self._closed:
             raise errors.BackendUnavailable("the store is closed")
         T = self.T
+        if self._prefix and method not in _NO_TABLE_ARG:
+            args = (self._prefix + args[0], *args[1:])
         delay = 0.05
         for attempt in range(self.retries + 1):
             with self._calls_lock:
@@ -197,11 +211,11 @@ class HBaseStore(HBaseKeyValueTables):
                 with self._pool.connection(timeout=self.opts["timeout"] / 1000) as conn:
                     return getattr(conn.client, method)(*args)
             except T.IllegalArgument as exc:
-                raise errors.InvalidArgument(exc.message) from None
+                raise errors.InvalidArgument(_one_line(exc.message)) from None
             except T.AlreadyExists as exc:
                 raise errors.TableExists(exc.message) from None
             except T.IOError as exc:
-                raise _map_io_error(exc.message) from None
+                raise _map_io_error(_one_line(exc.message)) from None
             except (TTransportException, socket.error, EOFError) as exc:
                 if not retry:
                     raise _Transport(str(exc)) from None
@@ -231,7 +245,8 @@ class HBaseStore(HBaseKeyValueTables):
 
     # -- catalog -----------------------------------------------------------------------------
     def _hbase_tables(self) -> set[str]:
-        return {n.decode() for n in self._call("getTableNames")}
+        p = self._prefix
+        return {n[len(p):].decode() for n in self._call("getTableNames") if n.startswith(p)}
 
     def _load_catalog(self, create: bool) -> None:
         if META_TABLE not in self._hbase_tables():
@@ -571,16 +586,30 @@ class HBaseStore(HBaseKeyValueTables):
         store's format, so the layers above compute before / after states the same way."""
         from .embedded import EmbeddedStore
 
-        default_ts = now_ms()
+        # Real HBase masks every put whose timestamp is not above a delete marker's, even one
+        # written after the marker, and its Thrift1 server applies a batch's puts before its
+        # deletes. So deletes without a timestamp are sent with one at or above every
+        # timestamp this store gave so far, and later puts get one above it: the order of the
+        # calls then decides, as the segments below (and the embedded store) assume.
+        now = now_ms()
         out = []
         for m in mutations:
             t = self.table(m.table)
             if m.kind == "put":
-                ts = default_ts if m.ts is None else m.ts
+                if m.ts is None:
+                    ts = max(now, self._after_delete)
+                    self._last_auto = max(self._last_auto, ts)
+                else:
+                    ts = m.ts
                 m = m._replace(ts=ts)
+                segments = list(EmbeddedStore._segments(t, m, ts))
             else:
-                ts = m.ts
-            out.append((t, m, list(EmbeddedStore._segments(t, m, ts))))
+                segments = list(EmbeddedStore._segments(t, m, m.ts))
+                if m.ts is None:
+                    ts = max(now, self._last_auto)
+                    m = m._replace(ts=ts)
+                    self._last_auto, self._after_delete = ts, ts + 1
+            out.append((t, m, segments))
         return out
 
     def row_states(self, table: str, row: bytes, columns: list[bytes],
@@ -798,9 +827,15 @@ def _deletes_with_ts(pending: dict[bytes, list[bytes]]) -> bool:
     return False
 
 
-def _map_io_error(message: str | bytes) -> errors.HibaseError:
-    if isinstance(message, bytes):  # thriftpy2 hands IOError.message over as bytes
+def _one_line(message: Any) -> str:
+    """A Thrift error's message as one line: real HBase sends the Java stack trace too."""
+    if isinstance(message, bytes):  # thriftpy2 hands the messages over as bytes
         message = message.decode("utf-8", "replace")
+    return (message or "").strip().split("\n", 1)[0].strip()
+
+
+def _map_io_error(message: str | bytes) -> errors.HibaseError:
+    message = _one_line(message)
     msg = message or "HBase error"
     low = msg.lower()
     if "no table" in low or "tablenotfound" in low or "not found" in low and "table" in low:

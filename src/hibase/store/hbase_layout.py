@@ -86,10 +86,22 @@ class Layouts:
         self._checked: dict[str, float] = {}
 
     def live(self, table: str) -> list[HRegion]:
-        """HBase's regions of `table` now (one getTableRegions call)."""
+        """HBase's regions of `table` now (one getTableRegions call; again while a region is
+        in transition, which real HBase's Thrift1 server answers with an internal error)."""
+        from thriftpy2.thrift import TApplicationException
+
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                got = self.store._call("getTableRegions", table.encode())
+                break
+            except TApplicationException:
+                if time.monotonic() > deadline:
+                    raise errors.BackendError(
+                        f"HBase keeps failing to list the regions of {table!r}") from None
+                time.sleep(0.05)
         out = [HRegion(table, r.startKey or b"", r.endKey or b"", r.id, r.serverName or b"",
-                       r.port or 0, r.name or b"", r.version or 0)
-               for r in self.store._call("getTableRegions", table.encode())]
+                       r.port or 0, r.name or b"", r.version or 0) for r in got]
         out.sort(key=lambda r: r.start)
         self._live[table] = out
         return out
@@ -156,7 +168,7 @@ class Layouts:
                 self._split(table, *C.unpack(marker))
                 done += 1
             if store.meta_value(_layout_key(table)) is None:
-                self._record(table, [(r.start, r.id) for r in self.live(table)])
+                self._record(table, _unique_ids(self.live(table)))
                 return done
             layout = self.regions(table)
             known = {r.start for r in layout}
@@ -196,3 +208,17 @@ class Layouts:
         """Fault injection (tests): the store's `fail_after` names the step to stop after."""
         if self.store.fail_after == step:
             raise errors.BackendError(f"fault injection: split stopped after {step}")
+
+
+def _unique_ids(regions: list[HRegion]) -> list[tuple[bytes, int]]:
+    """(start, id) per region with ids made unique: real HBase gives both daughters of a split
+    the same regionId (the split's time), while local indexes and routing key by id."""
+    used: set[int] = set()
+    out = []
+    for r in regions:
+        rid = r.id
+        while rid in used:
+            rid += 1
+        used.add(rid)
+        out.append((r.start, rid))
+    return out

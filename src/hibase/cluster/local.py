@@ -1,5 +1,6 @@
-"""Throwaway local servers for tests and benchmarks: redis-server and a standalone ZooKeeper,
-each on a free loopback port with a temporary folder, started and stopped (or killed) on demand.
+"""Local servers on loopback for tests, benchmarks and `hibase cluster`: redis-server and a
+standalone ZooKeeper, each on a free (or given) port with its own folder, started and stopped (or
+killed) on demand; attached to the caller (they die with it) or detached (`hibase cluster start`).
 
 They use the Debian packages (``redis-server``; ``zookeeper`` with Java):
 
@@ -8,7 +9,7 @@ They use the Debian packages (``redis-server``; ``zookeeper`` with Java):
     with ZooKeeperProcess() as zk:            # java ... ZooKeeperServerMain <port> <dir> 500
         print(zk.address)                     # "127.0.0.1:<port>"
 
-Nothing here is used by hibase itself at run time.
+Nothing here is used by hibase's store, index or cache code at run time.
 """
 
 from __future__ import annotations
@@ -22,14 +23,45 @@ import tempfile
 import time
 from typing import Any
 
-__all__ = ["free_port", "find_redis_server", "find_zookeeper", "RedisProcess",
-           "ZooKeeperProcess", "ServerMissing"]
+from ..errors import BackendUnavailable
+
+__all__ = ["free_port", "port_taken", "find_redis_server", "find_zookeeper", "RedisProcess",
+           "ZooKeeperProcess", "ClusterError", "ServerMissing", "log_tail"]
 
 ZK_JARS = ("/usr/share/java/zookeeper.jar", "/usr/share/zookeeper/zookeeper.jar")
 
 
-class ServerMissing(RuntimeError):
-    """The server binary (or Java / the ZooKeeper jar) is not installed."""
+class ClusterError(BackendUnavailable):
+    """A local server could not be started, reached or stopped (the message names its log)."""
+
+
+class ServerMissing(ClusterError):
+    """The server binary (or Java / the ZooKeeper jar / Maven) is not installed."""
+
+
+def log_tail(path: str, lines: int = 3, width: int = 600) -> str:
+    """The last non-empty lines of a log, joined with ' | ' (for one-line error messages)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 16384))
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return "(no log)"
+    got = [ln.strip() for ln in text.splitlines() if ln.strip()][-lines:]
+    return " | ".join(got)[-width:] or "(empty log)"
+
+
+def port_taken(port: int) -> bool:
+    """Whether something already listens on (or holds) 127.0.0.1:port (a port left in
+    TIME_WAIT by a server that just stopped is free: servers bind with SO_REUSEADDR too)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
 
 
 def free_port() -> int:
@@ -73,19 +105,24 @@ def _wait(check: Any, timeout: float, what: str, proc: subprocess.Popen, log: st
         if check():
             return
         time.sleep(0.05)
-    try:
-        tail = open(log, errors="replace").read()[-2000:]
-    except OSError:
-        tail = ""
-    raise RuntimeError(f"{what} did not start (exit code {proc.poll()}): {tail}")
+    code = proc.poll()
+    state = f"exited with code {code}" if code is not None else f"not ready after {timeout:g} s"
+    raise ClusterError(f"{what} did not start ({state}; log {log}): {log_tail(log)}")
 
 
 class _Process:
     name = "server"
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, folder: str | None = None,
+                 detach: bool = False) -> None:
+        """`folder`: where its data and log go (a new temporary folder, deleted by close(), when
+        None); `detach`: the server outlives this process (own session) instead of dying with
+        it."""
         self.port = port or free_port()
-        self.dir = tempfile.mkdtemp(prefix=f"hibase-{self.name}-")
+        self.own_dir = folder is None
+        self.dir = tempfile.mkdtemp(prefix=f"hibase-{self.name}-") if folder is None else folder
+        os.makedirs(self.dir, exist_ok=True)
+        self.detach = detach
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -102,10 +139,14 @@ class _Process:
         """Start (again, on the same port and folder after stop/kill) and wait until ready."""
         if self.running:
             return self
+        if port_taken(self.port):
+            raise ClusterError(f"{self.name} cannot start: port {self.port} on 127.0.0.1 is "
+                               "taken")
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(self._command(), stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, cwd=self.dir,
-                                         preexec_fn=_die_with_parent)
+            self.proc = subprocess.Popen(
+                self._command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=self.dir, start_new_session=self.detach,
+                preexec_fn=None if self.detach else _die_with_parent)
         _wait(self._ready, timeout, f"{self.name} on port {self.port}", self.proc, self.log_path)
         return self
 
@@ -128,9 +169,10 @@ class _Process:
                 self.kill()
 
     def close(self) -> None:
-        """Stop and delete the folder."""
+        """Stop, and delete the folder if it was a temporary one."""
         self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> Any:
         return self.start()
@@ -153,13 +195,14 @@ class RedisProcess(_Process):
 
     name = "redis"
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, folder: str | None = None,
+                 detach: bool = False) -> None:
         binary = find_redis_server()
         if binary is None:
             raise ServerMissing("redis-server is not installed (Debian: apt-get install "
                                 "redis-server)")
         self.binary = binary
-        super().__init__(port)
+        super().__init__(port, folder, detach)
 
     @property
     def url(self) -> str:
@@ -179,14 +222,15 @@ class ZooKeeperProcess(_Process):
 
     name = "zookeeper"
 
-    def __init__(self, port: int | None = None, tick_ms: int = 500) -> None:
+    def __init__(self, port: int | None = None, tick_ms: int = 500, folder: str | None = None,
+                 detach: bool = False) -> None:
         found = find_zookeeper()
         if found is None:
             raise ServerMissing("ZooKeeper is not installed (Debian: apt-get install zookeeper, "
                                 "which brings Java)")
         self.java, self.classpath = found
         self.tick_ms = tick_ms
-        super().__init__(port)
+        super().__init__(port, folder, detach)
 
     @property
     def address(self) -> str:

@@ -1,0 +1,115 @@
+"""`hibase cluster start|stop|status DIR`: a local Apache HBase (with its Thrift1 server) and
+Redis cache nodes for trying hibase on real HBase (hibase/cluster/)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .base import HibaseGroup
+
+__all__ = ["cluster"]
+
+
+@click.group(cls=HibaseGroup)
+def cluster() -> None:
+    """A local Apache HBase 2.6 and Redis cache nodes, on 127.0.0.1, kept in a folder.
+
+    `start` runs standalone HBase (master, region server and ZooKeeper in one JVM, data in
+    DIR/hbase), HBase's Thrift1 server and N Redis nodes each with its `hibase cache-node`
+    service registered in that ZooKeeper, then prints the two URLs to use. The jars come from
+    Maven Central the first time (Java 17 and Maven needed). `stop` ends what `start` started.
+
+    Example:
+
+    \b
+        hibase cluster start .cluster
+        # thrift://127.0.0.1:PORT and zk://127.0.0.1:PORT/hibase: in Python,
+        #   hibase.connect("thrift://127.0.0.1:PORT", cache="zk://127.0.0.1:PORT/hibase")
+        hibase cluster status .cluster
+        hibase cluster stop .cluster
+    """
+
+
+@cluster.command("start")
+@click.argument("dir", type=click.Path(file_okay=False))
+@click.option("--redis-nodes", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Redis cache nodes to run (each with its cache-node service).")
+@click.option("--thrift-port", type=click.IntRange(1, 65535), default=None,
+              help="Port of HBase's Thrift1 server (default: a free one, kept across starts).")
+@click.option("--zk-port", type=click.IntRange(1, 65535), default=None,
+              help="Port of HBase's ZooKeeper (default: a free one, kept across starts).")
+@click.option("--heap-mb", type=click.IntRange(min=256), default=1024, show_default=True,
+              help="Java heap of the HBase JVM (master + region server + ZooKeeper).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
+              help="Seconds to wait for HBase to serve Thrift calls.")
+def start(dir: str, redis_nodes: int, thrift_port: int | None, zk_port: int | None,
+          heap_mb: int, timeout: float) -> None:
+    """Start the cluster kept in DIR (created if missing) and print its URLs, one per line.
+
+    Returns once HBase creates and drops a probe table through Thrift and every cache node is
+    registered; the processes keep running (pid files in DIR/pids, logs in DIR/logs). Starting
+    a running cluster prints its URLs again.
+
+    Example:
+
+    \b
+        hibase cluster start .cluster --redis-nodes 3
+    """
+    from ..cluster import HBaseCluster
+
+    c = HBaseCluster(dir, redis_nodes=redis_nodes, thrift_port=thrift_port, zk_port=zk_port,
+                     heap_mb=heap_mb)
+    c.start(timeout=timeout)
+    for url in c.urls:
+        click.echo(url)
+
+
+@cluster.command("stop")
+@click.argument("dir", type=click.Path(file_okay=False, exists=True))
+def stop(dir: str) -> None:
+    """Stop the processes `hibase cluster start DIR` started (and no other), keeping the data.
+
+    Cache nodes and Redis first, then HBase (SIGTERM, SIGKILL after 90 s).
+
+    Example:
+
+    \b
+        hibase cluster stop .cluster
+    """
+    from ..cluster import HBaseCluster
+
+    stopped = HBaseCluster(dir).stop()
+    click.echo(f"stopped {', '.join(stopped)}" if stopped else f"nothing runs in {dir}",
+               err=True)
+
+
+@cluster.command("status")
+@click.argument("dir", type=click.Path(file_okay=False, exists=True))
+@click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
+def status(dir: str, as_json: bool) -> None:
+    """Show which processes of the cluster in DIR run, and its URLs; exit code 1 unless all
+    run and HBase answers Thrift calls.
+
+    Example:
+
+    \b
+        hibase cluster status .cluster
+    """
+    from ..cluster import HBaseCluster
+
+    st = HBaseCluster(dir).status()
+    if as_json:
+        click.echo(json.dumps(st))
+    else:
+        for name, pid in sorted(st["running"].items()):
+            click.echo(f"{name}\trunning\tpid {pid}")
+        for name in st["stopped"]:
+            click.echo(f"{name}\tstopped")
+        if st["running"]:
+            click.echo(st["thrift_url"])
+            click.echo(st["zk_url"])
+    if st["stopped"] or not st["running"] or not st["ready"]:
+        raise SystemExit(1)
+

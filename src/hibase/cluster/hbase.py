@@ -1,0 +1,576 @@
+"""A local Apache HBase for trying and testing hibase: standalone HBase 2.6 (master, region server
+and ZooKeeper in one JVM, data under DIR/hbase on the local filesystem) plus HBase's own Thrift1
+server, all on 127.0.0.1, and Redis cache nodes each with its `hibase cache-node` service
+registered in HBase's ZooKeeper.
+
+    cluster = HBaseCluster("/tmp/c").start()     # resolves the jars the first time (Maven)
+    db = hibase.connect(cluster.thrift_url, cache=cluster.zk_url)
+    cluster.split("t", b"row")                  # HBase's Admin API (a small Java helper)
+    HBaseCluster("/tmp/c").stop()               # what start started (pid files in DIR), no more
+
+The jars come from Maven Central through the pom kept beside this module (`mvn
+dependency:build-classpath`, once; the classpath is cached under ~/.cache/hibase); the Java
+flags are those HBase's own `bin/hbase` adds on JDK 17.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from importlib import resources
+from typing import Any
+
+from .local import (ClusterError, RedisProcess, ServerMissing, _die_with_parent, free_port,
+                    log_tail, port_taken)
+
+__all__ = ["HBaseCluster", "JVM_FLAGS", "classpath", "cache_dir", "ZK_PATH"]
+
+ZK_PATH = "/hibase"  # where cache-node services register (zk://127.0.0.1:PORT/hibase)
+STATE = "cluster.json"
+
+# What HBase's bin/hbase adds on JDK 11+ (HBASE-28247 and follow-ups).
+JVM_FLAGS = [
+    "-XX:+UseG1GC", "-Djava.net.preferIPv4Stack=true",
+    "-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true",
+    "--add-modules", "jdk.unsupported",
+    *[f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in (
+        "java.io", "java.nio", "sun.nio.ch", "java.lang", "jdk.internal.ref", "java.lang.reflect",
+        "java.util", "java.util.concurrent", "jdk.internal.util.random")],
+    *[f"--add-exports={m}=ALL-UNNAMED" for m in (
+        "java.base/jdk.internal.misc", "java.security.jgss/sun.security.krb5",
+        "java.base/sun.net.dns", "java.base/sun.net.util")],
+]
+
+
+def cache_dir() -> str:
+    """Where the resolved classpath and the compiled Java helper are kept
+    ($HIBASE_CACHE_DIR, else $XDG_CACHE_HOME/hibase or ~/.cache/hibase)."""
+    base = os.environ.get("HIBASE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "hibase")
+    return base
+
+
+def _resource(name: str) -> bytes:
+    return resources.files(__package__).joinpath(name).read_bytes()
+
+
+def _tool(name: str, hint: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise ServerMissing(f"{name} is not installed ({hint})")
+    return path
+
+
+def _work_dir() -> str:
+    """The folder of this pom's resolution: keyed by the pom's content."""
+    digest = hashlib.sha256(_resource("pom.xml")).hexdigest()[:12]
+    return os.path.join(cache_dir(), f"hbase-{digest}")
+
+
+def classpath(progress: bool = True) -> list[str]:
+    """The jars of the local HBase, resolved by Maven on first use (shown as a progress bar of
+    files downloaded) and cached; re-resolved if a jar vanished from the local repository."""
+    work = _work_dir()
+    cp_file = os.path.join(work, "classpath.txt")
+    if os.path.exists(cp_file):
+        jars = open(cp_file).read().strip().split(os.pathsep)
+        if jars and all(os.path.exists(j) for j in jars):
+            return jars
+    mvn = _tool("mvn", "Debian: apt-get install maven")
+    _tool("java", "Debian: apt-get install openjdk-17-jdk-headless")
+    os.makedirs(work, exist_ok=True)
+    with open(os.path.join(work, "pom.xml"), "wb") as fh:
+        fh.write(_resource("pom.xml"))
+    log_path = os.path.join(work, "mvn.log")
+    tmp = cp_file + ".tmp"
+    cmd = [mvn, "-B", "-f", os.path.join(work, "pom.xml"), "dependency:build-classpath",
+           f"-Dmdep.outputFile={tmp}", "-Dmdep.includeScope=runtime"]
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(desc="resolving HBase jars (Maven)", unit=" files", file=sys.stderr)
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, text=True, cwd=work)
+        for line in proc.stdout:  # type: ignore[union-attr]
+            log.write(line)
+            if bar is not None and line.startswith(("Downloaded from", "[INFO] Downloaded")):
+                bar.update(1)
+        code = proc.wait()
+    if bar is not None:
+        bar.close()
+    if code != 0 or not os.path.exists(tmp):
+        errors_seen = [ln for ln in open(log_path, errors="replace") if "[ERROR]" in ln][:2]
+        raise ClusterError(f"Maven could not resolve HBase's jars (exit {code}; log {log_path}): "
+                           + (" | ".join(e.strip() for e in errors_seen) or log_tail(log_path)))
+    os.replace(tmp, cp_file)
+    return open(cp_file).read().strip().split(os.pathsep)
+
+
+def admin_classes(jars: list[str]) -> str:
+    """The folder holding HibaseAdmin.class, compiled with javac at first use and cached."""
+    work = os.path.join(_work_dir(), "admin-" + hashlib.sha256(
+        _resource("HibaseAdmin.java")).hexdigest()[:12])
+    if os.path.exists(os.path.join(work, "HibaseAdmin.class")):
+        return work
+    javac = _tool("javac", "Debian: apt-get install openjdk-17-jdk-headless")
+    src_dir = work + ".src"
+    os.makedirs(src_dir, exist_ok=True)
+    src = os.path.join(src_dir, "HibaseAdmin.java")
+    with open(src, "wb") as fh:
+        fh.write(_resource("HibaseAdmin.java"))
+    out = subprocess.run([javac, "-nowarn", "-d", src_dir, "-cp", os.pathsep.join(jars), src],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise ClusterError(f"javac failed on {src}: {out.stderr.strip()[-500:]}")
+    os.replace(src_dir, work)
+    return work
+
+
+def _site_xml(props: dict[str, Any]) -> str:
+    body = "".join(f"  <property><name>{k}</name><value>{v}</value></property>\n"
+                   for k, v in props.items())
+    return f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n'
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _alive(pid: int, marker: str) -> bool:
+    """Whether pid runs and is the process we started (its command line holds `marker`), so a
+    recycled pid is never signalled."""
+    if not os.path.exists(f"/proc/{pid}"):
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                return False  # a zombie: exited, not yet reaped by its parent
+    except OSError:
+        return False
+    return marker in _cmdline(pid)
+
+
+class HBaseCluster:
+    """The local deployment kept in folder DIR (see the module docstring).
+
+    DIR/cluster.json records ports and processes; DIR/pids/<name>.pid one pid each; logs go
+    to DIR/logs/. Ports not given are free ones chosen at the first start and kept for the
+    next starts (if still free)."""
+
+    def __init__(self, folder: str | os.PathLike, *, redis_nodes: int = 2,
+                 thrift_port: int | None = None, zk_port: int | None = None,
+                 heap_mb: int = 1024):
+        self.dir = os.path.abspath(os.fspath(folder))
+        self.redis_nodes = redis_nodes
+        self.heap_mb = heap_mb
+        state = self._state()
+        self.thrift_port = thrift_port or state.get("thrift_port")
+        self.zk_port = zk_port or state.get("zk_port")
+        self.redis_ports: list[int] = list(state.get("redis_ports", []))
+        self._admin: subprocess.Popen | None = None
+        self._admin_lock = threading.Lock()
+
+    # -- state ------------------------------------------------------------------------------
+    def _path(self, *parts: str) -> str:
+        return os.path.join(self.dir, *parts)
+
+    def _state(self) -> dict:
+        try:
+            with open(self._path(STATE)) as fh:
+                return json.load(fh)
+        except (OSError, ValueError):
+            return {}
+
+    def _save_state(self, processes: dict[str, str]) -> None:
+        with open(self._path(STATE), "w") as fh:
+            json.dump({"thrift_port": self.thrift_port, "zk_port": self.zk_port,
+                       "redis_ports": self.redis_ports, "markers": processes}, fh, indent=1)
+
+    @property
+    def thrift_url(self) -> str:
+        return f"thrift://127.0.0.1:{self.thrift_port}"
+
+    @property
+    def zk_url(self) -> str:
+        return f"zk://127.0.0.1:{self.zk_port}{ZK_PATH}"
+
+    @property
+    def urls(self) -> list[str]:
+        return [self.thrift_url, self.zk_url]
+
+    def _pids(self) -> dict[str, int]:
+        out = {}
+        folder = self._path("pids")
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+            try:
+                out[name[:-4]] = int(open(os.path.join(folder, name)).read().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+        return out
+
+    def _running(self) -> dict[str, int]:
+        """name -> pid of the processes of this cluster that still run."""
+        markers = self._state().get("markers", {})
+        return {name: pid for name, pid in self._pids().items()
+                if name in markers and _alive(pid, markers[name])}
+
+    def status(self) -> dict:
+        """{"dir", "running": {name: pid}, "stopped": [names], "thrift_url", "zk_url",
+        "ready": thrift answers}."""
+        markers = self._state().get("markers", {})
+        running = self._running()
+        ready = False
+        if "thrift" in running:
+            ready = self._thrift_answers()
+        return {"dir": self.dir, "running": running,
+                "stopped": sorted(set(markers) - set(running)), "ready": ready,
+                "thrift_url": self.thrift_url if self.thrift_port else None,
+                "zk_url": self.zk_url if self.zk_port else None}
+
+    def _thrift_answers(self) -> bool:
+        import happybase
+        try:
+            conn = happybase.Connection("127.0.0.1", self.thrift_port, timeout=5000)
+            try:
+                conn.tables()
+            finally:
+                conn.close()
+            return True
+        except Exception:
+            return False
+
+    # -- start ------------------------------------------------------------------------------
+    def _spawn(self, name: str, cmd: list[str], log: str, marker: str, detach: bool,
+               processes: dict[str, str], env: dict | None = None) -> subprocess.Popen:
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, cwd=self.dir, env=env,
+                                    start_new_session=detach,
+                                    preexec_fn=None if detach else _die_with_parent)
+        with open(self._path("pids", f"{name}.pid"), "w") as fh:
+            fh.write(f"{proc.pid}\n")
+        processes[name] = marker
+        self._save_state(processes)
+        return proc
+
+    def _java(self, jars: list[str], main: str, heap_mb: int, log: str) -> list[str]:
+        java = _tool("java", "Debian: apt-get install openjdk-17-jdk-headless")
+        return [java, f"-Xmx{heap_mb}m", *JVM_FLAGS,
+                f"-Dlog4j2.configurationFile={self._path('conf', 'log4j2.properties')}",
+                f"-Dhibase.log.file={log}", f"-Dhibase.cluster.dir={self.dir}",
+                "-cp", os.pathsep.join([self._path("conf"), *jars]), main]
+
+    def _write_conf(self) -> None:
+        os.makedirs(self._path("conf"), exist_ok=True)
+        props = {
+            "hbase.cluster.distributed": "false",
+            "hbase.rootdir": "file://" + self._path("hbase"),
+            "hbase.tmp.dir": self._path("tmp"),
+            "hbase.zookeeper.property.dataDir": self._path("zk"),
+            "hbase.zookeeper.quorum": "127.0.0.1",
+            "hbase.zookeeper.property.clientPort": self.zk_port,
+            "hbase.zookeeper.property.clientPortAddress": "127.0.0.1",
+            "hbase.unsafe.stream.capability.enforce": "false",
+            "hbase.master.info.port": -1,
+            "hbase.regionserver.info.port": -1,
+            "hbase.thrift.info.port": -1,
+            "hbase.localcluster.assign.random.ports": "true",
+            "hbase.master.ipc.address": "127.0.0.1",
+            "hbase.regionserver.ipc.address": "127.0.0.1",
+            "hbase.master.hostname": "localhost",
+            "hbase.regionserver.hostname": "localhost",
+            "hbase.regionserver.thrift.port": self.thrift_port,
+            "hbase.regionserver.thrift.ipaddress": "127.0.0.1",
+            # pooled clients keep idle connections (the default 60 s would drop them)
+            "hbase.thrift.server.socket.read.timeout": 3_600_000,
+            "hbase.thrift.minWorkerThreads": 16,
+            # many small tables (tests): no 2 MB memstore chunk per written store
+            "hbase.hregion.memstore.mslab.enabled": "false",
+            # a split daughter can split again once its compacted reference files are gone:
+            # every second instead of every 2 minutes
+            "hbase.hfile.compaction.discharger.interval": 1000,
+        }
+        with open(self._path("conf", "hbase-site.xml"), "w") as fh:
+            fh.write(_site_xml(props))
+        with open(self._path("conf", "log4j2.properties"), "wb") as fh:
+            fh.write(_resource("log4j2.properties"))
+
+    def _pick_ports(self, running: dict[str, int]) -> None:
+        taken = []
+        for attr in ("thrift_port", "zk_port"):
+            port = getattr(self, attr)
+            if port is None:
+                setattr(self, attr, free_port())
+            elif port_taken(port) and not running:
+                taken.append(f"{attr.replace('_', ' ')} {port}")
+        if taken:
+            raise ClusterError(f"cannot start the cluster in {self.dir}: "
+                               f"{', '.join(taken)} on 127.0.0.1 is taken")
+        while len(self.redis_ports) < self.redis_nodes:
+            self.redis_ports.append(free_port())
+        del self.redis_ports[self.redis_nodes:]
+
+    def start(self, *, detach: bool = True, progress: bool = True,
+              timeout: float = 300.0) -> "HBaseCluster":
+        """Start what is not running yet and return once HBase serves Thrift calls (a probe
+        table is created and dropped) and every cache node is registered. `detach=False`: the
+        processes die with this one (tests)."""
+        running = self._running()
+        state = self._state()
+        moved = [f"{a.replace('_', ' ')} {getattr(self, a)}" for a in ("thrift_port", "zk_port")
+                 if running and state.get(a) and getattr(self, a) != state[a]]
+        if moved:
+            raise ClusterError(f"the cluster in {self.dir} runs with thrift port "
+                               f"{state['thrift_port']} and zk port {state['zk_port']}, not "
+                               f"{', '.join(moved)}: stop it first to change ports")
+        if running and set(running) >= {"master", "thrift"} and \
+                len([n for n in running if n.startswith("redis-")]) >= self.redis_nodes:
+            return self
+        if running:
+            raise ClusterError(f"the cluster in {self.dir} is partly running "
+                               f"({', '.join(sorted(running))}): `hibase cluster stop` it first")
+        jars = classpath(progress)
+        os.makedirs(self._path("pids"), exist_ok=True)
+        os.makedirs(self._path("logs"), exist_ok=True)
+        auto = {"thrift_port": self.thrift_port is None, "zk_port": self.zk_port is None}
+        t0 = time.monotonic()
+        for attempt in range(3):
+            self._pick_ports(running)
+            self._write_conf()
+            processes: dict[str, str] = {}
+            try:
+                self._start_hbase(jars, detach, processes, t0 + timeout, progress)
+                self._start_cache_nodes(detach, processes, t0 + timeout)
+                break
+            except ClusterError as exc:
+                self.stop()
+                # a free port chosen here was taken by someone else before HBase bound it
+                if attempt == 2 or not self._lost_port_race(auto):
+                    raise exc from None
+            except BaseException:
+                self.stop()
+                raise
+        self.started_in = time.monotonic() - t0
+        return self
+
+    def _start_hbase(self, jars: list[str], detach: bool, processes: dict[str, str],
+                     deadline: float, progress: bool) -> None:
+        conf_marker = self._path("conf")
+        master = self._spawn("master", self._java(
+            jars, "org.apache.hadoop.hbase.master.HMaster", self.heap_mb,
+            self._path("logs", "master.log")) + ["start"], self._path("logs", "master.out"),
+            conf_marker, detach, processes)
+        thrift = self._spawn("thrift", self._java(
+            jars, "org.apache.hadoop.hbase.thrift.ThriftServer", 384,
+            self._path("logs", "thrift.log")) + ["-p", str(self.thrift_port), "start"],
+            self._path("logs", "thrift.out"), conf_marker, detach, processes)
+        self._wait_hbase(master, thrift, deadline, progress)
+
+    def _lost_port_race(self, auto: dict[str, bool]) -> bool:
+        """Whether start failed on a port it chose itself; if so, forget those ports (and
+        start the logs afresh) so the next attempt picks new ones."""
+        hits = {"zk_port": ("master", "Could not start ZK at requested port"),
+                "thrift_port": ("thrift", "Address already in use")}
+        lost = False
+        for attr, (name, text) in hits.items():
+            log = self._path("logs", f"{name}.log")
+            try:
+                with open(log, errors="replace") as fh:
+                    found = text in fh.read()
+            except OSError:
+                found = False
+            if found and auto[attr]:
+                setattr(self, attr, None)
+                lost = True
+        if lost:
+            for name in ("master", "thrift"):
+                for ext in ("log", "out"):
+                    try:
+                        os.replace(self._path("logs", f"{name}.{ext}"),
+                                   self._path("logs", f"{name}.{ext}.failed"))
+                    except OSError:
+                        pass
+        return lost
+
+    def _wait_hbase(self, master: subprocess.Popen, thrift: subprocess.Popen, deadline: float,
+                    progress: bool) -> None:
+        import happybase
+        bar = None
+        if progress:
+            from tqdm import tqdm
+            bar = tqdm(desc="waiting for HBase", unit=" s", file=sys.stderr,
+                       bar_format="{desc}: {elapsed}")
+        last = ""
+        try:
+            while time.monotonic() < deadline:
+                for name, proc in (("master", master), ("thrift", thrift)):
+                    if proc.poll() is not None:
+                        log = self._path("logs", f"{name}.log")
+                        if not os.path.exists(log) or os.path.getsize(log) == 0:
+                            log = self._path("logs", f"{name}.out")
+                        raise ClusterError(f"HBase {name} exited with code {proc.returncode} "
+                                           f"(log {log}): {log_tail(log)}")
+                try:
+                    conn = happybase.Connection("127.0.0.1", self.thrift_port, timeout=60000)
+                    try:
+                        conn.tables()
+                        probe = b"hibase_cluster_probe"
+                        if probe in conn.tables():
+                            conn.delete_table(probe, disable=True)
+                        conn.create_table(probe, {"f": {}})
+                        conn.delete_table(probe, disable=True)
+                        return
+                    finally:
+                        conn.close()
+                except Exception as exc:  # not up yet: connection refused, PleaseHold, ...
+                    last = f"{type(exc).__name__}: {exc}"[:200]
+                if bar is not None:
+                    bar.update(0)
+                    bar.refresh()
+                time.sleep(0.5)
+        finally:
+            if bar is not None:
+                bar.close()
+        log = self._path("logs", "master.log")
+        raise ClusterError(f"HBase did not come up in time (last Thrift error: {last}; log "
+                           f"{log}): {log_tail(log)}")
+
+    def _start_cache_nodes(self, detach: bool, processes: dict[str, str],
+                           deadline: float) -> None:
+        if not self.redis_nodes:
+            return
+        for i, port in enumerate(self.redis_ports):
+            r = RedisProcess(port, folder=self._path(f"redis-{i}"), detach=detach)
+            r.start(timeout=max(1.0, deadline - time.monotonic()))
+            with open(self._path("pids", f"redis-{i}.pid"), "w") as fh:
+                fh.write(f"{r.proc.pid}\n")  # type: ignore[union-attr]
+            processes[f"redis-{i}"] = f"127.0.0.1:{port}"
+            self._save_state(processes)
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        for i, port in enumerate(self.redis_ports):
+            redis_url = f"redis://127.0.0.1:{port}/0"
+            self._spawn(f"cache-node-{i}", [
+                sys.executable, "-m", "hibase", "cache-node", "--redis", redis_url,
+                "--zk", f"127.0.0.1:{self.zk_port}{ZK_PATH}"],
+                self._path("logs", f"cache-node-{i}.log"), f"--redis {redis_url}", detach,
+                processes, env)
+        self._wait_registered(deadline)
+
+    def _wait_registered(self, deadline: float) -> None:
+        from kazoo.client import KazooClient
+        zk = KazooClient(hosts=f"127.0.0.1:{self.zk_port}", timeout=10)
+        zk.start(timeout=10)
+        try:
+            while time.monotonic() < deadline:
+                got = zk.get_children(f"{ZK_PATH}/nodes") if zk.exists(
+                    f"{ZK_PATH}/nodes") else []
+                if len(got) >= self.redis_nodes:
+                    return
+                dead = [n for n in self._state().get("markers", {})
+                        if n.startswith("cache-node-") and n not in self._running()]
+                if dead:
+                    log = self._path("logs", f"{dead[0]}.log")
+                    raise ClusterError(f"{dead[0]} exited (log {log}): {log_tail(log)}")
+                time.sleep(0.1)
+        finally:
+            zk.stop()
+            zk.close()
+        raise ClusterError(f"cache nodes did not register in ZooKeeper in time (logs in "
+                           f"{self._path('logs')})")
+
+    # -- stop -------------------------------------------------------------------------------
+    def stop(self, timeout: float = 90.0) -> list[str]:
+        """End the processes start() started (and only those): cache nodes, Redis, then HBase;
+        SIGTERM, then SIGKILL after `timeout` s. Returns the names of those that ran."""
+        self.close_admin()
+        running = self._running()
+        markers = self._state().get("markers", {})
+        order = sorted(running, key=lambda n: (
+            0 if n.startswith("cache-node") else 1 if n.startswith("redis") else 2))
+        for group in (
+                [n for n in order if n.startswith("cache-node")],
+                [n for n in order if n.startswith("redis")],
+                [n for n in order if n in ("thrift", "master")]):
+            for name in group:
+                try:
+                    os.kill(running[name], signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+            end = time.monotonic() + timeout
+            for name in group:
+                while _alive(running[name], markers[name]) and time.monotonic() < end:
+                    time.sleep(0.1)
+                if _alive(running[name], markers[name]):
+                    os.kill(running[name], signal.SIGKILL)
+                    while _alive(running[name], markers[name]):
+                        time.sleep(0.05)
+        for name in running:
+            try:
+                os.remove(self._path("pids", f"{name}.pid"))
+            except OSError:
+                pass
+        return sorted(running)
+
+    # -- admin (what Thrift1 cannot do) -----------------------------------------------------
+    def _admin_call(self, line: str) -> str:
+        with self._admin_lock:
+            if self._admin is None or self._admin.poll() is not None:
+                jars = classpath(progress=False)
+                classes = admin_classes(jars)
+                log = self._path("logs", "admin.log")
+                cmd = self._java([classes, *jars], "HibaseAdmin", 256, log)
+                with open(log, "ab") as err:
+                    self._admin = subprocess.Popen(
+                        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                        text=True, cwd=self.dir, preexec_fn=_die_with_parent)
+                first = self._admin.stdout.readline()  # type: ignore[union-attr]
+                if not first.startswith("ok"):
+                    raise ClusterError(f"the HBase admin helper did not start (log {log}): "
+                                       f"{log_tail(log)}")
+            self._admin.stdin.write(line + "\n")  # type: ignore[union-attr]
+            self._admin.stdin.flush()  # type: ignore[union-attr]
+            answer = self._admin.stdout.readline().rstrip("\n")  # type: ignore[union-attr]
+        if not answer.startswith("ok "):
+            raise ClusterError(f"HBase admin {line.split()[0]} failed: "
+                               f"{answer[6:] or 'the helper exited'}")
+        return answer[3:]
+
+    def split(self, table: str, row: bytes | None = None) -> bool:
+        """Split HBase table `table` at `row` (None: HBase's midpoints) through the Admin API
+        and wait until the new regions are online; False when `row` already starts a region
+        (or, with None, nothing could split)."""
+        return self._admin_call(f"split {table} {'-' if row is None else row.hex()}") == "true"
+
+    def flush(self, table: str) -> None:
+        """Flush HBase table `table`'s memstores to store files (waits until done)."""
+        self._admin_call(f"flush {table}")
+
+    def region_starts(self, table: str) -> list[bytes]:
+        """The start keys of HBase table `table`'s regions, as HBase's Admin API lists them."""
+        out = self._admin_call(f"regions {table}")
+        return [b"" if s == "-" else bytes.fromhex(s) for s in out.split(",")]
+
+    def close_admin(self) -> None:
+        with self._admin_lock:
+            if self._admin is not None:
+                if self._admin.poll() is None:
+                    self._admin.stdin.close()  # type: ignore[union-attr]
+                    try:
+                        self._admin.wait(10)
+                    except subprocess.TimeoutExpired:
+                        self._admin.kill()
+                        self._admin.wait()
+                self._admin = None
+

@@ -1,0 +1,143 @@
+"""`hibase cluster start|stop|status` against the real thing: a local Apache HBase with its
+Thrift1 server and a Redis cache node registered in its ZooKeeper, driven as a user would (a
+subprocess), then used by plain happybase and by hibase with the zk:// cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import happybase
+import pytest
+from click.testing import CliRunner
+
+import hibase
+from hibase.cli import cli
+from servers import in_ci
+
+
+def hibase_cmd(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hibase", *args], capture_output=True,
+                          text=True, timeout=600, env=env)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def started(tmp_path_factory):
+    """`hibase cluster start DIR --redis-nodes 1` run once for the module; stopped after."""
+    from hibase.cluster import HBaseCluster, ServerMissing, classpath
+    try:
+        classpath(progress=False)
+    except ServerMissing as exc:
+        if in_ci():
+            pytest.fail(f"{exc} - CI must have it (scripts/test.sh installs it)")
+        pytest.skip(str(exc))
+    folder = str(tmp_path_factory.mktemp("cluster"))
+    out = hibase_cmd("cluster", "start", folder, "--redis-nodes", "1")
+    try:
+        yield folder, out
+    finally:
+        HBaseCluster(folder).stop()
+
+
+def test_start_prints_the_urls_and_returns(started):
+    folder, out = started
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("thrift://127.0.0.1:") and lines[1].startswith("zk://127.0.0.1:")
+    assert lines[1].endswith("/hibase")
+    # starting again while it runs prints the same URLs
+    again = hibase_cmd("cluster", "start", folder, "--redis-nodes", "1")
+    assert again.returncode == 0 and again.stdout == out.stdout
+    st = hibase_cmd("cluster", "status", folder)
+    assert st.returncode == 0, st.stdout
+    for name in ("master", "thrift", "redis-0", "cache-node-0"):
+        assert f"{name}\trunning" in st.stdout
+
+
+def test_happybase_and_hibase_with_the_zk_cache_work_on_it(started):
+    folder, out = started
+    thrift_url, zk_url = out.stdout.split()
+    port = int(thrift_url.rsplit(":", 1)[1])
+    conn = happybase.Connection("127.0.0.1", port)
+    conn.create_table("plain", {"f": {}})
+    conn.table("plain").put(b"r", {b"f:a": b"1"})
+    assert conn.table("plain").row(b"r") == {b"f:a": b"1"}
+    conn.close()
+    with hibase.connect(thrift_url + "?prefix=clustertest", cache=zk_url) as db:
+        db.create_table("flights", {"f": {}}, columns={"f:origin": "string"})
+        t = db.table("flights")
+        for i in range(30):
+            t.put(b"k%02d" % i, {b"f:origin": [b"SFO", b"JFK"][i % 2]})
+        db.create_index("flights", "by_origin", ["f:origin"])
+        for _ in range(3):
+            assert len(db.sql("SELECT * FROM flights WHERE f.origin = 'JFK'")) == 15
+        stats = db.cache_stats()
+        assert stats["membership"] == "zookeeper" and len(stats["members"]) == 1
+        assert stats["hits"] >= 1
+    # the same tables through the CLI's thrift:// URL
+    res = CliRunner().invoke(cli, ["tables", thrift_url + "?prefix=clustertest"])
+    assert res.exit_code == 0 and "flights" in res.output
+
+
+def test_demo_runs_on_the_cluster(started):
+    thrift_url = started[1].stdout.split()[0]
+    res = CliRunner().invoke(cli, ["demo", "--backend", thrift_url + "?prefix=demotest",
+                                   "--rows", "500", "--repeats", "1", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert "All three returned the same rows" in res.output
+    bad = CliRunner().invoke(cli, ["demo", "--backend", "/tmp/x", "--rows", "10"])
+    assert bad.exit_code == 2 and "thrift://" in bad.output
+
+
+def test_a_taken_port_is_a_one_line_error(started, tmp_path):
+    folder, out = started
+    port = out.stdout.split()[0].rsplit(":", 1)[1]
+    res = hibase_cmd("cluster", "start", str(tmp_path / "other"), "--thrift-port", port)
+    assert res.returncode == 1
+    assert res.stderr.strip().count("\n") == 0
+    assert f"thrift port {port} on 127.0.0.1 is taken" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_missing_maven_is_a_one_line_error(tmp_path):
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable),
+               HIBASE_CACHE_DIR=str(tmp_path / "cache"))
+    res = hibase_cmd("cluster", "start", str(tmp_path / "c"), env=env)
+    assert res.returncode == 1
+    assert res.stderr.strip() == "Error: mvn is not installed (Debian: apt-get install maven)"
+
+
+def test_stop_ends_what_start_started_and_nothing_else(started):
+    folder, _ = started
+    # a process of ours whose pid file we plant: stop must not touch it (not in cluster.json)
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with open(os.path.join(folder, "pids", "bystander.pid"), "w") as fh:
+            fh.write(f"{bystander.pid}\n")
+        st = hibase_cmd("cluster", "status", folder, "--json")
+        pids = json.loads(st.stdout)["running"]
+        res = hibase_cmd("cluster", "stop", folder)
+        assert res.returncode == 0, res.stderr
+        assert not any(_alive(pid) for pid in pids.values())
+        assert bystander.poll() is None
+        st = hibase_cmd("cluster", "status", folder)
+        assert st.returncode == 1 and "master\tstopped" in st.stdout
+        with open(os.path.join(folder, "cluster.json")) as fh:
+            port = json.load(fh)["thrift_port"]
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    finally:
+        bystander.kill()
+        bystander.wait()
