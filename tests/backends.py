@@ -105,12 +105,13 @@ class Backend:
                     db.store.follow_splits(table, force=True)
         return done
 
-    def settle(self, table: str) -> int:
+    def settle(self, table: str, max_regions: int = 8) -> int:
         """hbase: split `table` where a size policy with the split_size given to create_table
         would have (HBase's own policy splits at 10 GB and Thrift1 cannot set a table's size):
         at each row where another split_size/2 bytes of cells begin, as the embedded store's
-        halving splits leave regions. Elsewhere a no-op: the store split during the writes.
-        Returns the splits made."""
+        halving splits leave regions, but into at most `max_regions` (each split costs ~1 s of
+        HBase's split procedure; evenly chosen among those rows). Elsewhere a no-op: the store
+        split during the writes. Returns the splits made."""
         size = self._split_sizes.get(table)
         if self.kind != "hbase" or size is None:
             return 0
@@ -126,6 +127,9 @@ class Backend:
                 acc += n
         finally:
             conn.close()
+        if len(points) >= max_regions:
+            step = len(points) / (max_regions - 1)
+            points = [points[int(i * step)] for i in range(max_regions - 1)]
         return sum(self.split(table, row) for row in points)
 
     def flush(self, table: str) -> None:

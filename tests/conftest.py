@@ -74,7 +74,7 @@ def hbase_cluster(tmp_path_factory):
     try:
         yield cluster
     finally:
-        cluster.stop()
+        cluster.stop(timeout=2.0)  # its data is temporary: no need to wait for a clean shutdown
 
 
 # Property tests run fewer examples on [hbase]: every example's tables are real HBase tables
@@ -87,12 +87,14 @@ def _fewer_examples_on_hbase(request):
     callspec = getattr(request.node, "callspec", None)
     fn = request.node.obj
     current = getattr(fn, "_hypothesis_internal_use_settings", None)
+    marker = request.node.get_closest_marker("hbase_examples")  # a test's own, smaller count
+    wanted = marker.args[0] if marker else HBASE_MAX_EXAMPLES
     if callspec is None or callspec.params.get("backend") != "hbase" or current is None \
-            or current.max_examples <= HBASE_MAX_EXAMPLES:
+            or current.max_examples <= wanted:
         yield
         return
     # Hypothesis reads the test function's settings when the test is called (after fixtures)
-    fn._hypothesis_internal_use_settings = settings(current, max_examples=HBASE_MAX_EXAMPLES)
+    fn._hypothesis_internal_use_settings = settings(current, max_examples=wanted)
     try:
         yield
     finally:
