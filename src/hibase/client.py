@@ -14,7 +14,7 @@ from .index.manager import IndexManager
 from .query import engine
 from .query.ast import Select
 from .store.base import Mutation
-from .store.embedded import EmbeddedStore
+from .store.api import Store, open_store
 from .store.filters import compile_filter
 from .store.schema import TableSchema, check_row, check_table_name, split_column
 
@@ -52,11 +52,7 @@ def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bo
         raise errors.InvalidArgument(f"unknown connect() option(s): {sorted(options)}")
     hot = open_cache(cache, cache_policy, cache_capacity, hotscore_alpha, count_period)
     try:
-        if thrift:  # HBase through its Thrift1 gateway (store/hbase.py)
-            from .store.hbase import HBaseStore
-            store = HBaseStore(path, create=create, read_only=read_only)
-        else:
-            store = EmbeddedStore(path, create=create, read_only=read_only, sync=sync)
+        store = open_store(path, create=create, read_only=read_only, sync=sync)
     except BaseException:
         if hot is not None:
             hot.close()
@@ -78,7 +74,7 @@ def _name(name: str | bytes) -> str:
 class Connection:
     """A connection to one store, shaped like happybase.Connection."""
 
-    def __init__(self, store: EmbeddedStore, table_prefix: str | None = None,
+    def __init__(self, store: Store, table_prefix: str | None = None,
                  table_prefix_separator: str = "_", cache: Any = None):
         self.store = store
         self.cache = cache  # hibase.cache.HotCache or None

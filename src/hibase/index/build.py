@@ -172,12 +172,10 @@ def verify_index(store, spec: IndexSpec, repair: bool = False) -> dict[str, Any]
     """Compare index and value table with a rebuild; with repair, write the differences. For a
     local index the per-region rows and counts are compared, and the routing filters checked
     (no false negatives; repair rebuilds them)."""
-    from contextlib import nullcontext
-
     from ..codec import prefix_successor
     # raw_index: stores with verified / unverified entries (HBase) show them as stored, so
     # leftovers of a writer that died mid-write count as wrong / extra and repair fixes them
-    with store.write_lock(), getattr(store, "raw_index", nullcontext)():
+    with store.write_lock(), store.raw_index():
         if spec.local:
             expected, counts, actual, have_counts = _local_state(store, spec)
             idx, val = local_table(spec.table), local_value_table(spec.table)

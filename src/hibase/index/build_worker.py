@@ -12,15 +12,12 @@ import msgpack
 
 def main() -> int:
     job = json.loads(sys.stdin.read())
-    from ..store.embedded import EmbeddedStore
+    from ..store.api import open_store
     from .build import expected_entries
     from .spec import IndexSpec
 
-    if job["path"].startswith("thrift://"):  # HBase: the worker reads through Thrift too
-        from ..store.hbase import HBaseStore
-        store = HBaseStore(job["path"], create=False, read_only=True)
-    else:
-        store = EmbeddedStore(job["path"], read_only=True, block_cache_mb=32)
+    # HBase: the worker reads through Thrift too
+    store = open_store(job["path"], create=False, read_only=True, block_cache_mb=32)
     spec = IndexSpec.from_json(job["spec"].encode())
     try:
         results = [expected_entries(store, spec, bytes.fromhex(start) or None,

@@ -33,8 +33,7 @@ class IndexCatalog:
         clients, such as HBase, offer meta_changed()); returns the tables whose indexes
         may have changed (created, dropped, rebuilt): every table with indexes before or
         after."""
-        changed = getattr(self.store, "meta_changed", None)
-        if changed is None or not changed():
+        if not self.store.meta_changed():
             return set()
         before = set(self._by_table)
         by_table: dict[str, dict[str, IndexSpec]] = {}

@@ -305,10 +305,10 @@ def scan_entries(store, spec: IndexSpec, ranges: list, router=None, route_out: l
     Stores whose reads are no snapshot (HBase, `layout_token`): a split applied by another
     thread or client while the scan runs deletes rows the old route reads, so the whole scan
     is read first and done again when the layout changed meanwhile."""
-    token = getattr(store, "layout_token", None)
-    if token is None:
+    if store.capabilities.snapshot_reads:
         yield from _scan_entries(store, spec, ranges, router, route_out, planned)
         return
+    token = store.layout_token
     while True:
         before = token(spec.table)
         routes: list = []

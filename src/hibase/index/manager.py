@@ -27,7 +27,7 @@ class IndexManager:
         self.router = Router(store)
         if not store.read_only:
             store.add_split_listener(self._on_split)
-        if hasattr(store, "index_hooks"):
+        if store.capabilities.verified_index_writes:
             # stores writing index rows and data rows separately (HBase): the verified
             # protocol's reader side (index/verified.py)
             from .verified import IndexHooks
@@ -38,7 +38,7 @@ class IndexManager:
         # a store other clients write too (HBase): the index catalog is re-checked (one get)
         # before a write or query plan once its lease ran out (catalog_lease_ms); changes to
         # definitions wait a lease before relying on every client knowing them (_wait_lease)
-        self.shared = hasattr(store, "meta_changed")
+        self.shared = store.capabilities.shared
         self._layouts: dict[str, bytes] = {}  # the region layout token last seen per table
 
     def _refresh(self) -> None:
@@ -69,21 +69,19 @@ class IndexManager:
     def _follow_splits(self, table: str, specs: list[IndexSpec], force: bool = False) -> None:
         """Stores that split regions without telling (HBase) are asked to catch up before
         local rows are computed, built or read: their split listeners then run (_on_split)."""
-        follow = getattr(self.store, "follow_splits", None)  # a read-only store follows nothing
-        if follow is not None and any(s.local for s in specs):
-            token = getattr(self.store, "layout_token", None)
-            if token is not None:
-                # the layout another client switched within the catalog lease (one get):
-                # local rows are computed and read by the layout HBase holds, and routing
-                # filters of regions this client did not split itself are loaded again
-                now = token(table)
-                seen = self._layouts.get(table)
-                if seen is not None and seen != now:
-                    self.router.forget(table)
-                self._layouts[table] = now
-            follow(table, force)
-            if token is not None:
-                self._layouts[table] = token(table) if force else self._layouts[table]
+        store = self.store
+        if store.capabilities.follows_splits and any(s.local for s in specs):
+            # the layout another client switched within the catalog lease (one get):
+            # local rows are computed and read by the layout HBase holds, and routing
+            # filters of regions this client did not split itself are loaded again
+            now = store.layout_token(table)
+            seen = self._layouts.get(table)
+            if seen is not None and seen != now:
+                self.router.forget(table)
+            self._layouts[table] = now
+            store.follow_splits(table, force)
+            if force:
+                self._layouts[table] = store.layout_token(table)
 
     def write(self, mutations: list[Mutation]) -> list[Change]:
         """Write mutations and their index rows / value counts in one atomic batch."""
@@ -179,9 +177,8 @@ class IndexManager:
     def _wait_lease(self) -> None:
         """Shared stores that trust their index definitions for a lease (HBase's
         catalog_lease_ms): wait until every client has re-read the change just saved."""
-        wait = getattr(self.store, "wait_lease", None)
-        if self.shared and wait is not None:
-            wait()
+        if self.shared:
+            self.store.wait_lease()
 
     def drop(self, table: str, name: str) -> None:
         if self.shared:
@@ -202,9 +199,7 @@ class IndexManager:
                     self.router.forget(table)
                     # HBase: no local rows follow the recorded layout any more; regions()
                     # answers with HBase's own again
-                    forget = getattr(self.store, "forget_layout", None)
-                    if forget is not None:
-                        forget(table)
+                    self.store.forget_layout(table)
 
     def drop_table(self, table: str) -> None:
         with self.store.write_lock():

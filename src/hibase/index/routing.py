@@ -108,7 +108,7 @@ class Router:
         self._lock = threading.RLock()
         # a store other clients write too (HBase): their writes change filters this process
         # holds, so lookups and writes first compare the persisted generation (one read)
-        self.shared = hasattr(store, "meta_changed")
+        self.shared = store.capabilities.shared
         _ROUTERS[store] = self
 
     # -- state -------------------------------------------------------------------------------

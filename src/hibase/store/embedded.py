@@ -25,6 +25,7 @@ import rocksdict as rd
 
 from .. import errors
 from . import cells as C
+from .api import BaseStore, Capabilities
 from .base import Mutation, Region, SplitListener, now_ms
 from .kv import KeyValueTables
 from .rocks import (
@@ -86,8 +87,12 @@ class _Table:
         return self.regions[bisect.bisect_right(self.starts, row) - 1]
 
 
-class EmbeddedStore(KeyValueTables):
+class EmbeddedStore(KeyValueTables, BaseStore):
     """A store folder: tables, regions and cells on RocksDB."""
+
+    # one writer process; reads opened together under the write lock see one instant
+    capabilities = Capabilities(shared=False, follows_splits=False, verified_index_writes=False,
+                                snapshot_reads=True)
 
     @mapped
     def __init__(self, path: str | os.PathLike, *, create: bool = True, read_only: bool = False,

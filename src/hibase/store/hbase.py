@@ -57,6 +57,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from .. import errors
 from . import cells as C
+from .api import BaseStore, Capabilities
 from .base import Mutation, Region, SplitListener, now_ms
 from .hbase_kv import (_FETCH_CHUNK, _META_COL, _SCAN_CHUNK, KV_PREFIX, META_TABLE,
                        UNVERIFIED, VERIFIED, HBaseKeyValueTables, is_index)
@@ -148,8 +149,13 @@ class _HTable:
         return regions[i]
 
 
-class HBaseStore(HBaseKeyValueTables):
+class HBaseStore(HBaseKeyValueTables, BaseStore):
     """hibase's store interface over HBase through Thrift1 (happybase)."""
+
+    # many clients, regions split by HBase, index rows and data rows in separate calls, and
+    # reads that see each row as of its own read
+    capabilities = Capabilities(shared=True, follows_splits=True, verified_index_writes=True,
+                                snapshot_reads=False)
 
     def __init__(self, url: str, *, create: bool = True, read_only: bool = False, **_: Any):
         import happybase  # imported here: the embedded store works without it

@@ -1,0 +1,132 @@
+"""The store interface the index and query layers program against: what every backend offers,
+what only some do (a capabilities record, read instead of probing for methods), and the one
+place a URL or folder becomes a store (`open_store`).
+
+Both backends (store/embedded.py: RocksDB in a folder; store/hbase.py: HBase through Thrift1)
+derive from `BaseStore`, whose defaults are the embedded store's answers to the questions only a
+store shared with other clients asks (catalog leases, splits made by someone else, index rows
+written apart from data rows)."""
+
+from __future__ import annotations
+
+import os
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any, ContextManager, Iterator, Protocol, runtime_checkable
+
+from .base import Mutation, Region, SplitListener
+
+__all__ = ["Capabilities", "BaseStore", "Store", "KeyValueStore", "open_store", "is_remote_url"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend does that another may not; the layers above branch on these flags."""
+
+    # other clients write the same tables: the index catalog is re-read when its lease runs out
+    # (meta_changed), definition changes wait a lease (wait_lease), routing filters carry a
+    # generation other clients bump
+    shared: bool = False
+    # regions split without telling this client (HBase): follow_splits catches up and
+    # layout_token tells whether a split was applied between two reads
+    follows_splits: bool = False
+    # index rows and data rows are written in separate calls (the verified / unverified
+    # protocol of index/verified.py): the store needs index_hooks to resolve unverified rows
+    verified_index_writes: bool = False
+    # reads across rows and tables see one instant (iterators opened together under the
+    # write lock); without it a scan guarded by layout_token is redone when a split lands
+    snapshot_reads: bool = True
+
+
+class BaseStore:
+    """Defaults for what a single-process store has no use for: no other client to wait for,
+    no split made behind its back, index entries and rows committed in one batch."""
+
+    capabilities = Capabilities()
+    read_only: bool = False
+    # set by the index layer on stores with verified_index_writes (row_of / resolve)
+    index_hooks: Any = None
+
+    def meta_changed(self, force: bool = False) -> bool:
+        """Whether another client changed the catalog since this one read it: never here."""
+        return False
+
+    def wait_lease(self) -> None:
+        """Wait until every other client has re-read a catalog change: none to wait for."""
+
+    def follow_splits(self, table: str, force: bool = False) -> int:
+        """Catch up with splits made elsewhere; returns how many were applied: none here."""
+        return 0
+
+    def layout_token(self, table: str) -> bytes:
+        """A token that changes whenever a split of `table` is applied (snapshot stores never
+        need to compare one: their reads see one instant)."""
+        return b""
+
+    def forget_layout(self, table: str) -> None:
+        """The table's last local index is gone: nothing recorded here to forget."""
+
+    def raw_index(self) -> ContextManager[None]:
+        """Inside the block index tables read as stored (verify/repair): they always do here."""
+        return nullcontext()
+
+
+@runtime_checkable
+class KeyValueStore(Protocol):
+    """Single-version key-value tables (index entries, value tables, local index rows)."""
+
+    def kv_tables(self) -> list[str]: ...
+    def create_kv(self, name: str) -> None: ...
+    def drop_kv(self, name: str) -> None: ...
+    def kv_get(self, name: str, keys: list[bytes]) -> list[bytes | None]: ...
+    def kv_scan(self, name: str, start: bytes | None = None, stop: bytes | None = None,
+                limit: int | None = None, reverse: bool = False
+                ) -> Iterator[tuple[bytes, bytes]]: ...
+    def kv_scan_ranges(self, name: str, ranges: list[tuple[bytes, bytes | None]],
+                       limit: int | None = None) -> Iterator[tuple[bytes, bytes]]: ...
+    def kv_delete_range(self, name: str, start: bytes, stop: bytes | None) -> None: ...
+
+
+@runtime_checkable
+class Store(KeyValueStore, Protocol):
+    """The HBase data model as plain calls, plus what index upkeep needs (prepare / commit
+    under one write lock, region layouts, split listeners)."""
+
+    path: str
+    read_only: bool
+    capabilities: Capabilities
+    index_hooks: Any
+
+    def tables(self, internal: bool = False) -> list[str]: ...
+    def write_lock(self) -> ContextManager[None]: ...
+    def apply(self, mutations: list[Mutation]) -> None: ...
+    def prepare(self, mutations: list[Mutation]) -> list: ...
+    def commit(self, prepared: list, kv_writes: Any = None) -> Any: ...
+    def regions(self, table: str) -> list[Region]: ...
+    def add_split_listener(self, listener: SplitListener) -> None: ...
+    def meta_changed(self, force: bool = False) -> bool: ...
+    def wait_lease(self) -> None: ...
+    def follow_splits(self, table: str, force: bool = False) -> int: ...
+    def layout_token(self, table: str) -> bytes: ...
+    def forget_layout(self, table: str) -> None: ...
+    def raw_index(self) -> ContextManager[None]: ...
+    def close(self) -> None: ...
+
+
+def is_remote_url(path: str | os.PathLike) -> bool:
+    """A thrift://host:port URL (HBase, or hibase's gateway) rather than a store folder."""
+    return isinstance(path, str) and path.startswith("thrift://")
+
+
+def open_store(path: str | os.PathLike, *, create: bool = True, read_only: bool = False,
+               sync: bool = False, block_cache_mb: int | None = None) -> Any:
+    """The store at `path`: HBase through Thrift1 for a thrift:// URL (its options in the
+    URL's query string), else the embedded RocksDB store in that folder."""
+    if is_remote_url(path):
+        from .hbase import HBaseStore  # imported here: the embedded store works without it
+
+        return HBaseStore(str(path), create=create, read_only=read_only)
+    from .embedded import EmbeddedStore
+
+    extra = {} if block_cache_mb is None else {"block_cache_mb": block_cache_mb}
+    return EmbeddedStore(path, create=create, read_only=read_only, sync=sync, **extra)
