@@ -109,6 +109,22 @@ def test_put_budget_does_not_grow_with_indexes(hb):
         assert db.verify_index("u", name)["ok"]
 
 
+def test_local_lookup_reads_only_the_ranges_asked_for(hb):
+    """A local-index lookup scans each visited region's range and stops at its end: one chunk
+    per scanner here, however many entries follow the value in the local index table (the
+    old raw-iterator imitation read the whole rest of that table per region)."""
+    admin = hb.connect()
+    _table(admin, 2500)
+    admin.create_index("t", "la", ["f:b"], covering=["f:a"], local=True)
+    db = _connect(hb)
+    t = db.table("t")
+    t.where("f.b = 'w6'")  # the first query checks the catalog's generation
+    calls, got = _calls(db, lambda: list(t.where("f.b = 'w0'", columns=[b"f:a"])))
+    assert sorted(got) == sorted(t.where("f.b = 'w0'", full_scan=True, columns=[b"f:a"]))
+    assert len(got) == 358 and "LOCAL INDEX la" in t.explain("f.b = 'w0'", columns=[b"f:a"])
+    assert calls["scannerGetList"] == calls["scannerOpenWithScan"] == calls["scannerClose"]
+
+
 def test_batch_calls_are_per_chunk_not_per_row(hb):
     admin = hb.connect()
     _table(admin, 10)

@@ -284,15 +284,10 @@ def _first(item: tuple) -> bytes:
     return item[0]
 
 
-def _region_stream(it: Any, lo: bytes, hi: bytes, n: int, region: Any
+def _region_stream(reader: Any, lo: bytes, hi: bytes, n: int, region: Any
                    ) -> Iterator[tuple[bytes, bytes, Any]]:
-    it.seek(lo)
-    while it.valid():
-        key = it.key()
-        if key >= hi:
-            return
-        yield key[n:], it.value(), region
-        it.next()
+    for key, value in reader.scan(lo, hi):
+        yield key[n:], value, region
 
 
 def scan_entries(store, spec: IndexSpec, ranges: list, router=None, route_out: list | None = None,
@@ -328,7 +323,7 @@ def _scan_entries(store, spec: IndexSpec, ranges: list, router, route_out: list 
             route = planned
         else:
             route = plan_route(store, spec, ranges, router)
-        its = {r.id: store.kv_iter(local_table(spec.table)) for r in route.regions}
+        its = {r.id: store.kv_reader(local_table(spec.table)) for r in route.regions}
     if route_out is not None:
         route_out.append(route)
     unpack = C.unpack

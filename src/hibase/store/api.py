@@ -16,7 +16,8 @@ from typing import Any, ContextManager, Iterator, Protocol, runtime_checkable
 
 from .base import Mutation, Region, SplitListener
 
-__all__ = ["Capabilities", "BaseStore", "Store", "KeyValueStore", "open_store", "is_remote_url"]
+__all__ = ["Capabilities", "BaseStore", "Store", "KeyValueStore", "KVRangeReader", "open_store",
+           "is_remote_url"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,14 @@ class BaseStore:
         return nullcontext()
 
 
+class KVRangeReader(Protocol):
+    """Bounded range scans of one key-value table (`kv_reader`): only [start, stop) is read.
+    Embedded: every scan reads as of the reader's creation (readers created together under
+    the write lock agree); HBase: each scan is a scanner of its own, streamed in chunks."""
+
+    def scan(self, start: bytes, stop: bytes | None) -> Iterator[tuple[bytes, bytes]]: ...
+
+
 @runtime_checkable
 class KeyValueStore(Protocol):
     """Single-version key-value tables (index entries, value tables, local index rows)."""
@@ -80,10 +89,8 @@ class KeyValueStore(Protocol):
     def drop_kv(self, name: str) -> None: ...
     def kv_get(self, name: str, keys: list[bytes]) -> list[bytes | None]: ...
     def kv_scan(self, name: str, start: bytes | None = None, stop: bytes | None = None,
-                limit: int | None = None, reverse: bool = False
-                ) -> Iterator[tuple[bytes, bytes]]: ...
-    def kv_scan_ranges(self, name: str, ranges: list[tuple[bytes, bytes | None]],
-                       limit: int | None = None) -> Iterator[tuple[bytes, bytes]]: ...
+                reverse: bool = False) -> Iterator[tuple[bytes, bytes]]: ...
+    def kv_reader(self, name: str) -> "KVRangeReader": ...
     def kv_delete_range(self, name: str, start: bytes, stop: bytes | None) -> None: ...
 
 

@@ -29,32 +29,18 @@ def is_index(name: str) -> bool:
     return name.startswith(_INDEX_KV) or name.startswith(_LOCAL_KV)
 
 
-class _ListIter:
-    """kv_iter's raw iterator (seek / valid / key / value / next) over a materialized scan."""
+class _HBaseRangeReader:
+    """kv_reader's answer on HBase: each range is its own bounded scanner (stop row set,
+    scanner caching), streamed in chunks; nothing past a range's stop is read. HBase reads are
+    no snapshot across calls (callers that need one check `layout_token` around them)."""
+
+    __slots__ = ("_store", "_name")
 
     def __init__(self, store: Any, name: str):
         self._store, self._name = store, name
-        self._items: list = []
-        self._i = 0
 
-    def seek(self, key: bytes) -> None:
-        self._items = list(self._store.kv_scan(self._name, key))
-        self._i = 0
-
-    def seek_to_first(self) -> None:
-        self.seek(b"")
-
-    def valid(self) -> bool:
-        return self._i < len(self._items)
-
-    def key(self) -> bytes:
-        return self._items[self._i][0]
-
-    def value(self) -> bytes:
-        return self._items[self._i][1]
-
-    def next(self) -> None:
-        self._i += 1
+    def scan(self, start: bytes, stop: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        return self._store.kv_scan(self._name, start, stop)
 
 
 class HBaseKeyValueTables:
@@ -169,9 +155,10 @@ class HBaseKeyValueTables:
         decoded = dict(self._decode_index(name, present))
         return [decoded.get(k) for k in keys]
 
-    def kv_iter(self, name: str) -> Any:
+    def kv_reader(self, name: str) -> _HBaseRangeReader:
+        """Bounded range scans of a key-value table (one scanner per range asked for)."""
         self._kv_check(name)
-        return _ListIter(self, name)
+        return _HBaseRangeReader(self, name)
 
     def kv_delete_range(self, name: str, start: bytes, stop: bytes | None) -> None:
         with self._lock:

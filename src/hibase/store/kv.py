@@ -12,7 +12,28 @@ from .rocks import (
     CheckedIter, check_status, checked_items, create_column_family, mapped,
 )
 
-__all__ = ["KeyValueTables"]
+__all__ = ["KeyValueTables", "KVRangeReader"]
+
+
+class KVRangeReader:
+    """kv_reader's answer: one RocksDB iterator, pinned at its creation, re-seeked per range."""
+
+    __slots__ = ("_it",)
+
+    def __init__(self, it: Any):
+        self._it = it
+
+    def scan(self, start: bytes, stop: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) for start <= key < stop (stop None: to the end), ascending. A scan
+        abandoned part-way is simply left: the next one seeks again."""
+        it = self._it
+        it.seek(start)
+        while it.valid():
+            key = it.key()
+            if stop is not None and key >= stop:
+                return
+            yield key, it.value()
+            it.next()
 
 
 class KeyValueTables:
@@ -67,10 +88,10 @@ class KeyValueTables:
     def kv_get(self, name: str, keys: list[bytes]) -> list[bytes | None]:
         return self._kv_view(name).get(keys)
 
-    def kv_iter(self, name: str) -> Any:
-        """A raw iterator (seek / valid / key / value / next) over a key-value table, reading it
-        as of its creation: iterators created together under the write lock agree."""
-        return CheckedIter(self._kv_view(name).iter(), self.path)  # type: ignore[attr-defined]
+    def kv_reader(self, name: str) -> "KVRangeReader":
+        """Bounded range scans of a key-value table as of the reader's creation: readers
+        created together under the write lock read one instant."""
+        return KVRangeReader(CheckedIter(self._kv_view(name).iter(), self.path))  # type: ignore[attr-defined]
 
     def kv_handle(self, name: str) -> Any:
         """The RocksDB column-family handle of a key-value table (for split listeners)."""
