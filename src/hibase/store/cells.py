@@ -18,13 +18,15 @@ Segment values are msgpack lists:
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Collection, Iterable, Iterator
 
 import msgpack
 
+from .schema import split_column
+
 __all__ = [
     "PUT", "DELETE_COLUMNS", "DELETE_FAMILY", "FOLDED", "ALL_VERSIONS", "TERM",
-    "row_prefix", "segment_key", "row_of_key", "merge_segments", "merge_latest", "merge_values", "fold", "pack",
+    "row_prefix", "segment_key", "row_of_key", "merge_segments", "merge_latest", "merge_values", "fold", "pack", "mutation_segments",
     "unpack",
 ]
 
@@ -150,3 +152,44 @@ def fold(cells: dict[bytes, list[tuple[int, bytes]]], max_versions: int,
             quals.append(q)
             flats.append(flat)
     return pack([FOLDED, quals, flats]) if quals else None
+
+
+def mutation_segments(families: Collection[bytes], m: Any, ts: int | None
+                      ) -> Iterator[tuple[bytes, bytes]]:
+    """(family, segment) pairs one Mutation writes: a put's cells grouped by family, a
+    delete's markers (whole row, families, columns) up to its timestamp. Both backends store
+    these same segments."""
+    if m.kind == "put":
+        data = m.data
+        if len(families) == 1:  # one family: no grouping (put data was checked upstream)
+            yield next(iter(families)), pack([PUT, ts, list(data), list(data.values())])
+            return
+        by_fam: dict[bytes, tuple[list, list]] = {}
+        for col, value in m.data.items():  # type: ignore[attr-defined]
+            fam = col[:col.index(b":")]
+            entry = by_fam.get(fam)
+            if entry is None:
+                entry = by_fam[fam] = ([], [])
+            entry[0].append(col)
+            entry[1].append(value)
+        for fam, (cols, values) in by_fam.items():
+            yield fam, pack([PUT, ts, cols, values])
+        return
+    upto = ALL_VERSIONS if m.ts is None else m.ts
+    if m.data is None:
+        for fam in families:
+            yield fam, pack([DELETE_FAMILY, upto])
+        return
+    cols_by_fam: dict[bytes, list[bytes]] = {}
+    whole: set[bytes] = set()
+    for col in m.data:  # type: ignore[attr-defined]
+        fam, qual = split_column(col)
+        if qual is None:
+            whole.add(fam)
+        else:
+            cols_by_fam.setdefault(fam, []).append(col)
+    for fam in whole:
+        yield fam, pack([DELETE_FAMILY, upto])
+    for fam, cols in cols_by_fam.items():
+        if fam not in whole:
+            yield fam, pack([DELETE_COLUMNS, upto, cols])

@@ -563,7 +563,7 @@ class EmbeddedStore(KeyValueTables, BaseStore):
         for m in mutations:
             t = self._tables.get(m.table) or self.table(m.table)
             ts = default_ts if m.ts is None else m.ts
-            out.append((t, m, list(self._segments(t, m, ts))))
+            out.append((t, m, list(C.mutation_segments(t.fams, m, ts))))
         return out
 
     def row_states(self, table: str, row: bytes, columns: list[bytes],
@@ -650,43 +650,6 @@ class EmbeddedStore(KeyValueTables, BaseStore):
                 i = t.regions.index(r) if r in t.regions else t.starts.index(r.start)
                 pending += [x for x in t.regions[i:i + 2] if x.size > limit]
 
-    @staticmethod
-    def _segments(t: _Table, m: Mutation, ts: int) -> Iterator[tuple[bytes, bytes]]:
-        pack = C.pack
-        if m.kind == "put":
-            data = m.data
-            if len(t.fams) == 1:  # one family: no grouping (put data was checked upstream)
-                yield next(iter(t.fams)), pack([C.PUT, ts, list(data), list(data.values())])
-                return
-            by_fam: dict[bytes, tuple[list, list]] = {}
-            for col, value in m.data.items():  # type: ignore[attr-defined]
-                fam = col[:col.index(b":")]
-                entry = by_fam.get(fam)
-                if entry is None:
-                    entry = by_fam[fam] = ([], [])
-                entry[0].append(col)
-                entry[1].append(value)
-            for fam, (cols, values) in by_fam.items():
-                yield fam, pack([C.PUT, ts, cols, values])
-            return
-        upto = C.ALL_VERSIONS if m.ts is None else m.ts
-        if m.data is None:
-            for fam in t.fams:
-                yield fam, pack([C.DELETE_FAMILY, upto])
-            return
-        cols_by_fam: dict[bytes, list[bytes]] = {}
-        whole: set[bytes] = set()
-        for col in m.data:  # type: ignore[attr-defined]
-            fam, qual = split_column(col)
-            if qual is None:
-                whole.add(fam)
-            else:
-                cols_by_fam.setdefault(fam, []).append(col)
-        for fam in whole:
-            yield fam, pack([C.DELETE_FAMILY, upto])
-        for fam, cols in cols_by_fam.items():
-            if fam not in whole:
-                yield fam, pack([C.DELETE_COLUMNS, upto, cols])
 
     @mapped
     def _compact_row(self, t: _Table, fo: FamilyOptions, row: bytes,

@@ -590,8 +590,6 @@ class HBaseStore(HBaseKeyValueTables, BaseStore):
     def prepare(self, mutations: list[Mutation]) -> list[tuple[Any, Mutation, list]]:
         """(table, mutation with its timestamp fixed, segments): segments in the embedded
         store's format, so the layers above compute before / after states the same way."""
-        from .embedded import EmbeddedStore
-
         # Real HBase masks every put whose timestamp is not above a delete marker's, even one
         # written after the marker, and its Thrift1 server applies a batch's puts before its
         # deletes. So deletes without a timestamp are sent with one at or above every
@@ -608,9 +606,9 @@ class HBaseStore(HBaseKeyValueTables, BaseStore):
                 else:
                     ts = m.ts
                 m = m._replace(ts=ts)
-                segments = list(EmbeddedStore._segments(t, m, ts))
+                segments = list(C.mutation_segments(t.fams, m, ts))
             else:
-                segments = list(EmbeddedStore._segments(t, m, m.ts))
+                segments = list(C.mutation_segments(t.fams, m, m.ts))
                 if m.ts is None:
                     ts = max(now, self._last_auto)
                     m = m._replace(ts=ts)
