@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import struct
 from collections import OrderedDict
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from . import errors
 from .cache.config import DEFAULT_CACHE, DEFAULT_POLICY, open_cache
@@ -185,10 +185,25 @@ class Connection:
             check_row(row)
         return self.store.split(self._full(table), row)
 
-    def _write(self, mutations: list[Mutation]) -> None:
-        """The one write path every Table call takes: mutations, their index rows and value
-        counts land in one atomic batch."""
+    def mutate(self, mutations: list[Mutation]) -> None:
+        """Apply `mutations` (hibase.store.base.Mutation: a put or delete of one row each, of
+        tables by their full names) with their index rows and value counts in one atomic batch:
+        the one write path every Table call and the Thrift gateway take. Nothing is written if
+        one mutation is invalid."""
         self.indexer.write(mutations)
+
+    def read_modify_write(self, table: str, row: bytes, columns: list[bytes],
+                          change: Callable[[dict], tuple[list[Mutation], Any]]) -> Any:
+        """Atomic against every writer of this connection: read `columns` of `row` in table
+        `table` (full name) as {column: [(timestamp, value), ...]}, newest first; call
+        `change(cells)`, which returns (mutations, result); apply the mutations; return
+        result. Counters, append and check-and-put are built on it."""
+        with self.store.write_lock():
+            cells = self.store.read_row(table, row, columns) if columns else {}
+            mutations, result = change(cells)
+            if mutations:
+                self.mutate(mutations)
+            return result
 
     # -- secondary indexes ---------------------------------------------------------------------
     def create_index(self, table: str | bytes, name: str, columns: Any,
@@ -444,7 +459,7 @@ class Table:
         _check_ts(timestamp)
         self._enabled_schema().check_put(row, data)
         if data:
-            self.connection._write([Mutation("put", self._name, row, dict(data), timestamp)])
+            self.connection.mutate([Mutation("put", self._name, row, dict(data), timestamp)])
 
     def delete(self, row: bytes, columns: Iterable[bytes] | None = None,
                timestamp: int | None = None, wal: bool = True) -> None:
@@ -452,7 +467,7 @@ class Table:
         _check_ts(timestamp)
         check_row(row)
         cols = self._columns(columns)
-        self.connection._write([Mutation("delete", self._name, row, cols, timestamp)])
+        self.connection.mutate([Mutation("delete", self._name, row, cols, timestamp)])
 
     def batch(self, timestamp: int | None = None, batch_size: int | None = None,
               transaction: bool = False, wal: bool = True) -> "Batch":
@@ -470,8 +485,9 @@ class Table:
         self._check_counter(column, value)
         check_row(row)
         self._columns([column])
-        with self._store.write_lock():
-            got = self._store.read_row(self._name, row, [column]).get(column)
+
+        def add(cells: dict) -> tuple[list[Mutation], int]:
+            got = cells.get(column)
             current = 0
             if got:
                 raw = got[0][1]
@@ -483,10 +499,10 @@ class Table:
             new = current + value
             if not -(1 << 63) <= new < (1 << 63):
                 raise errors.InvalidArgument(f"counter {column!r} would overflow 64 bits")
-            if value != 0:
-                self.connection._write(
-                    [Mutation("put", self._name, row, {column: _LONG.pack(new)}, None)])
-            return new
+            put = Mutation("put", self._name, row, {column: _LONG.pack(new)}, None)
+            return ([put] if value != 0 else []), new
+
+        return self.connection.read_modify_write(self._name, row, [column], add)
 
     def counter_dec(self, row: bytes, column: bytes, value: int = 1) -> int:
         return self.counter_inc(row, column, -value)
@@ -574,7 +590,7 @@ class Batch:
         """Write everything buffered so far, atomically."""
         if self._mutations:
             mutations, self._mutations, self._count = self._mutations, [], 0
-            self._table.connection._write(mutations)
+            self._table.connection.mutate(mutations)
 
     def __enter__(self) -> "Batch":
         return self

@@ -14,7 +14,7 @@ from .errors import InvalidArgument, SchemaError, ValueTypeError
 
 __all__ = [
     "TYPE_NAMES", "ColumnType", "parse_type",
-    "decode_cell", "encode_cell", "validate_cell",
+    "decode_cell", "cell_decoder", "encode_cell", "validate_cell",
     "encode_key", "decode_key", "encode_composite", "decode_composite",
     "escape_bytes", "escape_prefix", "unescape_bytes", "prefix_successor",
     "value_from_literal",
@@ -398,6 +398,12 @@ def decode_cell(t: ColumnType, raw: bytes) -> Any:
     if type(raw) is not bytes:
         raw = _as_bytes(t, raw)
     return t._dec(t, raw)  # type: ignore[attr-defined]
+
+
+def cell_decoder(t: ColumnType) -> Callable[[ColumnType, bytes], Any]:
+    """decode_cell's inner function for `t`, called as fn(t, raw) on bytes: for compiled loops
+    that bind it once (no type check of `raw`, which must be bytes)."""
+    return t._dec  # type: ignore[attr-defined]
 
 
 def encode_cell(t: ColumnType, value: Any) -> bytes:

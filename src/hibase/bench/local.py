@@ -45,6 +45,7 @@ from typing import Any
 import hibase
 from hibase.bench.datasets import C_IP, C_PORT, C_URL, TELECOM_COLUMNS, telecom_rows
 from hibase.query import engine
+from hibase.query.ast import Select
 
 __all__ = ["run", "summary"]
 
@@ -147,8 +148,7 @@ def _load_all(db: Any, data: list, chunk: int = 5000) -> dict[str, Any]:
 
 def _visits(db: Any, table: str, cond: str) -> tuple[int, str]:
     """Region visits of the plan (global index: one per key range) and its index."""
-    t = db.table(table)
-    select = t._select(cond, [b"f:mdn"], None)
+    select = Select(table, (b"f:mdn",), engine.parse_condition(cond), None)
     plan = engine.prepare(select, db.store, db.indexer)[0]
     path = plan.steps[0].path if plan.steps else None
     if path is None or not hasattr(path, "spec"):

@@ -89,13 +89,7 @@ def _connect(path: str) -> tuple[Any, str]:
 
 def _views(db: Any) -> dict[str, Any]:
     """RocksDB column-family views of the store: table families and key-value tables."""
-    out = {}
-    for name, t in db.store._tables.items():
-        for fam, (view, _, _) in t.fams.items():
-            out[f"{name}/{fam.decode()}"] = view
-    for name, (view, _) in db.store._kv.items():
-        out[name] = view
-    return out
+    return db.store.rocksdb_views()
 
 
 def _settle(db: Any, timeout: float = 120.0) -> float:
@@ -280,7 +274,7 @@ def _hibase_sizes(db: Any) -> dict[str, Any]:
     from hibase.index.spec import index_table, value_table
     store = db.store
     data = 0
-    for view, _, _ in store._tables[TABLE].fams.values():
+    for view in store.rocksdb_views(kv=False, table=TABLE).values():
         for k, v in view.items():
             data += len(k) + len(v)
     aliases = {bytes.fromhex(d["alias"]): d["name"] for d in db.indexes(TABLE)}

@@ -191,7 +191,7 @@ def _hibase_open(path: str) -> tuple[Any, Any]:
 def _settle_rocksdb(db: Any, timeout: float = 120.0) -> float:
     """Wait until no RocksDB compaction is pending or running; returns the seconds waited."""
     t0 = time.perf_counter()
-    views = [v for t in db.store._tables.values() for v, _, _ in t.fams.values()]
+    views = list(db.store.rocksdb_views(kv=False).values())
     while time.perf_counter() - t0 < timeout:
         busy = 0
         for v in views:
@@ -209,15 +209,14 @@ def _settle_rocksdb(db: Any, timeout: float = 120.0) -> float:
 
 def _lsm_shape(db: Any) -> dict[str, int]:
     out: dict[str, int] = {}
-    for t in db.store._tables.values():
-        for v, _, _ in t.fams.values():
-            for level in range(7):
-                try:
-                    n = v.property_int_value(f"rocksdb.num-files-at-level{level}") or 0
-                except Exception:  # pragma: no cover
-                    return out
-                if n:
-                    out[f"L{level}"] = out.get(f"L{level}", 0) + n
+    for v in db.store.rocksdb_views(kv=False).values():
+        for level in range(7):
+            try:
+                n = v.property_int_value(f"rocksdb.num-files-at-level{level}") or 0
+            except Exception:  # pragma: no cover
+                return out
+            if n:
+                out[f"L{level}"] = out.get(f"L{level}", 0) + n
     return out
 
 

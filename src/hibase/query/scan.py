@@ -132,7 +132,7 @@ def _generate(conj: tuple, types: dict, layout: tuple | None) -> Callable:
             body.append(f"    if evaluate(a{i}, row, cells, types) is not True: return False")
             continue
         name, t, lits, cond = typed
-        ns[f"n{i}"], ns[f"t{i}"], ns[f"d{i}"] = name, t, t._dec
+        ns[f"n{i}"], ns[f"t{i}"], ns[f"d{i}"] = name, t, codec.cell_decoder(t)
         names = []
         for j, lit in enumerate(lits):  # literals are bound as names, never written as text
             ns[f"l{i}_{j}"] = lit

@@ -427,7 +427,7 @@ class Handler:
         name, schema = self._schema(tableName)
         dels, puts = self._row_mutations(name, schema, row, mutations, _write_ts(timestamp),
                                          False)
-        self.connection._write(dels + puts)  # HBase: the Delete, then the Put
+        self.connection.mutate(dels + puts)  # HBase: the Delete, then the Put
 
     def mutateRow(self, tableName: Any, row: Any, mutations: Any, attributes: Any = None) -> None:
         self.mutateRowTs(tableName, row, mutations, None)
@@ -441,7 +441,7 @@ class Handler:
             dels, puts = self._row_mutations(name, schema, batch.row, batch.mutations, ts, True)
             all_dels += dels
             all_puts += puts
-        self.connection._write(all_puts + all_dels)  # HBase: every Put, then every Delete
+        self.connection.mutate(all_puts + all_dels)  # HBase: every Put, then every Delete
 
     def mutateRows(self, tableName: Any, rowBatches: Any, attributes: Any = None) -> None:
         self.mutateRowsTs(tableName, rowBatches, None)
@@ -453,7 +453,7 @@ class Handler:
         family, qualifier = split_column(column)
         schema.check_family(family)
         target = family if qualifier is None else column
-        self.connection._write([Mutation("delete", name, check_row(_text(row, "row")),
+        self.connection.mutate([Mutation("delete", name, check_row(_text(row, "row")),
                                          [target], _write_ts(timestamp))])
 
     def deleteAll(self, tableName: Any, row: Any, column: Any, attributes: Any = None) -> None:
@@ -462,7 +462,7 @@ class Handler:
     def deleteAllRowTs(self, tableName: Any, row: Any, timestamp: Any,
                        attributes: Any = None) -> None:
         name, _ = self._schema(tableName)
-        self.connection._write([Mutation("delete", name, check_row(_text(row, "row")), None,
+        self.connection.mutate([Mutation("delete", name, check_row(_text(row, "row")), None,
                                          _write_ts(timestamp))])
 
     def deleteAllRow(self, tableName: Any, row: Any, attributes: Any = None) -> None:
@@ -492,17 +492,17 @@ class Handler:
         values = [_text(v, "value") for v in append.values or ()]
         if len(columns) != len(values):
             raise errors.InvalidArgument("append needs as many values as columns")
-        with self.store.write_lock():
-            current = self.store.read_row(name, row, schema.check_columns(columns)) if columns \
-                else {}
+        def append_to(current: dict) -> tuple[list[Mutation], tuple[int, dict]]:
             ts = now_ms()
-            data = {}
+            data: dict = {}
             for col, value in zip(columns, values):
                 old = current.get(col)
                 data[col] = (data.get(col) or (old[0][1] if old else b"")) + value
             schema.check_put(row, data)
-            if data:
-                self.connection._write([Mutation("put", name, row, data, ts)])
+            return ([Mutation("put", name, row, data, ts)] if data else []), (ts, data)
+
+        ts, data = self.connection.read_modify_write(
+            name, row, schema.check_columns(columns) if columns else [], append_to)
         return self._tcells({c: [(ts, v)] for c, v in data.items()})
 
     def checkAndPut(self, tableName: Any, row: Any, column: Any, value: Any, mput: Any,
@@ -519,13 +519,15 @@ class Handler:
         put_col = _text(mput.column, "mutation column")
         data = {put_col: b"" if mput.value is None else _text(mput.value, "value")}
         schema.check_put(row, data)
-        with self.store.write_lock():
-            got = self.store.read_row(name, row, [column]).get(column)
-            current = got[0][1] if got else None
-            if current != (None if value is None else _text(value, "value")):
-                return False
-            self.connection._write([Mutation("put", name, row, data, None)])
-            return True
+        expected = None if value is None else _text(value, "value")
+
+        def check(cells: dict) -> tuple[list[Mutation], bool]:
+            got = cells.get(column)
+            if (got[0][1] if got else None) != expected:
+                return [], False
+            return [Mutation("put", name, row, data, None)], True
+
+        return self.connection.read_modify_write(name, row, [column], check)
 
     # -- scanners ----------------------------------------------------------------------------
     def _open(self, tableName: Any, start: Any, stop: Any, columns: Any, timestamp: Any = None,

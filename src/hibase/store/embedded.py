@@ -803,6 +803,17 @@ class EmbeddedStore(KeyValueTables, BaseStore):
         """The RocksDB column-family handle of a table's family (for split listeners)."""
         return self.table(table).fams[family][1]
 
+    def rocksdb_views(self, kv: bool = True, table: str | None = None) -> dict[str, Any]:
+        """The RocksDB column-family views of the store by name, for benchmarks and
+        diagnostics (properties, sizes): "table/family" for table families (only `table`'s if
+        given), then the key-value tables by their own names unless kv=False."""
+        with self._lock:
+            out = {f"{name}/{fam.decode()}": view for name, t in self._tables.items()
+                   if table is None or name == table for fam, (view, _, _) in t.fams.items()}
+            if kv:
+                out.update((name, view) for name, (view, _) in self._kv.items())
+        return out
+
     def disk_size(self) -> int:
         """Bytes the store folder takes on disk."""
         total = 0
