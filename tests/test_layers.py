@@ -1,0 +1,107 @@
+"""The package's layering, read from the source (docs/architecture.md draws it): each package
+imports only packages below it, index/ and cache/ never each other, no circle of module-level
+imports, and no private name imported from another package."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+SRC = pathlib.Path(__file__).resolve().parents[1] / "src"
+ROOT = SRC / "hibase"
+
+# lower number = lower layer; equal numbers are siblings that must not import each other
+LAYERS = {
+    "errors": 0, "codec": 1, "store": 2, "index": 3, "cache": 3, "query": 4,
+    "client": 5, "hibase": 6,  # the package itself re-exports client's connect
+    "server": 7, "cluster": 7, "load": 8, "check": 8, "bench": 8, "demo": 9, "cli": 10,
+    "__main__": 11,
+}
+
+
+def _modules() -> dict[str, ast.Module]:
+    out = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = ast.parse(path.read_text(), str(path))
+    return out
+
+
+MODULES = _modules()
+
+
+def _is_package(mod: str) -> bool:
+    return (ROOT.parent / mod.replace(".", "/") / "__init__.py").exists()
+
+
+def _imports(mod: str, tree: ast.Module, top_level_only: bool):
+    """(imported hibase module, imported names) of one module's import statements."""
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "hibase":
+                    yield alias.name, []
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = mod.split(".") if _is_package(mod) else mod.split(".")[:-1]
+                base = base[:len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "hibase":
+                continue
+            names = [a.name for a in node.names]
+            subs = [n for n in names if f"{target}.{n}" in MODULES]
+            for n in subs:  # `from .. import errors` imports the module errors
+                yield f"{target}.{n}", []
+            rest = [n for n in names if n not in subs]
+            if rest or not subs:
+                yield target, rest
+
+
+def _package(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else "hibase"
+
+
+def test_every_package_has_a_layer():
+    assert {_package(m) for m in MODULES} <= set(LAYERS)
+
+
+@pytest.mark.parametrize("mod", sorted(MODULES))
+def test_imports_run_down_the_layers(mod):
+    mine = _package(mod)
+    for target, names in _imports(mod, MODULES[mod], top_level_only=False):
+        theirs = _package(target)
+        if theirs == mine:
+            continue
+        assert LAYERS[theirs] < LAYERS[mine], f"{mod} imports {target} ({theirs} is not below {mine})"
+        private = [n for n in names if n.startswith("_") and not n.startswith("__")]
+        assert not private, f"{mod} imports private {private} from another package ({target})"
+
+
+def test_no_circle_of_module_level_imports():
+    graph = {m: {t for t, _ in _imports(m, tree, top_level_only=True) if t in MODULES and t != m}
+             for m, tree in MODULES.items()}
+    # a package's __init__ importing its own submodules is how packages are built, not a circle
+    for m in graph:
+        graph[m] = {t for t in graph[m] if not (t.startswith(m + ".") and _is_package(m))}
+    state: dict[str, int] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for t in sorted(graph[m]):
+            if state.get(t) == 1:
+                raise AssertionError("import circle: " + " -> ".join(path[path.index(t):] + [t]))
+            if t not in state:
+                visit(t, path + [t])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
