@@ -105,3 +105,23 @@ def test_no_circle_of_module_level_imports():
     for m in sorted(graph):
         if m not in state:
             visit(m, [m])
+
+
+@pytest.mark.parametrize("mod", sorted(m for m in MODULES if _package(m) == "query"))
+def test_query_uses_only_the_index_face(mod):
+    """query/ reaches the index layer through hibase.index (its __init__), never its modules."""
+    for target, _ in _imports(mod, MODULES[mod], top_level_only=False):
+        assert not target.startswith("hibase.index."), f"{mod} imports {target}"
+
+
+def test_no_probe_of_the_store_in_index_or_query():
+    """Optional store behaviour is read from store.capabilities, not found by hasattr/getattr."""
+    for mod, tree in MODULES.items():
+        if _package(mod) not in ("index", "query"):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id in ("hasattr", "getattr") and node.args:
+                probed = ast.unparse(node.args[0])
+                assert "store" not in probed and "indexer" not in probed, \
+                    f"{mod}:{node.lineno} probes {probed}"

@@ -23,7 +23,6 @@ import msgpack
 from ..store import cells as C
 from .maintain import _COUNT, raw_values
 from .local import local_table, local_value_table, region_prefix, split_key
-from .routing import router_of
 from .spec import READY, IndexSpec, index_table, value_table
 
 __all__ = ["build_index", "verify_index", "expected_entries"]
@@ -98,10 +97,12 @@ def _region_results(store, spec: IndexSpec, processes: int | None
 
 
 def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,
-                progress: Callable[[int, int], Any] | None = None) -> dict[str, int]:
-    """Rebuild `spec` from its table; returns {"rows_indexed", "values", "regions"}."""
+                progress: Callable[[int, int], Any] | None = None, router: Any = None
+                ) -> dict[str, int]:
+    """Rebuild `spec` from its table; returns {"rows_indexed", "values", "regions"}. A local
+    index's routing filters are rebuilt by `router` (the index manager's)."""
     if spec.local:
-        return _build_local(store, catalog, spec, processes, progress)
+        return _build_local(store, catalog, spec, processes, progress, router)
     with store.write_lock():
         catalog.clear(spec)
         regions = len(store.regions(spec.table))
@@ -125,7 +126,7 @@ def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,
 
 
 def _build_local(store, catalog, spec: IndexSpec, processes: int | None,
-                 progress: Callable[[int, int], Any] | None) -> dict[str, int]:
+                 progress: Callable[[int, int], Any] | None, router: Any) -> dict[str, int]:
     """A local index: each region's entries and counts under the region's prefix."""
     with store.write_lock():
         catalog.clear(spec)
@@ -145,7 +146,6 @@ def _build_local(store, catalog, spec: IndexSpec, processes: int | None,
             done += 1
             if progress:
                 progress(done, len(regions))
-        router = router_of(store)
         if router is not None:
             router.rebuild(spec.table)
         catalog.set_state(spec, READY)
@@ -168,7 +168,8 @@ def _local_state(store, spec: IndexSpec) -> tuple[list, dict, list, dict]:
     return expected, counts, actual, have_counts
 
 
-def verify_index(store, spec: IndexSpec, repair: bool = False) -> dict[str, Any]:
+def verify_index(store, spec: IndexSpec, repair: bool = False, router: Any = None
+                 ) -> dict[str, Any]:
     """Compare index and value table with a rebuild; with repair, write the differences. For a
     local index the per-region rows and counts are compared, and the routing filters checked
     (no false negatives; repair rebuilds them)."""
@@ -201,8 +202,7 @@ def verify_index(store, spec: IndexSpec, repair: bool = False) -> dict[str, Any]
                   "examples": {"missing": [_rowkey(spec, k) for k in missing[:5]],
                                "extra": [_rowkey(spec, k) for k in extra[:5]]},
                   "ok": not (missing or extra or wrong or bad_counts), "repaired": False}
-        router = router_of(store) if spec.local else None
-        if router is not None:
+        if spec.local and router is not None:
             routing = router.check(spec.table, spec.alias)
             report["routing"] = routing
             report["ok"] = report["ok"] and routing["false_negatives"] == 0
@@ -213,7 +213,7 @@ def verify_index(store, spec: IndexSpec, repair: bool = False) -> dict[str, Any]
                        for k in bad_counts]
             for i in range(0, len(writes), _CHUNK):
                 store.commit([], writes[i:i + _CHUNK])
-            if router is not None:
+            if spec.local and router is not None:
                 router.rebuild(spec.table)
             report["repaired"] = True
         return report

@@ -10,7 +10,6 @@ from .. import codec
 from ..store import cells as C
 from . import local
 from .maintain import decode_count
-from .routing import router_of
 from .spec import IndexSpec, index_table, value_table
 
 __all__ = ["KeyRange", "key_range", "null_range", "scan_entries", "scan_points",
@@ -126,12 +125,13 @@ def walk_values(store, spec: IndexSpec, rng: KeyRange) -> Iterator[tuple[bytes, 
         yield key, decode_count(raw)
 
 
-def count_values(store, spec: IndexSpec, rng: KeyRange, cap: int = 2000) -> tuple[int, bool]:
+def count_values(store, spec: IndexSpec, rng: KeyRange, cap: int = 2000, router: Any = None
+                 ) -> tuple[int, bool]:
     """Rows in the range by value-table counts: (count, exact). Exact single-value lookups cost
     one get; wider ranges read at most `cap` values and report a lower bound. A local index
     sums its per-region counts (local.count_values)."""
     if spec.local:
-        return local.count_values(store, spec, rng, cap, router_of(store))
+        return local.count_values(store, spec, rng, cap, router)
     if rng.known == len(spec.types) and rng.stop == codec.prefix_successor(rng.start):
         got = store.kv_get(value_table(spec.table), [rng.start])[0]
         return (decode_count(got) if got else 0), True

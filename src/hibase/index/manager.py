@@ -124,7 +124,7 @@ class IndexManager:
         spec = self.catalog.create(table, name, columns, covering, local)
         self._wait_lease()  # every writer maintains the new index before the build reads
         self._follow_splits(table, [spec], force=True)
-        build_index(self.store, self.catalog, spec, processes, progress)
+        build_index(self.store, self.catalog, spec, processes, progress, self.router)
         return spec
 
     def build(self, table: str, name: str, processes: int | None = None,
@@ -136,7 +136,7 @@ class IndexManager:
                 self.catalog.set_state(spec, BUILDING)
                 self._wait_lease()
             self._follow_splits(table, [spec], force=True)
-            return build_index(self.store, self.catalog, spec, processes, progress)
+            return build_index(self.store, self.catalog, spec, processes, progress, self.router)
         finally:
             self._invalidate_cache(table)
 
@@ -164,7 +164,7 @@ class IndexManager:
 
     def verify(self, table: str, name: str, repair: bool = False) -> dict[str, Any]:
         try:
-            return verify_index(self.store, self.catalog.get(table, name), repair)
+            return verify_index(self.store, self.catalog.get(table, name), repair, self.router)
         finally:
             if repair:
                 self._invalidate_cache(table)

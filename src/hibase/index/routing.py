@@ -32,7 +32,6 @@ import math
 import random
 import struct
 import threading
-import weakref
 from typing import Any
 
 from ..codec import prefix_successor
@@ -40,16 +39,10 @@ from ..store import cells as C
 from .local import local_value_table, region_counts, region_prefix, routing_table
 from .scbf import ScalableSCBF
 
-__all__ = ["Router", "router_of"]
+__all__ = ["Router"]
 
 _GEN = struct.Struct(">q")
-_ROUTERS: "weakref.WeakKeyDictionary[Any, Router]" = weakref.WeakKeyDictionary()
 _LN2_SQ = math.log(2) ** 2
-
-
-def router_of(store) -> "Router | None":
-    """The router of a store's index manager, if one was made."""
-    return _ROUTERS.get(store)
 
 
 class _LazyFilters(dict):
@@ -109,7 +102,6 @@ class Router:
         # a store other clients write too (HBase): their writes change filters this process
         # holds, so lookups and writes first compare the persisted generation (one read)
         self.shared = store.capabilities.shared
-        _ROUTERS[store] = self
 
     # -- state -------------------------------------------------------------------------------
     def state(self, table: str) -> _State:

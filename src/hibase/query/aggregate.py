@@ -30,8 +30,7 @@ from typing import Any, Iterable, Iterator
 
 from .. import codec
 from ..errors import QueryPlanError
-from ..index import lookup
-from ..index.spec import index_table
+from ..index import KeyRange, index_table, null_range, walk_values
 from ..store import cells as C
 from .ast import (
     ROWKEY, Agg, And, Column, HavingCompare, In, IsNull, Not, Or, OrderItem, Select,
@@ -146,7 +145,7 @@ def _value_table(select: Select, base: Plan, conjuncts, specs) -> _Shaped | None
         for spec in specs:
             if spec.null_alias is not None and cols <= {spec.columns[0]}:
                 return _Shaped(select, "value-table", base, conjuncts, spec,
-                               [_full_range(spec), lookup.null_range(spec)])
+                               [_full_range(spec), null_range(spec)])
         # without one, rows lacking the first column have no entry: only aggregates of it
         if _group_cols(select) or any(not isinstance(e, Agg) or e.column is None for e in exprs):
             first = _group_cols(select)[:1]
@@ -180,9 +179,9 @@ def _value_table(select: Select, base: Plan, conjuncts, specs) -> _Shaped | None
     return shaped
 
 
-def _full_range(spec) -> lookup.KeyRange:
+def _full_range(spec) -> KeyRange:
     """Every entry of the index with a value in its first column (not its NULL list)."""
-    return lookup.KeyRange(spec.alias, codec.prefix_successor(spec.alias), 0, len(spec.alias))
+    return KeyRange(spec.alias, codec.prefix_successor(spec.alias), 0, len(spec.alias))
 
 
 def _index_ends(select: Select, specs) -> _Shaped | None:
@@ -217,7 +216,7 @@ def _index_walk(select: Select, base: Plan, conjuncts, specs) -> _Shaped | None:
         if select.where is None or base.full_scan:
             if spec.null_alias is not None and not not_null:  # NULLs read from the NULL list
                 walk = [(_full_range(spec), o.desc)]
-                nulls = (lookup.null_range(spec), False)
+                nulls = (null_range(spec), False)
                 walk = walk + [nulls] if o.nulls_last else [nulls] + walk
                 return _Shaped(select, "index-walk", base, conjuncts, spec, walk)
         if not (o.nulls_last or not_null):
@@ -268,7 +267,7 @@ def _value_rows(store, shaped: _Shaped) -> Iterator[tuple[None, dict, int]]:
     """(None, {column: decoded value}, row count) per value of the value table in range."""
     spec = shaped.spec
     for rng in shaped.ranges:
-        for vkey, count in lookup.walk_values(store, spec, rng):
+        for vkey, count in walk_values(store, spec, rng):
             if count > 0:
                 yield None, _decoded(spec, vkey), count
 

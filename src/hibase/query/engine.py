@@ -60,7 +60,8 @@ def prepare(select: Select, store, indexer, range_method: str = "auto",
                     full_scan=True, where=where, notes=["full scan forced (full_scan=True)"])
         return plan, conjuncts
     plan = plan_query(select, conjuncts, store, types, indexer.ready(select.table),
-                      range_method, where, cached=indexer.cache is not None)
+                      range_method, where, cached=indexer.cache is not None,
+                      router=indexer.router)
     return plan, conjuncts
 
 

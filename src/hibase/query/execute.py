@@ -7,7 +7,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator
 
-from ..index import local, lookup
+from ..index import scan_entries, scan_local, scan_points, walk_values
 from .ast import ROWKEY, And
 from .evaluate import matches
 from .plan import IndexLookup, Intersect, Plan, RowGet, RowRange, Step, is_point
@@ -25,26 +25,26 @@ def _lookup_rows(indexer, lk: IndexLookup) -> Iterator[tuple[bytes, list]]:
     the hot cache, ranges by ordered index scan or by value-table walk + point lookups."""
     spec, store = lk.spec, indexer.store
     if spec.local:  # each key range under every region the routing filters cannot rule out
-        yield from local.scan_entries(store, spec, lk.ranges, getattr(indexer, "router", None),
-                                      planned=lk.route)
+        yield from scan_local(store, spec, lk.ranges, indexer.router, planned=lk.route)
         return
     if lk.method == "merge":  # a long IN list: one scan from its smallest to largest value
-        yield from lookup.scan_points(store, spec, [rng.start for rng in lk.ranges])
+        yield from scan_points(store, spec, [rng.start for rng in lk.ranges])
         return
     if lk.method != "walk":
         for rng in lk.ranges:
             if is_point(spec, rng):
                 yield from indexer.read_value(spec, rng.start)
             else:
-                yield from lookup.scan_entries(store, spec, rng)
+                yield from scan_entries(store, spec, rng)
         return
     # a full value is its own value key: only ranges walk the value table (a point lookup the
     # hot cache answers then makes no store call at all)
     vkeys = [vkey for rng in lk.ranges
              for vkey in ([rng.start] if is_point(spec, rng) else
-                          (v for v, _ in lookup.walk_values(store, spec, rng)))]
-    # an in-process cache answers faster alone than through threads (cache.parallel False)
-    if len(vkeys) <= 1 or not getattr(indexer.cache, "parallel", True):
+                          (v for v, _ in walk_values(store, spec, rng)))]
+    # an in-process cache answers faster alone than through threads (cache.parallel False);
+    # without a cache the point lookups go to the store in parallel
+    if len(vkeys) <= 1 or (indexer.cache is not None and not indexer.cache.parallel):
         for vkey in vkeys:
             yield from indexer.read_value(spec, vkey)
         return

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from .. import codec
-from ..index import local, lookup
-from ..index.routing import router_of
-from ..index.spec import IndexSpec
+from ..index import (IndexSpec, KeyRange, count_points, count_routed, count_values, key_range,
+                     null_range, plan_route)
 from .ast import (ROWKEY, And, Atom, Compare, In, IsNotNull, IsNull, Like, Select,
                   format_value)
 
@@ -51,7 +50,7 @@ class RowRange:
 @dataclass
 class IndexLookup:
     spec: IndexSpec
-    ranges: list[lookup.KeyRange]
+    ranges: list[KeyRange]
     estimate: int
     exact_estimate: bool
     used: list[Atom]
@@ -179,7 +178,7 @@ def _atom_text(a: Atom) -> str:
     return str(a)
 
 
-def is_point(spec: IndexSpec, rng: lookup.KeyRange) -> bool:
+def is_point(spec: IndexSpec, rng: KeyRange) -> bool:
     return rng.known == len(spec.types) and rng.stop == codec.prefix_successor(rng.start)
 
 
@@ -318,19 +317,20 @@ def _rowkey_path(b: _Bounds) -> RowGet | RowRange | None:
     return RowRange(start, stop)
 
 
-def _null_path(store, spec: IndexSpec, atom: Atom) -> IndexLookup | None:
+def _null_path(store, spec: IndexSpec, atom: Atom, router: Any) -> IndexLookup | None:
     """IS NULL on an index's first column: its NULL list, when it keeps one (spec.py)."""
     if spec.null_alias is None or spec.local:
         return None
-    rng = lookup.null_range(spec)
-    estimate, exact = lookup.count_values(store, spec, rng)
+    rng = null_range(spec)
+    estimate, exact = count_values(store, spec, rng, router=router)
     return IndexLookup(spec, [rng], estimate, exact, [atom])
 
 
-def _index_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds]) -> IndexLookup | None:
+def _index_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds], router: Any
+                ) -> IndexLookup | None:
     first = cons.get(spec.columns[0])
     if first is not None and first.is_null is not None:
-        return _null_path(store, spec, first.is_null)
+        return _null_path(store, spec, first.is_null, router)
     eq_lists: list[list] = []
     used: list[Atom] = []
     tail: _Bounds | None = None
@@ -370,31 +370,31 @@ def _index_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds]) -> IndexLook
         else:
             keys = list(map(spec.prefix_key, itertools.product(*eq_lists)))
         succ, n = codec.prefix_successor, len(spec.types)
-        ranges = [lookup.KeyRange(k, succ(k), n, len(k)) for k in keys]
+        ranges = [KeyRange(k, succ(k), n, len(k)) for k in keys]
     for eq in (() if merge else itertools.product(*eq_lists)):
         if tail is None:
-            ranges.append(lookup.key_range(spec, list(eq)))
+            ranges.append(key_range(spec, list(eq)))
         elif tail.lo is None and tail.hi is None and tail.like is None:
-            ranges.append(lookup.key_range(spec, list(eq), not_null=True))
+            ranges.append(key_range(spec, list(eq), not_null=True))
         elif tail.like is not None and tail.lo is None and tail.hi is None:
-            ranges.append(lookup.key_range(spec, list(eq), like_prefix=tail.like))
+            ranges.append(key_range(spec, list(eq), like_prefix=tail.like))
         else:
-            ranges.append(lookup.key_range(spec, list(eq), tail.lo, tail.hi, tail.lo_inc,
+            ranges.append(key_range(spec, list(eq), tail.lo, tail.hi, tail.lo_inc,
                                            tail.hi_inc))
             if tail.like is not None:  # keep the LIKE as a residual; the range is a superset
                 used = [a for a in used if not isinstance(a, Like)]
     if spec.local:  # route once: the estimate reads counts in the visited regions only
-        route = local.plan_route(store, spec, ranges, router_of(store))
-        estimate, exact = local.count_routed(store, spec, ranges, route)
+        route = plan_route(store, spec, ranges, router)
+        estimate, exact = count_routed(store, spec, ranges, route)
         return IndexLookup(spec, ranges, estimate, exact, used, route=route)
     if merge:  # every range is one full value: their counts in one multi-get
-        estimate = lookup.count_points(store, spec, [r.start for r in ranges])
+        estimate = count_points(store, spec, [r.start for r in ranges])
         return IndexLookup(spec, sorted(ranges, key=lambda r: r.start), estimate, True, used,
                            method="merge")
     def count() -> tuple[int, bool]:
         estimate, exact = 0, True
         for rng in ranges:
-            n, ex = lookup.count_values(store, spec, rng)
+            n, ex = count_values(store, spec, rng, router=router)
             estimate += n
             exact &= ex
         return estimate, exact
@@ -403,7 +403,7 @@ def _index_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds]) -> IndexLook
 
 
 def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
-            range_method: str, cached: bool) -> Path | None:
+            range_method: str, cached: bool, router: Any) -> Path | None:
     cons = _constraints(conjunct, types)
     if any(b.empty for b in cons.values()):
         return RowGet([])
@@ -413,7 +413,7 @@ def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
             return path
     else:
         path = None
-    lookups = [lk for lk in (_index_path(store, s, cons) for s in specs) if lk is not None]
+    lookups = [lk for lk in (_index_path(store, s, cons, router) for s in specs) if lk is not None]
     # cost: rows, plus the regions a local lookup visits; ties go to the global index. A lone
     # candidate needs no counts (they pick a plan, never change an answer): none are read
     if len(lookups) > 1:
@@ -460,14 +460,16 @@ def _answered(path: Path) -> set[Atom]:
 
 def plan_query(select: Select, conjuncts: list[tuple[Atom, ...]] | None, store,
                types: dict[bytes, codec.ColumnType], specs: list[IndexSpec],
-               range_method: str = "auto", where: Any = None, cached: bool = False) -> Plan:
-    """Choose access paths for a normalized query (conjuncts None: no WHERE)."""
+               range_method: str = "auto", where: Any = None, cached: bool = False,
+               router: Any = None) -> Plan:
+    """Choose access paths for a normalized query (conjuncts None: no WHERE); `router`: the
+    index manager's, routing local-index lookups to the regions that may hold a value."""
     columns = list(select.columns) if select.columns is not None else None
     if conjuncts is None:
         return Plan(select, [], columns, full_scan=True, where=where)
     steps = []
     for conj in conjuncts:
-        path = _choose(store, conj, types, specs, range_method, cached)
+        path = _choose(store, conj, types, specs, range_method, cached, router)
         if path is None:
             return Plan(select, [], columns, full_scan=True, where=where,
                         notes=[f"no rowkey or index path for {_atoms(conj)}"])
