@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hibase.index.maintain import decode_count
+from hibase.index.spec import decode_count
 from hibase.index.spec import IndexSpec, index_table, value_table
 
 COLUMNS = {"f:a": "int", "f:b": "string", "g:c": "int"}

@@ -21,7 +21,8 @@ from typing import Any, Callable, Iterator
 import msgpack
 
 from ..store import cells as C
-from .maintain import _COUNT, raw_values
+from .maintain import raw_values
+from .spec import decode_count, encode_count
 from .local import local_table, local_value_table, region_prefix, split_key
 from .spec import READY, IndexSpec, index_table, value_table
 
@@ -120,7 +121,7 @@ def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,
                 progress(done, regions)
         items = sorted(counts.items())
         for i in range(0, len(items), _CHUNK):
-            store.commit([], [(val, k, _COUNT.pack(n)) for k, n in items[i:i + _CHUNK]])
+            store.commit([], [(val, k, encode_count(n)) for k, n in items[i:i + _CHUNK]])
         catalog.set_state(spec, READY)
     return {"rows_indexed": total, "values": len(counts), "regions": regions}
 
@@ -140,7 +141,7 @@ def _build_local(store, catalog, spec: IndexSpec, processes: int | None,
                 store.commit([], [(idx, p + k, v) for k, v in entries[i:i + _CHUNK]])
             items = sorted(counts.items())
             for i in range(0, len(items), _CHUNK):
-                store.commit([], [(val, p + k, _COUNT.pack(n)) for k, n in items[i:i + _CHUNK]])
+                store.commit([], [(val, p + k, encode_count(n)) for k, n in items[i:i + _CHUNK]])
             total += len(entries)
             values += len(items)
             done += 1
@@ -163,7 +164,7 @@ def _local_state(store, spec: IndexSpec) -> tuple[list, dict, list, dict]:
         counts.update((p + k, n) for k, n in c.items())
     mine = lambda key: key[split_key(key)[1]:][:2] == spec.alias  # noqa: E731
     actual = [(k, v) for k, v in store.kv_scan(local_table(spec.table)) if mine(k)]
-    have_counts = {k: _COUNT.unpack(v)[0]
+    have_counts = {k: decode_count(v)
                    for k, v in store.kv_scan(local_value_table(spec.table)) if mine(k)}
     return expected, counts, actual, have_counts
 
@@ -187,7 +188,7 @@ def verify_index(store, spec: IndexSpec, repair: bool = False, router: Any = Non
             for alias in spec.aliases:  # its entries, and its NULL list's
                 stop = prefix_successor(alias)
                 actual += store.kv_scan(idx, alias, stop)
-                have_counts.update((k, _COUNT.unpack(v)[0])
+                have_counts.update((k, decode_count(v))
                                    for k, v in store.kv_scan(val, alias, stop))
         want = dict(expected)
         have = dict(actual)
@@ -209,7 +210,7 @@ def verify_index(store, spec: IndexSpec, repair: bool = False, router: Any = Non
         if repair and not report["ok"]:
             writes = [(idx, k, want[k]) for k in missing + wrong]
             writes += [(idx, k, None) for k in extra]
-            writes += [(val, k, _COUNT.pack(counts[k]) if k in counts else None)
+            writes += [(val, k, encode_count(counts[k]) if k in counts else None)
                        for k in bad_counts]
             for i in range(0, len(writes), _CHUNK):
                 store.commit([], writes[i:i + _CHUNK])

@@ -30,24 +30,19 @@ and split_rewrite is idempotent, so a split that stopped half way is finished by
 from __future__ import annotations
 
 import heapq
-import struct
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from .. import codec
 from ..store import cells as C
-from .spec import IndexSpec
+from .spec import IndexSpec, decode_count, encode_count
 
 __all__ = ["local_table", "local_value_table", "routing_table", "region_prefix", "Route",
            "entry_writes", "split_rewrite", "plan_route", "scan_entries", "count_values",
            "count_routed", "region_counts", "clear", "region_of"]
 
 
-_COUNT = struct.Struct(">q")  # the value tables' row counts (as maintain.py)
 
-
-def decode_count(raw: bytes) -> int:
-    return _COUNT.unpack(raw)[0]
 
 
 def local_table(table: str) -> str:
@@ -128,7 +123,7 @@ def entry_writes(store, changes: Iterable, events: list | None = None) -> list:
         for (key, (delta, table, rid, vkey)), raw in zip(items, current):
             before = decode_count(raw) if raw else 0
             count = before + delta
-            writes.append((val, key, _COUNT.pack(count) if count > 0 else None))
+            writes.append((val, key, encode_count(count) if count > 0 else None))
             if events is not None and (before > 0) != (count > 0):
                 events.append((table, rid, vkey[:2], vkey, 1 if count > 0 else -1))
     return writes
@@ -180,7 +175,7 @@ def split_rewrite(store, specs: dict[bytes, IndexSpec], table: str, parent, righ
                 stored[key[len(prefix):]] = raw
         for by_value in counts.values():
             for vkey, n in by_value.items():
-                packed = _COUNT.pack(n)
+                packed = encode_count(n)
                 if stored.pop(vkey, None) != packed:
                     put(val, prefix + vkey, packed)
         for vkey in stored:  # values with no row left in this daughter

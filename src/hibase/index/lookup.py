@@ -9,8 +9,7 @@ from typing import Any, Iterator, Sequence
 from .. import codec
 from ..store import cells as C
 from . import local
-from .maintain import decode_count
-from .spec import IndexSpec, index_table, value_table
+from .spec import IndexSpec, decode_count, index_table, value_table
 
 __all__ = ["KeyRange", "key_range", "null_range", "scan_entries", "scan_points",
            "count_values", "count_points", "walk_values", "entries_for_value"]

@@ -11,17 +11,15 @@ of rows and value counts atomic.
 
 from __future__ import annotations
 
-import struct
 from typing import Any, Iterable
 
 from .. import codec
 from ..store import cells as C
 from . import local
-from .spec import IndexSpec, index_table, value_table
+from .spec import IndexSpec, decode_count, encode_count, index_table, value_table
 
-__all__ = ["index_writes", "entry_writes", "Change", "decode_count", "needed_columns"]
+__all__ = ["index_writes", "entry_writes", "Change", "needed_columns"]
 
-_COUNT = struct.Struct(">q")
 
 
 class Change(tuple):
@@ -139,10 +137,7 @@ def entry_writes(store, changes: Iterable[Change], events: list | None = None) -
     for vt, items in by_val.items():
         current = store.kv_get(vt, [k for k, _ in items])
         for (vkey, delta), raw in zip(items, current):
-            count = (_COUNT.unpack(raw)[0] if raw else 0) + delta
-            writes.append((vt, vkey, _COUNT.pack(count) if count > 0 else None))
+            count = (decode_count(raw) if raw else 0) + delta
+            writes.append((vt, vkey, encode_count(count) if count > 0 else None))
     return writes
 
-
-def decode_count(raw: bytes) -> int:
-    return _COUNT.unpack(raw)[0]

@@ -23,14 +23,13 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 from .. import errors
 from ..client import Connection, Table
-from ..store.base import Mutation, Region, now_ms
+from ..store.base import LATEST_TIMESTAMP, Mutation, Region, now_ms
 from ..store.schema import FOREVER, TableSchema, check_row, split_column
 
 __all__ = ["Handler", "load_idl", "LATEST_TIMESTAMP"]
 
 log = logging.getLogger(__name__)
 
-LATEST_TIMESTAMP = (1 << 63) - 1  # HBase's HConstants.LATEST_TIMESTAMP: "now" / "every version"
 _IDL_MODULE = "Hbase_thrift"  # the module name happybase gives the same IDL
 
 

@@ -6,7 +6,10 @@ import time
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
-__all__ = ["Mutation", "Region", "SplitListener", "now_ms"]
+__all__ = ["Mutation", "Region", "SplitListener", "now_ms", "LATEST_TIMESTAMP"]
+
+# HBase's HConstants.LATEST_TIMESTAMP: "now" for a write's timestamp, "every version" for a read
+LATEST_TIMESTAMP = (1 << 63) - 1
 
 
 class Mutation(NamedTuple):

@@ -66,7 +66,6 @@ from .schema import FOREVER, TableSchema, split_column
 
 __all__ = ["HBaseStore", "parse_url", "META_TABLE", "KV_PREFIX"]
 
-LATEST_TIMESTAMP = (1 << 63) - 1
 # how long index definitions are trusted without asking HBase (parse_url's catalog_lease_ms)
 DEFAULT_LEASE_MS = 1000
 
