@@ -1,4 +1,4 @@
-"""Tests for hibase.store.filters: HBase filter-language parsing and row evaluation."""
+"""Tests for hibase.query.hbase_filter: HBase filter-language parsing and row evaluation."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from hibase.errors import FilterError, FilterSyntaxError, UnsupportedFilter
-from hibase.store.filters import RowFilter, compile_filter
+from hibase.query.hbase_filter import RowFilter, compile_filter
 
 CELLS = {b"cf:a": b"apple", b"cf:b": b"Banana", b"cf:bb": b"x", b"cg:b": b"10"}
 

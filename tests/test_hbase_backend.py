@@ -150,7 +150,7 @@ def test_writer_killed_between_steps(hbase, step, change):
     # warm the writer's hot cache on the values involved
     for v in ("IAH", "SFO", "XXX"):
         t.where(f"f.dest = '{v}'", columns=[b"f:carrier"])
-    writer.store.fail_after = step
+    writer.store.faults.arm(step)
     with pytest.raises(errors.BackendError, match="fault injection"):
         if change == "insert":
             t.put(b"new", {b"f:dest": b"XXX", b"f:carrier": b"N"})
@@ -160,7 +160,7 @@ def test_writer_killed_between_steps(hbase, step, change):
             t.delete(b"k003")  # an IAH row
         else:
             t.put(b"k006", {b"f:carrier": b"NEW"})  # IAH, covered value only
-    writer.store.fail_after = None
+    writer.store.faults.arm(None)
     reader = hbase.connect()
     rt = reader.table("flights")
     for conn in (reader, writer):
@@ -196,10 +196,10 @@ def test_unverified_entries_are_resolved_not_trusted(hbase):
     db = hbase.connect(cache_policy=None)
     t = _flights(db, 6)
     db.create_index("flights", "by_dest", ["f:dest"], covering=["f:carrier"])
-    db.store.fail_after = "index"
+    db.store.faults.arm("index")
     with pytest.raises(errors.BackendError):
         t.put(b"k000", {b"f:dest": b"XXX", b"f:carrier": b"Z"})
-    db.store.fail_after = None
+    db.store.faults.arm(None)
     raw = dict(db.store.kv_scan("__idx__flights"))
     with db.store.raw_index():
         stored = dict(db.store.kv_scan("__idx__flights"))
@@ -227,10 +227,10 @@ def test_clients_sharing_a_redis_cache(hbase):
         assert b.cache_stats()["hits"] >= 1
         t.put(b"k000", {b"f:dest": b"SFO"})
         assert b"k000" not in {k for k, _ in b.sql(q)}
-        a.store.fail_after = "data"
+        a.store.faults.arm("data")
         with pytest.raises(errors.BackendError):
             t.put(b"k003", {b"f:dest": b"SFO"})
-        a.store.fail_after = None
+        a.store.faults.arm(None)
         assert b"k003" not in {k for k, _ in b.sql(q)}
         assert sorted(k for k, _ in b.sql(q)) == _truth(b.table("flights"), "IAH")
     finally:
@@ -270,7 +270,7 @@ def test_cli_on_thrift_url_after_a_stopped_writer(hbase):
     db = hbase.connect(cache_policy=None)
     t = _flights(db, 9)
     db.create_index("flights", "by_dest", ["f:dest"], covering=["f:carrier"])
-    db.store.fail_after = "index"
+    db.store.faults.arm("index")
     with pytest.raises(errors.BackendError):
         t.put(b"k000", {b"f:dest": b"XXX"})
     runner = CliRunner()
@@ -378,3 +378,15 @@ def test_index_recreated_by_another_client_is_not_served_from_a_stale_cache(hbas
     t.put(b"k000", {b"f:dest": b"SFO"})
     a.create_index("flights", "by_dest", ["f:dest"])  # same name, same alias
     assert sorted(k for k, _ in b.sql(q)) == [b"k003", b"k006"]
+
+
+def test_fault_points_are_named():
+    """A misspelt fault step is refused rather than never firing."""
+    from hibase.store.faults import Faults
+    faults = Faults()
+    with pytest.raises(errors.InvalidArgument, match="unknown fault step"):
+        faults.arm("indexx")
+    faults.arm("data")
+    faults.reached("index")  # not armed for it: nothing happens
+    with pytest.raises(errors.BackendError, match="fault injection"):
+        faults.reached("data")

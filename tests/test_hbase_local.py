@@ -83,7 +83,7 @@ def test_split_stopped_half_way_is_finished_by_the_next_client(gateway, step):
     db = hibase.connect(url)
     model = _load(db)
     gw.split("t", b"r0500")
-    db.store.fail_after = step
+    db.store.faults.arm(step)
     with pytest.raises(errors.BackendError, match="fault injection"):
         db.table("t").put(b"r0001", {b"f:a": b"4"})
     reader = hibase.connect(url, read_only=True)  # reads, never finishes the split
@@ -102,7 +102,7 @@ def test_split_stopped_half_way_is_finished_by_the_next_client(gateway, step):
     _check(other, model)
     assert other.verify_index("t", "la")["ok"]
     other.close()
-    db.store.fail_after = None
+    db.store.faults.arm(None)
     db.close()
 
 
@@ -132,10 +132,10 @@ def test_local_writes_follow_the_verified_protocol(gateway):
     _, url = gateway
     db = hibase.connect(url)
     model = _load(db)
-    db.store.fail_after = "index"
+    db.store.faults.arm("index")
     with pytest.raises(errors.BackendError, match="fault injection"):
         db.table("t").put(b"r0003", {b"f:a": b"55"})
-    db.store.fail_after = None
+    db.store.faults.arm(None)
     assert [r for r, _ in db.table("t").where("f.a = 55")] == []
     _check(db, model)
     assert not db.verify_index("t", "la")["ok"]

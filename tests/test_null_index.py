@@ -159,7 +159,7 @@ def test_null_list_under_a_writer_killed_between_steps(thrift_backend, step, cha
     t.put(b"r2", {b"f:b": b"y"})
     t.put(b"r3", {b"g:c": b"3"})
     writer.create_index("t", "by_a", ["f:a"], covering=["f:b"])
-    writer.store.fail_after = step
+    writer.store.faults.arm(step)
     with pytest.raises(errors.BackendError, match="fault injection"):
         if change == "insert_null":
             t.put(b"r4", {b"g:c": b"4"})
@@ -169,7 +169,7 @@ def test_null_list_under_a_writer_killed_between_steps(thrift_backend, step, cha
             t.put(b"r2", {b"f:a": b"2"})
         else:
             t.delete(b"r3")
-    writer.store.fail_after = None
+    writer.store.faults.arm(None)
     reader = thrift_backend.connect(cache_policy=None)
     truth = sorted(k for k, cells in reader.table("t").scan() if b"f:a" not in cells)
     for conn in (reader, writer):

@@ -15,7 +15,7 @@ from .query import engine
 from .query.ast import Select
 from .store.base import Mutation
 from .store.api import Store, open_store
-from .store.filters import compile_filter
+from .query.hbase_filter import compile_filter
 from .store.schema import TableSchema, check_row, check_table_name, split_column
 
 __all__ = ["Connection", "Table", "Batch", "connect"]

@@ -532,7 +532,7 @@ class Handler:
     def _open(self, tableName: Any, start: Any, stop: Any, columns: Any, timestamp: Any = None,
               filter_string: Any = None, batch: Any = None, sort: bool = False,
               reverse: bool = False, prefix: bytes | None = None) -> int:
-        from ..store.filters import compile_filter
+        from ..query.hbase_filter import compile_filter
 
         name, schema = self._schema(tableName)
         cols = self._columns(schema, columns)

@@ -25,7 +25,7 @@ table) hand every unverified entry to the index layer's resolver, which re-reads
 the entry is used (with covered values from the data row) if the row still produces it, skipped
 otherwise. Readers never repair (a repair racing a live writer could undo its phase 3);
 `verify_index(repair=True)` sees the raw entries (`raw_index()`) and rewrites or deletes
-leftovers. `fail_after = "index"` or `"data"` raises after that phase (tests kill a writer
+leftovers. `faults.arm("index")` or `("data")` raises after that phase (tests kill a writer
 between steps with it).
 
 What Thrift1 cannot do, and how this backend copes:
@@ -58,6 +58,7 @@ from urllib.parse import parse_qs, urlsplit
 from .. import errors
 from . import cells as C
 from .api import BaseStore, Capabilities
+from .faults import Faults
 from .base import Mutation, Region, SplitListener, now_ms
 from .hbase_kv import (_FETCH_CHUNK, _META_COL, _SCAN_CHUNK, KV_PREFIX, META_TABLE,
                        UNVERIFIED, VERIFIED, HBaseKeyValueTables, is_index)
@@ -178,8 +179,8 @@ class HBaseStore(HBaseKeyValueTables, BaseStore):
         self.lease_s = self.opts["catalog_lease_ms"] / 1000
         self._checked_at = -1e18  # monotonic time of the last catalog generation check
         self.index_hooks: Any = None  # set by the index layer: row_of / resolve
-        # fault injection: "index" or "data" (commit), "split-copy" or "split-switch"
-        self.fail_after: str | None = None
+        # tests stop a writer between its calls (store/faults.py); inert unless armed
+        self.faults = Faults()
         self.retries = self.opts["retries"]
         self._last_auto = 0  # the highest timestamp prepare() gave a mutation
         self._after_delete = 0  # above the last timestamp prepare() gave a delete
@@ -715,11 +716,9 @@ class HBaseStore(HBaseKeyValueTables, BaseStore):
                 else:
                     phase1.append((name, key, value))
             self._kv_write(phase1)
-            if self.fail_after == "index":
-                raise errors.BackendError("fault injection: writer stopped after the index step")
+            self.faults.reached("index")
             self._send(prepared)
-            if self.fail_after == "data":
-                raise errors.BackendError("fault injection: writer stopped after the data step")
+            self.faults.reached("data")
             self._kv_write(phase3)
 
     # -- regions, maintenance ----------------------------------------------------------------

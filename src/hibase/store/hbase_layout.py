@@ -20,7 +20,7 @@ parent's copies would miss rows, so local scans on this backend compare the stor
 (``layout_token``, one get) before and after reading and read again when it changed. A client
 that dies between steps leaves the marker: the next ``follow`` (of any client) runs that split
 again, and the listeners' rewrite is idempotent (tests stop a split with the store's
-``fail_after = "split-copy"`` or ``"split-switch"``). Region merges are not followed: the layout
+``faults.arm("split-copy")`` or ``"split-switch"``). Region merges are not followed: the layout
 keeps the finer partition, which is still exact (the merged region's rows sit under two
 prefixes, each read with its own range).
 """
@@ -205,9 +205,8 @@ class Layouts:
         store.put_meta(_marker_key(table), None)
 
     def _fault(self, step: str) -> None:
-        """Fault injection (tests): the store's `fail_after` names the step to stop after."""
-        if self.store.fail_after == step:
-            raise errors.BackendError(f"fault injection: split stopped after {step}")
+        """Fault injection (tests): the store's `faults` may stop the split after `step`."""
+        self.store.faults.reached(step)
 
 
 def _unique_ids(regions: list[HRegion]) -> list[tuple[bytes, int]]:
