@@ -306,9 +306,13 @@ def run(backend: str, rows: int = DEFAULT_ROWS, repeats: int = 50, seed: int = 0
             trips = _round_trips(local, remote, url, name, repeats)
             results = _measure(local, remote, name, queries, counts, repeats, progress)
             # hot against cold lookups with the in-process cache, calls per query, load with
-            # 0 and 3 indexes (hibase.bench.roundtrips), on the same server
+            # 0 and 3 indexes (hibase.bench.roundtrips), on the same server: as many rows as
+            # the queries' table, up to roundtrips' own default of 20,000 (10 rows a value)
             from . import roundtrips
-            hot_cold = roundtrips.measure(url, caches=("memory",), progress=progress)
+            n = min(rows, 20_000)
+            hot_cold = roundtrips.measure(url, rows=n, values=max(1, n // 10),
+                                          lookups=min(200, max(1, n // 10)),
+                                          caches=("memory",), progress=progress)
     finally:
         if workdir is None:
             shutil.rmtree(base, ignore_errors=True)
