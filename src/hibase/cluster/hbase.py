@@ -194,7 +194,8 @@ def _alive(pid: int, marker: str) -> bool:
 class HBaseCluster:
     """The local deployment kept in folder DIR (see the module docstring).
 
-    DIR/cluster.json records ports and processes; DIR/pids/<name>.pid one pid each; logs go
+    DIR/cluster.json records ports, processes and `phoenix` (Apache Phoenix's server jars and
+    WAL codec in HBase: see hibase.cluster.phoenix); DIR/pids/<name>.pid one pid each; logs go
     to DIR/logs/. Ports not given are free ones chosen at the first start and kept for the
     next starts (if still free)."""
 
@@ -208,8 +209,8 @@ class HBaseCluster:
         self.thrift_port = thrift_port or state.get("thrift_port")
         self.zk_port = zk_port or state.get("zk_port")
         self.redis_ports: list[int] = list(state.get("redis_ports", []))
-        # Apache Phoenix's server jars and WAL codec in HBase (None: as recorded, else off)
-        self.phoenix = bool(state.get("phoenix", False)) if phoenix is None else phoenix
+        # Apache Phoenix's server jars and WAL codec in HBase (None: as recorded, else on)
+        self.phoenix = bool(state.get("phoenix", True)) if phoenix is None else phoenix
         self._admin: subprocess.Popen | None = None
         self._admin_lock = threading.Lock()
 
