@@ -1,5 +1,6 @@
 // Drives Apache Phoenix through JDBC for hibase.cluster.phoenix: one connection (thick client)
-// to jdbc:phoenix:<args[0]>, one JSON request per stdin line, one JSON answer per stdout line.
+// to jdbc:phoenix:<args[0]> (further args: key=value properties), one JSON request per stdin
+// line, one JSON answer per stdout line.
 // Requests: {"op": "execute"|"upsert_many"|"time_query", "sql", "params" | "rows", "batch",
 // "repeat"}; answers {"ok": true, ...} or {"ok": false, "error": "<Phoenix's message>"}.
 // Values: JSON numbers/strings/booleans/null; bytes as {"b64": ...}; DECIMAL as {"dec": "..."};
@@ -27,7 +28,12 @@ public class PhoenixBridge {
         Connection conn;
         long t0 = System.nanoTime();
         try {
-            conn = DriverManager.getConnection("jdbc:phoenix:" + args[0], new Properties());
+            Properties props = new Properties();
+            for (int i = 1; i < args.length; i++) {  // key=value connection properties
+                int eq = args[i].indexOf('=');
+                props.setProperty(args[i].substring(0, eq), args[i].substring(eq + 1));
+            }
+            conn = DriverManager.getConnection("jdbc:phoenix:" + args[0], props);
             conn.setAutoCommit(false);
         } catch (Throwable e) {
             out.println(error(e));

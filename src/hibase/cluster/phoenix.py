@@ -31,6 +31,11 @@ from .local import ClusterError, _die_with_parent, log_tail
 __all__ = ["PhoenixClient", "PhoenixError", "phoenix_classpath", "phoenix_for_backend"]
 
 
+# Phoenix's query log table SYSTEM.LOG (unused: phoenix.log.level is OFF) is salted into 32
+# regions by default, a third of the first connect's time here; one region is enough.
+CONNECT_PROPERTIES = {"phoenix.log.saltBuckets": 1}
+
+
 class PhoenixError(ClusterError):
     """Phoenix refused a statement (the message is Phoenix's own) or its JVM failed."""
 
@@ -114,7 +119,8 @@ class PhoenixClient:
                f"-Xmx{heap_mb}m", *JVM_FLAGS,
                f"-Dlog4j2.configurationFile={os.path.join(conf, 'log4j2.properties')}",
                f"-Dhibase.log.file={self.log}",
-               "-cp", os.pathsep.join([classes, *jars]), "PhoenixBridge", f"127.0.0.1:{zk_port}"]
+               "-cp", os.pathsep.join([classes, *jars]), "PhoenixBridge", f"127.0.0.1:{zk_port}",
+               *(f"{k}={v}" for k, v in CONNECT_PROPERTIES.items())]
         t0 = time.monotonic()
         with open(self.log, "ab") as err:
             self._proc: subprocess.Popen | None = subprocess.Popen(
