@@ -25,6 +25,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
 .venv/bin/python -m pip install --quiet -e '.[dev]'
-# HBase's jars into the local Maven repository (once; cached after) before the clock runs
-.venv/bin/python -c "from hibase.cluster import classpath; classpath()"
+# HBase's and Phoenix's jars into the local Maven repository (once; cached) before the clock runs
+.venv/bin/python -c "from hibase.cluster.phoenix import phoenix_classpath; phoenix_classpath()"
 exec .venv/bin/python -m pytest -q "$@"

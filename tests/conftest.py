@@ -60,11 +60,13 @@ def pytest_generate_tests(metafunc):
 
 @pytest.fixture(scope="session")
 def hbase_cluster(tmp_path_factory):
-    """The session's real HBase (hibase.cluster.HBaseCluster, no cache nodes), started on first
-    use (the first run resolves its jars with Maven), stopped at the end of the session."""
+    """The session's real HBase (hibase.cluster.HBaseCluster, no cache nodes, Phoenix's jars in),
+    started on first use (the first run resolves its jars with Maven), stopped at the end of the
+    session."""
     from hibase.cluster import HBaseCluster, ServerMissing
 
-    cluster = HBaseCluster(tmp_path_factory.mktemp("hbase"), redis_nodes=0, heap_mb=2048)
+    cluster = HBaseCluster(tmp_path_factory.mktemp("hbase"), redis_nodes=0, heap_mb=2048,
+                           phoenix=True)  # tests/test_phoenix.py drives Phoenix on it
     try:
         cluster.start(detach=False, progress=False)
     except ServerMissing as exc:

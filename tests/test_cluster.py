@@ -64,6 +64,11 @@ def test_start_prints_the_urls_and_returns(started):
     assert st.returncode == 0, st.stdout
     for name in ("master", "thrift", "redis-0", "cache-node-0"):
         assert f"{name}\trunning" in st.stdout
+    # Phoenix's server jars are in by default (`--phoenix`): its WAL codec is configured
+    st = json.loads(hibase_cmd("cluster", "status", folder, "--json").stdout)
+    assert st["phoenix"] is True
+    with open(os.path.join(folder, "conf", "hbase-site.xml")) as fh:
+        assert "IndexedWALEditCodec" in fh.read()
 
 
 def test_happybase_and_hibase_with_the_zk_cache_work_on_it(started):

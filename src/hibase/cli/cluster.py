@@ -44,8 +44,11 @@ def cluster() -> None:
               help="Java heap of the HBase JVM (master + region server + ZooKeeper).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
               help="Seconds to wait for HBase to serve Thrift calls.")
+@click.option("--phoenix/--no-phoenix", default=True, show_default=True,
+              help="Put Apache Phoenix 5.2.1's server jars (and its WAL codec) in HBase, so "
+                   "Phoenix can be compared with hibase on it (hibase.cluster.phoenix).")
 def start(dir: str, redis_nodes: int, thrift_port: int | None, zk_port: int | None,
-          heap_mb: int, timeout: float) -> None:
+          heap_mb: int, timeout: float, phoenix: bool) -> None:
     """Start the cluster kept in DIR (created if missing) and print its URLs, one per line.
 
     Returns once HBase creates and drops a probe table through Thrift and every cache node is
@@ -60,7 +63,7 @@ def start(dir: str, redis_nodes: int, thrift_port: int | None, zk_port: int | No
     from ..cluster import HBaseCluster
 
     c = HBaseCluster(dir, redis_nodes=redis_nodes, thrift_port=thrift_port, zk_port=zk_port,
-                     heap_mb=heap_mb)
+                     heap_mb=heap_mb, phoenix=phoenix)
     c.start(timeout=timeout)
     for url in c.urls:
         click.echo(url)

@@ -68,16 +68,21 @@ def _tool(name: str, hint: str) -> str:
     return path
 
 
-def _work_dir() -> str:
-    """The folder of this pom's resolution: keyed by the pom's content."""
-    digest = hashlib.sha256(_resource("pom.xml")).hexdigest()[:12]
-    return os.path.join(cache_dir(), f"hbase-{digest}")
+def _work_dir(pom: str = "pom.xml", label: str = "hbase") -> str:
+    """The folder of a pom's resolution: keyed by the pom's content."""
+    digest = hashlib.sha256(_resource(pom)).hexdigest()[:12]
+    return os.path.join(cache_dir(), f"{label}-{digest}")
 
 
 def classpath(progress: bool = True) -> list[str]:
     """The jars of the local HBase, resolved by Maven on first use (shown as a progress bar of
     files downloaded) and cached; re-resolved if a jar vanished from the local repository."""
-    work = _work_dir()
+    return resolve("pom.xml", "hbase", progress)
+
+
+def resolve(pom: str, label: str, progress: bool = True) -> list[str]:
+    """The runtime jars of package-data pom `pom` (Maven, once; cached under cache_dir())."""
+    work = _work_dir(pom, label)
     cp_file = os.path.join(work, "classpath.txt")
     if os.path.exists(cp_file):
         jars = open(cp_file).read().strip().split(os.pathsep)
@@ -87,7 +92,7 @@ def classpath(progress: bool = True) -> list[str]:
     _tool("java", "Debian: apt-get install openjdk-17-jdk-headless")
     os.makedirs(work, exist_ok=True)
     with open(os.path.join(work, "pom.xml"), "wb") as fh:
-        fh.write(_resource("pom.xml"))
+        fh.write(_resource(pom))
     log_path = os.path.join(work, "mvn.log")
     tmp = cp_file + ".tmp"
     cmd = [mvn, "-B", "-f", os.path.join(work, "pom.xml"), "dependency:build-classpath",
@@ -95,7 +100,7 @@ def classpath(progress: bool = True) -> list[str]:
     bar = None
     if progress:
         from tqdm import tqdm
-        bar = tqdm(desc="resolving HBase jars (Maven)", unit=" files", file=sys.stderr)
+        bar = tqdm(desc=f"resolving {label} jars (Maven)", unit=" files", file=sys.stderr)
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, text=True, cwd=work)
@@ -108,7 +113,7 @@ def classpath(progress: bool = True) -> list[str]:
         bar.close()
     if code != 0 or not os.path.exists(tmp):
         errors_seen = [ln for ln in open(log_path, errors="replace") if "[ERROR]" in ln][:2]
-        raise ClusterError(f"Maven could not resolve HBase's jars (exit {code}; log {log_path}): "
+        raise ClusterError(f"Maven could not resolve {label} jars (exit {code}; log {log_path}): "
                            + (" | ".join(e.strip() for e in errors_seen) or log_tail(log_path)))
     os.replace(tmp, cp_file)
     return open(cp_file).read().strip().split(os.pathsep)
@@ -132,6 +137,30 @@ def admin_classes(jars: list[str]) -> str:
         raise ClusterError(f"javac failed on {src}: {out.stderr.strip()[-500:]}")
     os.replace(src_dir, work)
     return work
+
+
+def _registry(port: int) -> str:
+    return os.path.join(cache_dir(), "clusters", f"thrift-{port}.json")
+
+
+def _register(port: int, folder: str) -> None:
+    """Note that the cluster in `folder` serves Thrift on `port` (phoenix_for_backend reads it)."""
+    os.makedirs(os.path.dirname(_registry(port)), exist_ok=True)
+    with open(_registry(port), "w") as fh:
+        json.dump({"dir": folder}, fh)
+
+
+def cluster_for_port(port: int) -> "HBaseCluster | None":
+    """The running `hibase cluster` whose Thrift server listens on 127.0.0.1:`port`, if any."""
+    try:
+        with open(_registry(port)) as fh:
+            folder = json.load(fh)["dir"]
+    except (OSError, ValueError, KeyError):
+        return None
+    c = HBaseCluster(folder)
+    if c.thrift_port != port or "master" not in c._running():
+        return None
+    return c
 
 
 def _site_xml(props: dict[str, Any]) -> str:
@@ -165,13 +194,14 @@ def _alive(pid: int, marker: str) -> bool:
 class HBaseCluster:
     """The local deployment kept in folder DIR (see the module docstring).
 
-    DIR/cluster.json records ports and processes; DIR/pids/<name>.pid one pid each; logs go
+    DIR/cluster.json records ports, processes and `phoenix` (Apache Phoenix's server jars and
+    WAL codec in HBase: see hibase.cluster.phoenix); DIR/pids/<name>.pid one pid each; logs go
     to DIR/logs/. Ports not given are free ones chosen at the first start and kept for the
     next starts (if still free)."""
 
     def __init__(self, folder: str | os.PathLike, *, redis_nodes: int = 2,
                  thrift_port: int | None = None, zk_port: int | None = None,
-                 heap_mb: int = 1024):
+                 heap_mb: int = 1024, phoenix: bool | None = None):
         self.dir = os.path.abspath(os.fspath(folder))
         self.redis_nodes = redis_nodes
         self.heap_mb = heap_mb
@@ -179,6 +209,8 @@ class HBaseCluster:
         self.thrift_port = thrift_port or state.get("thrift_port")
         self.zk_port = zk_port or state.get("zk_port")
         self.redis_ports: list[int] = list(state.get("redis_ports", []))
+        # Apache Phoenix's server jars and WAL codec in HBase (None: as recorded, else on)
+        self.phoenix = bool(state.get("phoenix", True)) if phoenix is None else phoenix
         self._admin: subprocess.Popen | None = None
         self._admin_lock = threading.Lock()
 
@@ -196,7 +228,10 @@ class HBaseCluster:
     def _save_state(self, processes: dict[str, str]) -> None:
         with open(self._path(STATE), "w") as fh:
             json.dump({"thrift_port": self.thrift_port, "zk_port": self.zk_port,
-                       "redis_ports": self.redis_ports, "markers": processes}, fh, indent=1)
+                       "redis_ports": self.redis_ports, "phoenix": self.phoenix,
+                       "markers": processes}, fh, indent=1)
+        if processes.get("thrift"):
+            _register(self.thrift_port, self.dir)
 
     @property
     def thrift_url(self) -> str:
@@ -237,7 +272,7 @@ class HBaseCluster:
         return {"dir": self.dir, "running": running,
                 "stopped": sorted(set(markers) - set(running)), "ready": ready,
                 "thrift_url": self.thrift_url if self.thrift_port else None,
-                "zk_url": self.zk_url if self.zk_port else None}
+                "zk_url": self.zk_url if self.zk_port else None, "phoenix": self.phoenix}
 
     def _thrift_answers(self) -> bool:
         import happybase
@@ -302,6 +337,9 @@ class HBaseCluster:
             # every second instead of every 2 minutes
             "hbase.hfile.compaction.discharger.interval": 1000,
         }
+        if self.phoenix:  # Phoenix's mutable global indexes replay their WAL edits with it
+            props["hbase.regionserver.wal.codec"] = \
+                "org.apache.hadoop.hbase.regionserver.wal.IndexedWALEditCodec"
         with open(self._path("conf", "hbase-site.xml"), "w") as fh:
             fh.write(_site_xml(props))
         with open(self._path("conf", "log4j2.properties"), "wb") as fh:
@@ -368,8 +406,12 @@ class HBaseCluster:
     def _start_hbase(self, jars: list[str], detach: bool, processes: dict[str, str],
                      deadline: float, progress: bool) -> None:
         conf_marker = self._path("conf")
+        server_jars = jars
+        if self.phoenix:
+            from .phoenix import phoenix_classpath
+            server_jars = phoenix_classpath(progress)
         master = self._spawn("master", self._java(
-            jars, "org.apache.hadoop.hbase.master.HMaster", self.heap_mb,
+            server_jars, "org.apache.hadoop.hbase.master.HMaster", self.heap_mb,
             self._path("logs", "master.log")) + ["start"], self._path("logs", "master.out"),
             conf_marker, detach, processes)
         thrift = self._spawn("thrift", self._java(
