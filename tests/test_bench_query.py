@@ -15,7 +15,7 @@ from click.testing import CliRunner
 import hibase
 from hibase.bench import query
 from hibase.cli import cli
-from hibase.client import Table
+from hibase.table import Table
 from hibase.server.thrift import ThriftServer
 
 NAMES = ["eq_0", "eq_10", "eq_1000", "eq_100000", "range_1000", "and_ip_url", "or_url_ip"]

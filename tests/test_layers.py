@@ -15,7 +15,8 @@ ROOT = SRC / "hibase"
 # lower number = lower layer; equal numbers are siblings that must not import each other
 LAYERS = {
     "errors": 0, "codec": 1, "store": 2, "index": 3, "cache": 3, "query": 4,
-    "client": 5, "hibase": 6,  # the package itself re-exports client's connect
+    "table": 5, "connection": 5.1, "client": 5.2,  # client re-exports the two
+    "hibase": 6,  # the package itself re-exports connect, Connection, Table, Batch
     "server": 7, "cluster": 7, "load": 8, "check": 8, "bench": 8, "demo": 9, "cli": 10,
     "__main__": 11,
 }
@@ -38,9 +39,19 @@ def _is_package(mod: str) -> bool:
     return (ROOT.parent / mod.replace(".", "/") / "__init__.py").exists()
 
 
+def _walk(node: ast.AST):
+    """ast.walk without the bodies of `if TYPE_CHECKING:` (imports for annotations only)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and ast.unparse(child.test).endswith("TYPE_CHECKING"):
+            yield from (n for c in child.orelse for n in [c, *_walk(c)])
+            continue
+        yield child
+        yield from _walk(child)
+
+
 def _imports(mod: str, tree: ast.Module, top_level_only: bool):
     """(imported hibase module, imported names) of one module's import statements."""
-    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    nodes = tree.body if top_level_only else list(_walk(tree))
     for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:

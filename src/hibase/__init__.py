@@ -5,7 +5,8 @@
 """
 
 from . import errors
-from .client import Batch, Connection, Table, connect
+from .connection import Connection, connect
+from .table import Batch, Table
 
 __all__ = ["connect", "Connection", "Table", "Batch", "errors", "__version__"]
 __version__ = "0.1.0"

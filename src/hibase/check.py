@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from . import errors
-from .client import connect
+from .connection import connect
 
 __all__ = ["check_store"]
 

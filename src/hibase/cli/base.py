@@ -37,7 +37,8 @@ from typing import Any, Callable, Iterable, Sequence
 import click
 
 from .. import __version__, errors
-from ..client import Connection, Table, connect
+from ..connection import Connection, connect
+from ..table import Table
 from ..load import cell_to_text
 
 __all__ = ["cli", "main", "HibaseGroup", "store_argument", "table_argument", "output_options",

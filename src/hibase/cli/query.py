@@ -11,7 +11,8 @@ from typing import Any, Callable, Iterator
 import click
 from tqdm import tqdm
 
-from ..client import Connection, Table, connect
+from ..connection import Connection, connect
+from ..table import Table
 from ..query import engine
 from ..query.ast import ROWKEY
 from .base import (HibaseGroup, cell_text, emit, note, open_store, output_options, show_bytes,

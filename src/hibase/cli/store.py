@@ -10,7 +10,8 @@ import click
 from tqdm import tqdm
 
 from .. import errors
-from ..client import Connection, Table
+from ..connection import Connection
+from ..table import Table
 from ..load import FORMATS, LoadError, load_file, text_to_cell
 from ..store.schema import FamilyOptions
 from .base import (cell_text, columns_option, emit, note, open_store, output_options,

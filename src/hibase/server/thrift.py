@@ -40,7 +40,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from .. import errors
-from ..client import Connection, connect
+from ..connection import Connection, connect
 from . import wire
 from .thrift_handler import LATEST_TIMESTAMP, Handler, load_idl
 

@@ -22,7 +22,8 @@ from types import ModuleType
 from typing import Any, Callable, Iterator, NamedTuple
 
 from .. import errors
-from ..client import Connection, Table
+from ..connection import Connection
+from ..table import Table
 from ..store.base import LATEST_TIMESTAMP, Mutation, Region, now_ms
 from ..store.schema import FOREVER, TableSchema, check_row, split_column
 

@@ -1,0 +1,266 @@
+"""Connection: a hibase store opened as happybase's Connection (same signatures, same return
+shapes), with the index manager and the hot cache wired in; `connect` opens one. Every write of
+every Table passes through `Connection.mutate`."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from . import errors
+from .cache.config import DEFAULT_CACHE, DEFAULT_POLICY, open_cache
+from .index.manager import IndexManager
+from .query import engine
+from .query.ast import Select
+from .store.api import Store, open_store
+from .store.base import Mutation
+from .store.schema import TableSchema, check_row, check_table_name
+from .table import Table
+
+__all__ = ["Connection", "connect"]
+
+def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bool = False,
+            table_prefix: str | None = None, table_prefix_separator: str = "_",
+            cache: str | None = DEFAULT_CACHE, cache_policy: str | None = DEFAULT_POLICY,
+            cache_capacity: int | None = None, hotscore_alpha: float | None = None,
+            count_period: int | None = None, **options: Any) -> "Connection":
+    """Open (creating if missing) the store at `path`: a folder for the embedded store, or
+    "thrift://host:9090[?transport=framed&protocol=compact&timeout=ms&pool_size=n&retries=n
+    &catalog_lease_ms=n]" for HBase through its Thrift1 gateway (hibase.store.hbase).
+    `db.stats()` counts the store's round trips.
+
+    The hot-index cache (hibase.cache.config): `cache` is "memory" (in process, the default),
+    "redis://host:port[,redis://...]" (Redis nodes on a consistent-hash ring) or
+    "zk://host:port/path" (nodes registered in ZooKeeper by `hibase cache-node`);
+    `cache_policy` "window-heat" (default), "hotscore" (the paper's, as published),
+    "hotscore-per-record", "lru" or None (no cache);
+    `cache_capacity` in records (index entries; default 100,000); `hotscore_alpha` and
+    `count_period` tune the heat (window-heat, hotscore). `db.cache_stats()` reports hits, misses, evictions..."""
+    if not isinstance(path, str) or not path:
+        raise errors.InvalidArgument("connect() needs a store path such as 'data/'")
+    thrift = path.startswith("thrift://")
+    if "://" in path and not thrift:
+        scheme = path.split("://", 1)[0]
+        raise errors.BackendUnavailable(
+            f"backend {scheme!r} is not available; use a folder path for the embedded store "
+            "or thrift://host:9090 for HBase")
+    if options:
+        raise errors.InvalidArgument(f"unknown connect() option(s): {sorted(options)}")
+    hot = open_cache(cache, cache_policy, cache_capacity, hotscore_alpha, count_period)
+    try:
+        store = open_store(path, create=create, read_only=read_only, sync=sync)
+    except BaseException:
+        if hot is not None:
+            hot.close()
+        raise
+    return Connection(store, table_prefix=table_prefix,
+                      table_prefix_separator=table_prefix_separator, cache=hot)
+
+
+def _name(name: str | bytes) -> str:
+    if isinstance(name, bytes):
+        name = name.decode("utf-8", errors="replace")
+    if not isinstance(name, str):
+        raise errors.InvalidArgument(f"table name must be str or bytes, not {type(name).__name__}")
+    if not name.isprintable() or any("\ud800" <= c <= "\udfff" for c in name):
+        raise errors.InvalidArgument(f"table name {name!r} must be printable text")
+    return name
+
+
+class Connection:
+    """A connection to one store, shaped like happybase.Connection."""
+
+    def __init__(self, store: Store, table_prefix: str | None = None,
+                 table_prefix_separator: str = "_", cache: Any = None):
+        self.store = store
+        self.cache = cache  # hibase.cache.HotCache or None
+        self.indexer = IndexManager(store, cache)
+        self.table_prefix = table_prefix
+        self.table_prefix_separator = table_prefix_separator
+        self._statements: dict[str, Select] = {}  # sql() text -> parsed query (immutable)
+
+    # -- happybase.Connection ----------------------------------------------------------------
+    def _full(self, name: str | bytes, use_prefix: bool = True) -> str:
+        name = _name(name)
+        if use_prefix and self.table_prefix:
+            return f"{self.table_prefix}{self.table_prefix_separator}{name}"
+        return name
+
+    def table(self, name: str | bytes, use_prefix: bool = True) -> "Table":
+        full = self._full(name, use_prefix)
+        self.store.table(full)  # unknown table: a clear error now, not at first use
+        return Table(full.encode(), self)
+
+    def tables(self) -> list[bytes]:
+        names = self.store.tables()
+        if self.table_prefix:
+            p = self.table_prefix + self.table_prefix_separator
+            names = [n[len(p):] for n in names if n.startswith(p)]
+        return [n.encode() for n in names]
+
+    def create_table(self, name: str | bytes, families: Mapping[Any, Any],
+                     columns: Mapping[Any, str] | None = None,
+                     split_size: int | None = None) -> None:
+        """Create a table; `columns` declares types ({"f:delay": "double"}), checked on put."""
+        full = self._full(name)
+        check_table_name(full)
+        self.store.create_table(TableSchema.build(full, families, columns, split_size))
+
+    def delete_table(self, name: str | bytes, disable: bool = False) -> None:
+        full = self._full(name)
+        schema = self.store.schema(full)
+        if schema.enabled and not disable:
+            raise errors.InvalidArgument(
+                f"table {full!r} is enabled; pass disable=True (or disable_table first), "
+                "as HBase requires")
+        self.indexer.drop_table(full)
+        self.store.drop_table(full)
+
+    def enable_table(self, name: str | bytes) -> None:
+        self._set_enabled(name, True)
+
+    def disable_table(self, name: str | bytes) -> None:
+        self._set_enabled(name, False)
+
+    def is_table_enabled(self, name: str | bytes) -> bool:
+        return self.store.schema(self._full(name)).enabled
+
+    def _set_enabled(self, name: str | bytes, flag: bool) -> None:
+        schema = self.store.schema(self._full(name))
+        schema.enabled = flag
+        self.store.save_schema(schema)
+
+    def compact_table(self, name: str | bytes, major: bool = False) -> None:
+        self.store.compact(self._full(name))
+
+    def open(self) -> None:
+        """happybase parity: the embedded store is open from connect() on."""
+
+    def close(self) -> None:
+        """Close the cache and the store even when saving state fails (a full disk...): the
+        first failure is raised after everything is closed."""
+        try:
+            if not self.store.closed:
+                self.indexer.close()  # routing filters of local indexes are saved on close
+        finally:
+            try:
+                if self.cache is not None:
+                    self.cache.close()
+            finally:
+                self.store.close()
+
+    def cache_stats(self) -> dict:
+        """The hot-index cache's counters: hits, misses, hit_ratio, evictions, sets, records
+        (and backend / policy details); zeros with backend None when there is no cache."""
+        if self.cache is None:
+            return {"backend": None, "policy": None, "hits": 0, "misses": 0, "hit_ratio": 0.0,
+                    "evictions": 0, "sets": 0, "records": 0}
+        return self.cache.stats()
+
+    def stats(self) -> dict:
+        """Counters for tests and benchmarks: `store_calls` (the HBase backend's Thrift calls
+        by method since connect, retries included; {} on the embedded store, which makes
+        none), `store_calls_total`, and `cache` (cache_stats()). Compare two readings to
+        count the round trips of an operation."""
+        calls_of = getattr(self.store, "call_stats", None)
+        calls = calls_of() if calls_of is not None else {}
+        return {"backend": "hbase" if calls_of is not None else "embedded",
+                "store_calls": calls, "store_calls_total": sum(calls.values()),
+                "cache": self.cache_stats()}
+
+    def __enter__(self) -> "Connection":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- beyond happybase ----------------------------------------------------------------------
+    def split(self, table: str | bytes, row: bytes | None = None) -> bool:
+        """Split the region holding `row` at `row` (or every region at its middle)."""
+        if row is not None:
+            check_row(row)
+        return self.store.split(self._full(table), row)
+
+    def mutate(self, mutations: list[Mutation]) -> None:
+        """Apply `mutations` (hibase.store.base.Mutation: a put or delete of one row each, of
+        tables by their full names) with their index rows and value counts in one atomic batch:
+        the one write path every Table call and the Thrift gateway take. Nothing is written if
+        one mutation is invalid."""
+        self.indexer.write(mutations)
+
+    def read_modify_write(self, table: str, row: bytes, columns: list[bytes],
+                          change: Callable[[dict], tuple[list[Mutation], Any]]) -> Any:
+        """Atomic against every writer of this connection: read `columns` of `row` in table
+        `table` (full name) as {column: [(timestamp, value), ...]}, newest first; call
+        `change(cells)`, which returns (mutations, result); apply the mutations; return
+        result. Counters, append and check-and-put are built on it."""
+        with self.store.write_lock():
+            cells = self.store.read_row(table, row, columns) if columns else {}
+            mutations, result = change(cells)
+            if mutations:
+                self.mutate(mutations)
+            return result
+
+    # -- secondary indexes ---------------------------------------------------------------------
+    def create_index(self, table: str | bytes, name: str, columns: Any,
+                     covering: Any = None, local: bool = False, processes: int | None = None,
+                     progress: Any = None) -> dict:
+        """Create an index on declared `columns` (a composite index answers any prefix of
+        them), carrying `covering` columns, and build it from the table's rows. local=True makes
+        a local (per-region) index: its rows live with each region's data and lookups visit the
+        regions its routing filters cannot rule out."""
+        spec = self.indexer.create(self._full(table), name, columns, covering or (), local,
+                                   processes, progress)
+        return spec.describe()
+
+    def drop_index(self, table: str | bytes, name: str) -> None:
+        self.indexer.drop(self._full(table), name)
+
+    def indexes(self, table: str | bytes) -> list[dict]:
+        full = self._full(table)
+        self.store.table(full)
+        return [s.describe() for s in self.indexer.specs(full)]
+
+    def bulk_load(self, table: str | bytes, processes: int | None = None,
+                  progress: Any = None) -> Any:
+        """A context manager for big loads: index upkeep is suspended inside the block and the
+        table's indexes are rebuilt at its end (`with db.bulk_load("t"): ...puts...`)."""
+        return self.indexer.bulk(self._full(table), processes, progress)
+
+    def build_index(self, table: str | bytes, name: str, processes: int | None = None,
+                    progress: Any = None) -> dict:
+        """Rebuild an index from the table (writes wait meanwhile)."""
+        return self.indexer.build(self._full(table), name, processes, progress)
+
+    def sql(self, statement: str, params: Any = None, range_method: str = "auto",
+            full_scan: bool = False) -> list | str:
+        """Run `SELECT ... FROM t [WHERE ...] [GROUP BY ...] [HAVING ...] [ORDER BY ...]
+        [LIMIT n] [OFFSET m]` (Phoenix's spelling: family.qualifier, ROWKEY); `EXPLAIN SELECT
+        ...` returns the plan as text.
+
+        Plain queries return a list of (rowkey, {column: raw value}); queries with aggregates
+        (COUNT, SUM, MIN, MAX, AVG), GROUP BY or DISTINCT return a list of tuples of values
+        decoded by the columns' types (None for NULL), in select-list order.
+        `params` binds `?` placeholders from a list/tuple or `:name` ones from a dict
+        (`db.sql("SELECT * FROM t WHERE f.x = ?", (3,))`); values are never put into the text.
+        full_scan=True ignores rowkey and index paths and evaluates the condition over a full
+        table scan: the same rows, the baseline the indexes are measured against."""
+        if not isinstance(statement, str):
+            raise errors.InvalidArgument("sql() takes the statement as a str")
+        if isinstance(params, str) and range_method == "auto" and params in engine.RANGE_METHODS:
+            raise errors.InvalidArgument("sql()'s second argument is params; pass "
+                                         "range_method= by name")
+        select = self._statements.get(statement)
+        if select is None:  # parsed once per text, its table name resolved once
+            select = engine.parse_select(statement)
+            select = select.with_(table=self._full(select.table))
+            if len(self._statements) >= 1024:
+                self._statements.clear()
+            self._statements[statement] = select
+        select = engine.bind(select, params)
+        if select.explain:
+            return engine.explain(select, self.store, self.indexer, range_method, full_scan)
+        return engine.run_select(select, self.store, self.indexer, range_method, full_scan)
+
+    def verify_index(self, table: str | bytes, name: str, repair: bool = False) -> dict:
+        """Compare an index with the table; with repair, fix missing / extra entries."""
+        return self.indexer.verify(self._full(table), name, repair)
