@@ -31,9 +31,8 @@ from typing import Any, Iterable, Iterator
 from .. import codec
 from ..errors import QueryPlanError
 from ..index import KeyRange, index_table, null_range, walk_values
-from ..store import cells as C
 from .ast import (
-    ROWKEY, Agg, And, Column, HavingCompare, In, IsNull, Not, Or, OrderItem, Select,
+    ROWKEY, Agg, And, Column, HavingCompare, IsNull, Not, Or, OrderItem, Select,
 )
 from .evaluate import cell_value, matches_dnf
 from .execute import execute

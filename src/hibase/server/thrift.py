@@ -7,7 +7,7 @@ embedded store exactly as it talks to HBase's own `hbase thrift` server.
     # or, blocking until SIGTERM / Ctrl-C:  serve("data/", port=9090)
 
 The interface is the Hbase.thrift IDL happybase ships, loaded with thriftpy2 at run time; the
-calls themselves (HBase's semantics, call by call) are in thrift_handler.Handler.
+calls themselves (HBase's semantics, call by call) are in handler.Handler.
 
 Errors come back as the IDL's exceptions carrying hibase's message: InvalidArgument (bad shape or
 value) as IllegalArgument where the call declares it, a table that already exists as
@@ -42,7 +42,9 @@ from typing import Any, Callable
 from .. import errors
 from ..connection import Connection, connect
 from . import wire
-from .thrift_handler import LATEST_TIMESTAMP, Handler, load_idl
+from ..store.base import LATEST_TIMESTAMP
+from .handler import Handler
+from .idl import load_idl
 
 __all__ = ["ThriftServer", "Handler", "serve", "load_idl", "DEFAULT_PORT", "TRANSPORTS",
            "PROTOCOLS", "LATEST_TIMESTAMP"]

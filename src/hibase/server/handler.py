@@ -11,10 +11,7 @@ Methods raise hibase errors; the server turns them into the IDL's exceptions.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-import os
-import sys
 import threading
 import time
 from collections import OrderedDict
@@ -27,44 +24,9 @@ from ..table import Table
 from ..store.base import LATEST_TIMESTAMP, Mutation, Region, now_ms
 from ..store.schema import FOREVER, TableSchema, check_row, split_column
 
-__all__ = ["Handler", "load_idl", "LATEST_TIMESTAMP"]
+__all__ = ["Handler"]
 
 log = logging.getLogger(__name__)
-
-_IDL_MODULE = "Hbase_thrift"  # the module name happybase gives the same IDL
-
-
-# -- the IDL -----------------------------------------------------------------------------------
-
-_idl_lock = threading.Lock()
-
-
-def load_idl() -> ModuleType:
-    """The Hbase.thrift module (structs, exceptions, the Hbase service), loaded with thriftpy2
-    from happybase's package (shared with happybase when it is imported in this process)."""
-    with _idl_lock:
-        loaded = sys.modules.get(_IDL_MODULE)
-        if loaded is not None and hasattr(loaded, "Hbase"):
-            return loaded
-        try:
-            import thriftpy2
-        except ImportError:  # pragma: no cover - a declared dependency
-            raise errors.BackendUnavailable(
-                "the Thrift gateway needs thriftpy2: pip install 'thriftpy2>=0.4.20'") from None
-        spec = importlib.util.find_spec("happybase")
-        path = None
-        if spec is not None and spec.submodule_search_locations:
-            for folder in spec.submodule_search_locations:
-                candidate = os.path.join(folder, "Hbase.thrift")
-                if os.path.isfile(candidate):
-                    path = candidate
-                    break
-        if path is None:
-            raise errors.BackendUnavailable(
-                "the Thrift gateway serves the Hbase.thrift IDL that happybase ships; "
-                "install it: pip install 'happybase>=1.2'")
-        return thriftpy2.load(path, module_name=_IDL_MODULE)
-
 
 # -- small helpers -----------------------------------------------------------------------------
 
