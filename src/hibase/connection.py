@@ -34,7 +34,12 @@ def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bo
     `cache_policy` "window-heat" (default), "hotscore" (the paper's, as published),
     "hotscore-per-record", "lru" or None (no cache);
     `cache_capacity` in records (index entries; default 100,000); `hotscore_alpha` and
-    `count_period` tune the heat (window-heat, hotscore). `db.cache_stats()` reports hits, misses, evictions..."""
+    `count_period` tune the heat (window-heat, hotscore). `db.cache_stats()` reports hits, misses, evictions...
+
+    `create` (default True) makes a missing embedded store, else BackendUnavailable; `read_only`
+    opens alongside a writer and refuses writes; `sync` fsyncs every write (power loss, not
+    only a killed process); `table_prefix` + `table_prefix_separator` name tables as
+    happybase does ("app" + "_" + name). Unknown options raise InvalidArgument."""
     if not isinstance(path, str) or not path:
         raise errors.InvalidArgument("connect() needs a store path such as 'data/'")
     thrift = path.startswith("thrift://")
@@ -86,11 +91,15 @@ class Connection:
         return name
 
     def table(self, name: str | bytes, use_prefix: bool = True) -> "Table":
+        """The table `name` (str or bytes; the connection's table_prefix is added unless
+        use_prefix=False) as a Table. Raises TableNotFound if it does not exist."""
         full = self._full(name, use_prefix)
         self.store.table(full)  # unknown table: a clear error now, not at first use
         return Table(full.encode(), self)
 
     def tables(self) -> list[bytes]:
+        """The names (bytes) of the tables, without the connection's table_prefix (only tables
+        carrying it are listed when one is set)."""
         names = self.store.tables()
         if self.table_prefix:
             p = self.table_prefix + self.table_prefix_separator
@@ -106,6 +115,9 @@ class Connection:
         self.store.create_table(TableSchema.build(full, families, columns, split_size))
 
     def delete_table(self, name: str | bytes, disable: bool = False) -> None:
+        """Delete table `name` (str or bytes, prefixed as table()) with its rows and indexes.
+        As in happybase an enabled table must be disabled first: disable=True does it.
+        Raises TableNotFound, or InvalidArgument when it is enabled and disable is False."""
         full = self._full(name)
         schema = self.store.schema(full)
         if schema.enabled and not disable:
@@ -116,12 +128,15 @@ class Connection:
         self.store.drop_table(full)
 
     def enable_table(self, name: str | bytes) -> None:
+        """Enable table `name` (str or bytes): its data calls work again."""
         self._set_enabled(name, True)
 
     def disable_table(self, name: str | bytes) -> None:
+        """Disable table `name` (str or bytes): data calls on it fail until enable_table."""
         self._set_enabled(name, False)
 
     def is_table_enabled(self, name: str | bytes) -> bool:
+        """Whether table `name` (str or bytes) is enabled (bool)."""
         return self.store.schema(self._full(name)).enabled
 
     def _set_enabled(self, name: str | bytes, flag: bool) -> None:
@@ -130,6 +145,9 @@ class Connection:
         self.store.save_schema(schema)
 
     def compact_table(self, name: str | bytes, major: bool = False) -> None:
+        """Compact table `name` (str or bytes): fold each row's segments and drop what
+        deletes, versions and TTLs hide (major is accepted for happybase; every compaction
+        here is major)."""
         self.store.compact(self._full(name))
 
     def open(self) -> None:
@@ -213,9 +231,13 @@ class Connection:
         return spec.describe()
 
     def drop_index(self, table: str | bytes, name: str) -> None:
+        """Drop index `name` (str) of `table` (str or bytes): its entries, value counts and
+        routing filters go; queries stop using it. Raises IndexNotFound if it does not exist."""
         self.indexer.drop(self._full(table), name)
 
     def indexes(self, table: str | bytes) -> list[dict]:
+        """The indexes of `table` (str or bytes) as dicts: name, table, columns, types,
+        covering, local, state (building / ready / stale), alias (hex), null_list."""
         full = self._full(table)
         self.store.table(full)
         return [s.describe() for s in self.indexer.specs(full)]
@@ -233,9 +255,9 @@ class Connection:
 
     def sql(self, statement: str, params: Any = None, range_method: str = "auto",
             full_scan: bool = False) -> list | str:
-        """Run `SELECT ... FROM t [WHERE ...] [GROUP BY ...] [HAVING ...] [ORDER BY ...]
-        [LIMIT n] [OFFSET m]` (Phoenix's spelling: family.qualifier, ROWKEY); `EXPLAIN SELECT
-        ...` returns the plan as text.
+        """Run the SQL `statement` `SELECT ... FROM t [WHERE ...] [GROUP BY ...] [HAVING ...]
+        [ORDER BY ...] [LIMIT n] [OFFSET m]` (Phoenix's spelling: family.qualifier, ROWKEY);
+        `EXPLAIN SELECT ...` returns the plan as text. `range_method` as in Table.where.
 
         Plain queries return a list of (rowkey, {column: raw value}); queries with aggregates
         (COUNT, SUM, MIN, MAX, AVG), GROUP BY or DISTINCT return a list of tuples of values

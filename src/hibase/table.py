@@ -44,12 +44,17 @@ class Table:
 
     @property
     def schema(self) -> TableSchema:
+        """The table's TableSchema: families with their options and declared column types."""
         return self._store.schema(self._name)
 
     def families(self) -> dict[bytes, dict]:
+        """{family: descriptor dict} as happybase's families() returns (max_versions,
+        compression, time_to_live, ... with HBase's default values)."""
         return {f: o.descriptor(f) for f, o in self.schema.families.items()}
 
     def regions(self) -> list[dict]:
+        """The table's regions as happybase's regions() returns them: dicts with start_key,
+        end_key, id, name, version, server_name and port."""
         return [r.info() for r in self._store.regions(self._name)]
 
     def _enabled_schema(self) -> TableSchema:
@@ -66,6 +71,9 @@ class Table:
 
     def row(self, row: bytes, columns: Iterable[bytes] | None = None,
             timestamp: int | None = None, include_timestamp: bool = False) -> dict:
+        """The newest cells of `row` (bytes) as {column: value}; {} if the row has none.
+        columns: only these (b"f:q" columns or b"f" families); timestamp: only versions
+        strictly older than it; include_timestamp: values as (value, timestamp) pairs."""
         check_row(row)
         _check_ts(timestamp)
         cols = self._columns(columns)
@@ -78,6 +86,9 @@ class Table:
 
     def rows(self, rows: Iterable[bytes], columns: Iterable[bytes] | None = None,
              timestamp: int | None = None, include_timestamp: bool = False) -> list:
+        """[(rowkey, {column: value})] of the given rowkeys (a list of bytes), in the order
+        asked, leaving out rows that have no cells; columns, timestamp and
+        include_timestamp as in row()."""
         if isinstance(rows, (bytes, str)) or not hasattr(rows, "__iter__"):
             raise errors.ArgumentTypeError("rows() takes a list of rowkeys")
         rows = [check_row(r) for r in rows]
@@ -96,6 +107,9 @@ class Table:
 
     def cells(self, row: bytes, column: bytes, versions: int | None = None,
               timestamp: int | None = None, include_timestamp: bool = False) -> list:
+        """The versions of one cell (`row`, `column` as b"f:q"), newest first: up to
+        `versions` of them (None: all kept), only those older than `timestamp` if given;
+        values, or (value, timestamp) pairs with include_timestamp."""
         check_row(row)
         _check_ts(timestamp)
         if versions is None:
@@ -181,15 +195,21 @@ class Table:
         """Rows matching an SQL condition (`"f.dest = 'IAH' AND f.delay > 10"`), answered through
         the secondary indexes when they apply; `columns` limits the columns returned; `params`
         binds `?` (list/tuple) or `:name` (dict) placeholders (`where("f.dest = ?",
-        params=["IAH"])`). full_scan=True evaluates the condition over a full table scan
-        instead (the baseline)."""
+        params=["IAH"])`); `limit` stops after that many rows. full_scan=True evaluates the
+        condition over a full table scan instead (the baseline). `range_method` ("auto", "scan" or "walk") is how a range
+        on an index is read: "scan" the index entries in order, "walk" the value table and look
+        each value up (through the hot cache), "auto" picks by the value counts.
+        Returns an iterator of (rowkey, {column: value}); raises QuerySyntaxError on a condition
+        it cannot parse and InvalidArgument on bad arguments."""
         select = self._select(condition, columns, limit, params)
         return engine.run(select, self._store, self.connection.indexer, range_method, full_scan)
 
     def explain(self, condition: str, columns: Iterable[bytes] | None = None,
                 limit: int | None = None, range_method: str = "auto",
                 full_scan: bool = False, params: Any = None) -> str:
-        """The plan where() would follow, as text."""
+        """The plan where() would follow for the same `condition`, `columns`, `limit`,
+        `range_method`, `full_scan` and `params`, as text (access paths, index lookups,
+        regions visited, what is covered): nothing is read but value counts."""
         select = self._select(condition, columns, limit, params)
         return engine.prepare(select, self._store, self.connection.indexer,
                               range_method, full_scan)[0].explain()
@@ -223,17 +243,26 @@ class Table:
 
     def batch(self, timestamp: int | None = None, batch_size: int | None = None,
               transaction: bool = False, wal: bool = True) -> "Batch":
+        """A Batch of puts and deletes sent together (as a context manager, on exit; or by
+        send()). timestamp: every put's timestamp (None: now); batch_size: send every that
+        many mutations; transaction: on an exception in the with-block nothing is sent;
+        wal: accepted for happybase (every write goes through the store's log)."""
         return Batch(self, timestamp, batch_size, transaction, wal)
 
     # -- counters (8-byte big-endian signed, as HBase's atomic increment) ------------------------
     def counter_get(self, row: bytes, column: bytes) -> int:
+        """The 64-bit counter in `column` of `row` (0 if absent), read atomically."""
         return self.counter_inc(row, column, 0)
 
     def counter_set(self, row: bytes, column: bytes, value: int = 0) -> None:
+        """Set the 64-bit counter in `column` of `row` to `value` (an int)."""
         self._check_counter(column, value)
         self.put(row, {column: _LONG.pack(value)})
 
     def counter_inc(self, row: bytes, column: bytes, value: int = 1) -> int:
+        """Add `value` (an int, default 1) to the 64-bit counter in `column` of `row`
+        atomically and return the new value. Raises InvalidArgument if the cell is not an
+        8-byte counter or the sum would overflow 64 bits."""
         self._check_counter(column, value)
         check_row(row)
         self._columns([column])
@@ -257,6 +286,7 @@ class Table:
         return self.connection.read_modify_write(self._name, row, [column], add)
 
     def counter_dec(self, row: bytes, column: bytes, value: int = 1) -> int:
+        """Subtract `value` (default 1) from the counter; returns the new value."""
         return self.counter_inc(row, column, -value)
 
     def _check_counter(self, column: bytes, value: Any) -> None:
@@ -320,6 +350,8 @@ class Batch:
         self._count = 0
 
     def put(self, row: bytes, data: Mapping[bytes, bytes], wal: bool | None = None) -> None:
+        """Add a put of `data` ({b"f:q": value}) to `row`, checked now (an invalid put raises
+        here and is not added); sent with the batch."""
         self._table._enabled_schema().check_put(row, data)
         if data:
             self._add(Mutation("put", self._table._name, row, dict(data), self._timestamp),
@@ -327,6 +359,8 @@ class Batch:
 
     def delete(self, row: bytes, columns: Iterable[bytes] | None = None,
                wal: bool | None = None) -> None:
+        """Add a delete of `row` (columns: only these b"f:q" columns or b"f" families; None:
+        the whole row); sent with the batch."""
         check_row(row)
         cols = self._table._columns(columns)
         self._add(Mutation("delete", self._table._name, row, cols, self._timestamp),
