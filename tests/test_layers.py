@@ -136,3 +136,45 @@ def test_no_probe_of_the_store_in_index_or_query():
                 probed = ast.unparse(node.args[0])
                 assert "store" not in probed and "indexer" not in probed, \
                     f"{mod}:{node.lineno} probes {probed}"
+
+
+def _private_names_defined(tree: ast.Module) -> set[str]:
+    """Private names a module defines: functions, classes, assignments, self._x attributes."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            out.add(node.attr)
+        elif isinstance(node, ast.alias):
+            out.add(node.asname or node.name.split(".")[-1])
+        elif isinstance(node, ast.arg):
+            out.add(node.arg)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and node.value.isidentifier():  # setattr(obj, "_x", ...), __slots__
+            out.add(node.value)
+    return {n for n in out if n.startswith("_") and not n.startswith("__")}
+
+
+def test_no_private_attribute_reached_across_packages():
+    """`x._name` only where x's package defines `_name` (the Thrift handler once called the
+    Connection's `_write`; the benchmarks read the store's `_tables`)."""
+    defined: dict[str, set[str]] = {}
+    for mod, tree in MODULES.items():
+        defined.setdefault(_package(mod), set()).update(_private_names_defined(tree))
+    # namedtuple's API; happybase's ConnectionPool has no close(), its _queue holds the sockets
+    stdlib_ok = {"_replace", "_asdict", "_fields", "_make", "_queue"}
+    bad = []
+    for mod, tree in MODULES.items():
+        own = defined[_package(mod)]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") \
+                    and not node.attr.startswith("__") and node.attr not in stdlib_ok:
+                base = node.value
+                if isinstance(base, ast.Name) and base.id in ("self", "cls"):
+                    continue
+                if node.attr not in own:
+                    bad.append(f"{mod}:{node.lineno} {ast.unparse(node)}")
+    assert not bad, bad
