@@ -76,3 +76,29 @@ def test_no_server_is_an_error_not_a_hang():
     after its timeout and ends its JVM."""
     with pytest.raises(PhoenixError, match="no answer in 3 s"):
         PhoenixClient(free_port(), timeout=3)
+
+
+@pytest.mark.parametrize("direction", ["ASC", "DESC"])
+def test_hibase_orders_nulls_where_phoenix_does(px, tmp_path, direction):
+    """ORDER BY over a column with NULLs: hibase's planner puts them where Phoenix does (first
+    ascending, last descending), and LIMIT keeps the same rows."""
+    import hibase
+
+    ages = {"a": 5, "b": None, "c": 3, "d": 9, "e": None, "f": 1}
+    name = f"nulls_{direction.lower()}"
+    px.execute(f"CREATE TABLE {name} (id VARCHAR PRIMARY KEY, age BIGINT)")
+    px.upsert_many(f"UPSERT INTO {name} VALUES (?, ?)", list(ages.items()))
+    phoenix = [r[0] for r in px.execute(f"SELECT age FROM {name} ORDER BY age {direction}")]
+    db = hibase.connect(str(tmp_path / "store"))
+    db.create_table("t", {"f": {}}, columns={"f:age": "long"})
+    t = db.table("t")
+    for row, age in ages.items():  # a row needs a cell to exist (Phoenix writes a marker one)
+        t.put(row.encode(), {b"f:name": row.encode(),
+                             **({} if age is None else {b"f:age": str(age).encode()})})
+    got = [None if b"f:age" not in d else int(d[b"f:age"])
+           for _, d in db.sql(f"SELECT f.age FROM t ORDER BY f.age {direction}")]
+    assert got == phoenix
+    limited = [None if b"f:age" not in d else int(d[b"f:age"])
+               for _, d in db.sql(f"SELECT f.age FROM t ORDER BY f.age {direction} LIMIT 3")]
+    assert limited == phoenix[:3]
+    db.close()
