@@ -277,7 +277,7 @@ class Model:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(op, max_size=40), fold=st.booleans())
 def test_store_matches_reference_model(db, monkeypatch, ops, fold):
-    monkeypatch.setattr(embedded, "COMPACT_AFTER", 2 if fold else 16)
+    monkeypatch.setattr(embedded.reads, "COMPACT_AFTER", 2 if fold else 16)  # where rows fold
     if b"m" not in db.tables():
         db.create_table("m", {"f": {"max_versions": 2}, "g": {"max_versions": 1}})
     t = db.table("m")

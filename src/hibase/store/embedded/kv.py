@@ -7,8 +7,8 @@ from typing import Any, Iterator
 
 import rocksdict as rd
 
-from .. import errors
-from .rocks import (
+from ... import errors
+from ..rocks import (
     CheckedIter, check_status, checked_items, create_column_family, mapped,
 )
 
