@@ -1,5 +1,5 @@
 """Local indexes on the HBase backend, where regions split on the server and Thrift1 tells no
-client: the recorded layout follows HBase's splits (store/hbase_layout.py), a split stopped
+client: the recorded layout follows HBase's splits (store/hbase/layout.py), a split stopped
 half way is finished by the next client, and SCBF routing stays exact when another client
 changes the filters. Here "HBase" is the Thrift1 gateway; its store splits on request
 (gateway_db.split), as HBase splits by size or from its shell."""

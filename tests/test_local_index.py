@@ -1,7 +1,7 @@
 """Local (per-region) indexes: the same rows as the global index and as brute force, through
 splits (forced, automatic, and concurrent with writes and queries), batch build, verify/repair.
 Every test runs on both backends: on thrift the regions split in the gateway's store (as HBase
-splits on its own) and the client follows (store/hbase_layout.py)."""
+splits on its own) and the client follows (store/hbase/layout.py)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ both daughters' counts are recounted from their rows, in the same atomic batch a
 boundaries. Queries open their region list and their index iterators together under the write
 lock, so a query sees the index either wholly before or wholly after a split: never a row twice
 or none. On HBase, where a split's writes are separate RPCs applied as copy, switch, clean up
-(store/hbase_layout.py), readers also drop entries whose rowkey lies outside the region scanned,
+(store/hbase/layout.py), readers also drop entries whose rowkey lies outside the region scanned,
 and split_rewrite is idempotent, so a split that stopped half way is finished by running it again.
 """
 

@@ -2,7 +2,7 @@
 what only some do (a capabilities record, read instead of probing for methods), and the one
 place a URL or folder becomes a store (`open_store`).
 
-Both backends (store/embedded.py: RocksDB in a folder; store/hbase.py: HBase through Thrift1)
+Both backends (store/embedded/: RocksDB in a folder; store/hbase/: HBase through Thrift1)
 derive from `BaseStore`, whose defaults are the embedded store's answers to the questions only a
 store shared with other clients asks (catalog leases, splits made by someone else, index rows
 written apart from data rows)."""

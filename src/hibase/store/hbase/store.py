@@ -10,9 +10,9 @@ Layout in HBase:
   `table/<name>`, `meta/<key>`, `kv/<name>`;
 - a key-value table (global or local index, value table) `<name>` is the HBase table
   `hibase_kv<name>` (e.g. `hibase_kv__idx__flights`), one family `v` (1 version), column `v:v`
-  (hbase_kv.py);
+  (kv.py);
 - local-index rows are keyed by the region layout recorded in meta `regions/<table>`, which
-  follows HBase's splits (hbase_layout.py).
+  follows HBase's splits (layout.py).
 
 Write consistency across tables (Phoenix's strongly consistent global indexes, PHOENIX-5156):
 index rows (global and local) and the data row are separate RPCs here, so `commit(prepared,
@@ -48,80 +48,23 @@ from __future__ import annotations
 import bisect
 import json
 import os
-import socket
 import threading
 import time
-from contextlib import contextmanager
 from typing import Any, Iterator
-from urllib.parse import parse_qs, urlsplit
 
-from .. import errors
-from . import cells as C
-from .api import BaseStore, Capabilities
-from .faults import Faults
-from .base import Mutation, Region, SplitListener, now_ms
-from .hbase_kv import (_FETCH_CHUNK, _META_COL, _SCAN_CHUNK, KV_PREFIX, META_TABLE,
-                       UNVERIFIED, VERIFIED, HBaseKeyValueTables, is_index)
-from .hbase_layout import Layouts
-from .schema import FOREVER, TableSchema, split_column
+from ... import errors
+from ..api import BaseStore, Capabilities
+from ..faults import Faults
+from ..base import Region, SplitListener
+from .kv import (_FETCH_CHUNK, _META_COL, KV_PREFIX, META_TABLE, HBaseKeyValueTables)
+from .layout import Layouts
+from ..schema import FOREVER, TableSchema
 
-__all__ = ["HBaseStore", "parse_url", "META_TABLE", "KV_PREFIX"]
+from .rpc import Rpc
+from .url import parse_url
+from .writes import Writes
 
-# how long index definitions are trusted without asking HBase (parse_url's catalog_lease_ms)
-DEFAULT_LEASE_MS = 1000
-
-
-def parse_url(url: str) -> dict:
-    """thrift://host[:port][?transport=buffered|framed&protocol=binary|compact&timeout=ms
-    &pool_size=n&retries=n&region_check_ms=n&catalog_lease_ms=n&prefix=name] -> happybase
-    connection options and ours (region_check_ms: how often local-index work asks HBase for its
-    regions, 0 = always; catalog_lease_ms: how long index definitions read from the catalog are
-    trusted before a query or write checks them again, one get; 0 = before every query and
-    write; prefix: every HBase table of this store, the catalog included, is named
-    `<prefix>_<table>`, so several hibase stores share one HBase without seeing each other)."""
-    parts = urlsplit(url)
-    if parts.scheme != "thrift":
-        raise errors.InvalidArgument(f"not a thrift:// URL: {url!r}")
-    if parts.path not in ("", "/"):
-        raise errors.InvalidArgument(f"a thrift:// URL has no path, got {parts.path!r}")
-    q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-    known = {"transport", "protocol", "timeout", "pool_size", "retries", "region_check_ms",
-             "catalog_lease_ms", "prefix"}
-    unknown = sorted(set(q) - known)
-    if unknown:
-        raise errors.InvalidArgument(f"unknown thrift:// option(s) {unknown}; known: "
-                                     f"{sorted(known)}")
-    transport = q.get("transport", "buffered")
-    protocol = q.get("protocol", "binary")
-    if transport not in ("buffered", "framed"):
-        raise errors.InvalidArgument(f"transport must be buffered or framed, not {transport!r}")
-    if protocol not in ("binary", "compact"):
-        raise errors.InvalidArgument(f"protocol must be binary or compact, not {protocol!r}")
-    try:
-        timeout = int(q.get("timeout", "30000"))
-        pool_size = int(q.get("pool_size", "8"))
-        retries = int(q.get("retries", "3"))
-        region_check_ms = int(q.get("region_check_ms", "1000"))
-        catalog_lease_ms = int(q.get("catalog_lease_ms", str(DEFAULT_LEASE_MS)))
-        port = parts.port or 9090
-    except ValueError as exc:
-        raise errors.InvalidArgument(f"bad thrift:// URL {url!r}: {exc}") from None
-    if timeout <= 0 or pool_size < 1 or retries < 0 or region_check_ms < 0 or \
-            catalog_lease_ms < 0:
-        raise errors.InvalidArgument(
-            "timeout and pool_size must be >= 1, retries, region_check_ms and "
-            "catalog_lease_ms >= 0")
-    prefix = q.get("prefix", "")
-    if prefix and not prefix.replace("_", "").replace("-", "").replace(".", "").isalnum():
-        raise errors.InvalidArgument(f"prefix must be letters, digits, _ - or ., not {prefix!r}")
-    return {"host": parts.hostname or "127.0.0.1", "port": port, "transport": transport,
-            "protocol": protocol, "timeout": timeout, "pool_size": pool_size,
-            "retries": retries, "region_check_ms": region_check_ms,
-            "catalog_lease_ms": catalog_lease_ms, "prefix": prefix}
-
-
-# Thrift1 calls whose first argument is not a table name (the prefix is not added to it)
-_NO_TABLE_ARG = frozenset({"getTableNames", "scannerGet", "scannerGetList", "scannerClose"})
+__all__ = ["HBaseStore"]
 
 
 def _start(region: Region) -> bytes:
@@ -149,7 +92,7 @@ class _HTable:
         return regions[i]
 
 
-class HBaseStore(HBaseKeyValueTables, BaseStore):
+class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
     """hibase's store interface over HBase through Thrift1 (happybase)."""
 
     # many clients, regions split by HBase, index rows and data rows in separate calls, and
@@ -196,58 +139,6 @@ class HBaseStore(HBaseKeyValueTables, BaseStore):
                 f"cannot reach the HBase Thrift gateway at {o['host']}:{o['port']}: "
                 f"{exc}") from None
         self._load_catalog(create)
-
-    # -- RPC ---------------------------------------------------------------------------------
-    def _call(self, method: str, *args: Any, retry: bool = True) -> Any:
-        """One Thrift call on a pooled connection; transport errors are retried (every write
-        of this store is idempotent: puts carry explicit timestamps), IDL errors mapped.
-        retry=False: a transport error raises _Transport at once (scanner gets)."""
-        from thriftpy2.transport import TTransportException
-
-        if self._closed:
-            raise errors.BackendUnavailable("the store is closed")
-        T = self.T
-        if self._prefix and method not in _NO_TABLE_ARG:
-            args = (self._prefix + args[0], *args[1:])
-        delay = 0.05
-        for attempt in range(self.retries + 1):
-            with self._calls_lock:
-                self._calls[method] = self._calls.get(method, 0) + 1
-            try:
-                with self._pool.connection(timeout=self.opts["timeout"] / 1000) as conn:
-                    return getattr(conn.client, method)(*args)
-            except T.IllegalArgument as exc:
-                raise errors.InvalidArgument(_one_line(exc.message)) from None
-            except T.AlreadyExists as exc:
-                raise errors.TableExists(exc.message) from None
-            except T.IOError as exc:
-                raise _map_io_error(_one_line(exc.message)) from None
-            except (TTransportException, socket.error, EOFError) as exc:
-                if not retry:
-                    raise _Transport(str(exc)) from None
-                if attempt == self.retries:
-                    raise errors.BackendUnavailable(
-                        f"HBase Thrift gateway {self.opts['host']}:{self.opts['port']}: "
-                        f"{exc} (after {self.retries} retries)") from None
-                time.sleep(delay)
-                delay *= 2
-            except Exception as exc:
-                if type(exc).__name__ == "NoConnectionsAvailable":
-                    raise errors.BackendUnavailable(str(exc)) from None
-                raise
-
-    def call_stats(self) -> dict[str, int]:
-        """Thrift calls made so far by this store, by method (retries count again)."""
-        with self._calls_lock:
-            return dict(self._calls)
-
-    def parallel(self, fn: Any, items: list) -> list:
-        """fn(item) for every item, on the connection pool's connections at once (at most
-        pool_size in flight), results in order: independent reads or writes overlap their
-        round trips."""
-        if len(items) <= 1:
-            return [fn(x) for x in items]
-        return list(_pool(self.opts["pool_size"]).map(fn, items))
 
     # -- catalog -----------------------------------------------------------------------------
     def _hbase_tables(self) -> set[str]:
@@ -426,92 +317,6 @@ class HBaseStore(HBaseKeyValueTables, BaseStore):
             if key.startswith(prefix):
                 yield key, self._meta[key]
 
-    # -- raw reads ---------------------------------------------------------------------------
-    @staticmethod
-    def _thrift_columns(columns: list[bytes] | None) -> list[bytes] | None:
-        """hibase column names -> Thrift's: a family is b"f" (b"f:" is the empty qualifier)."""
-        if columns is None:
-            return None
-        out = []
-        for col in columns:
-            fam, qual = split_column(col)
-            out.append(fam if not qual else col)
-        return list(dict.fromkeys(out))
-
-    @staticmethod
-    def _cells(result: Any) -> dict[bytes, tuple[int, bytes]]:
-        cols = result.columns
-        if cols:
-            return {c: (cell.timestamp, cell.value) for c, cell in cols.items()}
-        if result.sortedColumns:
-            return {tc.columnName: (tc.cell.timestamp, tc.cell.value)
-                    for tc in result.sortedColumns}
-        return {}
-
-    def _get_raw(self, table: str, rows: list[bytes], columns: list[bytes] | None,
-                 ts: int | None = None) -> list[dict[bytes, tuple[int, bytes]]]:
-        """Newest cell (ts, value) per column of each row ({} if absent), in `rows` order."""
-        if not rows:
-            return []
-        name = table.encode()
-        cols = self._thrift_columns(columns)
-        if ts is None:
-            if cols is None:
-                results = self._call("getRows", name, rows, {})
-            else:
-                results = self._call("getRowsWithColumns", name, rows, cols, {})
-        else:
-            results = self._call("getRowsWithColumnsTs", name, rows, cols or [], ts, {})
-        by_row = {r.row: self._cells(r) for r in results}
-        return [by_row.get(r, {}) for r in rows]
-
-    def _scan_raw(self, table: str, start: bytes | None, stop: bytes | None,
-                  columns: list[bytes] | None, ts: int | None = None, reverse: bool = False,
-                  chunk: int = _SCAN_CHUNK) -> Iterator[tuple[bytes, dict]]:
-        """(row, {column: (ts, value)}) in [start, stop) (reverse: from start down to stop),
-        streamed from one scanner (scanner caching = `chunk` rows per scannerGetList, only the
-        named columns): open + one get per chunk + close. A get is never retried on the same
-        scanner (a lost answer would skip its rows): a chunk that fails on the transport opens
-        a new scanner from where it was."""
-        name = table.encode()
-        cols = self._thrift_columns(columns)
-        cursor, skip = start, None
-        reopens = 0
-        while True:
-            scan = self.T.TScan(startRow=cursor or b"", stopRow=stop or b"", columns=cols,
-                                caching=chunk, reversed=reverse or None, timestamp=ts)
-            sid = self._call("scannerOpenWithScan", name, scan, {})
-            broken = False
-            try:
-                while True:
-                    want = chunk + (1 if skip is not None else 0)
-                    try:
-                        results = self._call("scannerGetList", sid, want, retry=False)
-                    except _Transport:
-                        broken = True  # reopen from the cursor (rows so far were yielded)
-                        break
-                    for r in results:
-                        if skip is not None and r.row == skip:
-                            continue
-                        yield r.row, self._cells(r)
-                    if len(results) < want:
-                        return
-                    last = results[-1].row
-                    if reverse:
-                        cursor, skip = last, last  # reversed start is inclusive: skip it
-                    else:
-                        cursor, skip = last + b"\x00", None
-            finally:
-                try:
-                    self._call("scannerClose", sid, retry=not broken)
-                except errors.HibaseError:
-                    pass
-            reopens += 1
-            if reopens > self.retries:
-                raise errors.BackendUnavailable(
-                    f"HBase Thrift gateway {self.opts['host']}:{self.opts['port']}: scanner of "
-                    f"{table!r} kept failing (after {self.retries} reopens)")
-
     # -- reads -------------------------------------------------------------------------------
     def _versions(self, table: str, row: bytes, columns: list[bytes], ts: int | None,
                   versions: int) -> dict[bytes, list]:
@@ -573,157 +378,9 @@ class HBaseStore(HBaseKeyValueTables, BaseStore):
             else:
                 yield row, {c: [tv] for c, tv in cells.items()}
 
-    # -- writes ------------------------------------------------------------------------------
-    @contextmanager
-    def write_lock(self) -> Iterator[None]:
-        """A process-local lock: read-modify-writes of this process are atomic with respect to
-        each other. Thrift1 has no row locks, so writers in other processes are not serialized
-        (as Phoenix without server-side coprocessors); the verified protocol protects readers."""
-        with self._lock:
-            yield
-
-    def apply(self, mutations: list[Mutation]) -> None:
-        if mutations:
-            with self._lock:
-                self.commit(self.prepare(mutations))
-
-    def prepare(self, mutations: list[Mutation]) -> list[tuple[Any, Mutation, list]]:
-        """(table, mutation with its timestamp fixed, segments): segments in the embedded
-        store's format, so the layers above compute before / after states the same way."""
-        # Real HBase masks every put whose timestamp is not above a delete marker's, even one
-        # written after the marker, and its Thrift1 server applies a batch's puts before its
-        # deletes. So deletes without a timestamp are sent with one at or above every
-        # timestamp this store gave so far, and later puts get one above it: the order of the
-        # calls then decides, as the segments below (and the embedded store) assume.
-        now = now_ms()
-        out = []
-        for m in mutations:
-            t = self.table(m.table)
-            if m.kind == "put":
-                if m.ts is None:
-                    ts = max(now, self._after_delete)
-                    self._last_auto = max(self._last_auto, ts)
-                else:
-                    ts = m.ts
-                m = m._replace(ts=ts)
-                segments = list(C.mutation_segments(t.fams, m, ts))
-            else:
-                segments = list(C.mutation_segments(t.fams, m, m.ts))
-                if m.ts is None:
-                    ts = max(now, self._last_auto)
-                    m = m._replace(ts=ts)
-                    self._last_auto, self._after_delete = ts, ts + 1
-            out.append((t, m, segments))
-        return out
-
-    def row_states(self, table: str, row: bytes, columns: list[bytes],
-                   pending: dict[bytes, list[bytes]]) -> tuple[dict, dict]:
-        return self.row_states_many(table, [(row, pending)], columns)[0]
-
-    def row_states_many(self, table: str, items: list[tuple[bytes, dict[bytes, list[bytes]]]],
-                        columns: list[bytes] | None) -> list[tuple[dict, dict]]:
-        """Newest values of `columns` (None: every column) before and after pending segments
-        (per family, newest first): the stored versions are read from HBase (newest only,
-        unless a pending delete names a timestamp: then every version, which that delete may
-        uncover), folded into one segment, and the pending segments merged over it."""
-        by_fam: dict[bytes, set[bytes] | None] = {}
-        if columns is None:
-            by_fam = dict.fromkeys(self.schema(table).families)
-        for col in columns or ():
-            by_fam.setdefault(col[:col.index(b":")], set()).add(col)  # type: ignore[union-attr]
-        rows = [row for row, _ in items]
-        stored = self.read_latest_many(table, rows, columns)
-        out = []
-        for (row, pending), latest in zip(items, stored):
-            before = dict(latest)
-            if _deletes_with_ts(pending):
-                cells = {c: vs for c, vs in self._versions(
-                    table, row, list(latest) if columns is None else columns, None,
-                    1 << 30).items()}
-            else:
-                cells = {c: [tv] for c, tv in latest.items()}
-            after: dict = {}
-            for fam, cols in by_fam.items():
-                wanted = None if cols is None else frozenset(cols)
-                mine = {c: vs for c, vs in cells.items() if (
-                    c in wanted if wanted is not None else c.startswith(fam + b":"))}
-                base = C.fold(mine, 1 << 30, -1) if mine else None
-                segs = list(pending.get(fam, ())) + ([base] if base else [])
-                if segs:
-                    after.update(C.merge_latest(segs, wanted))
-            out.append((before, after))
-        return out
-
-    def _send(self, prepared: list[tuple[Any, Mutation, list]]) -> None:
-        """Data mutations, in order; consecutive ones of one kind, table and timestamp go in
-        one mutateRows(Ts) call."""
-        T = self.T
-        groups: list[tuple[tuple, list]] = []
-        for t, m, _ in prepared:
-            key = (m.kind, m.table, m.ts)
-            if groups and groups[-1][0] == key:
-                groups[-1][1].append((t, m))
-            else:
-                groups.append((key, [(t, m)]))
-        for (kind, table, ts), ms in groups:
-            batches = []
-            for t, m in ms:
-                if kind == "put":
-                    muts = [T.Mutation(column=c, value=v, isDelete=False)
-                            for c, v in m.data.items()]
-                else:
-                    targets = list(t.schema.families) if m.data is None else \
-                        self._thrift_columns(m.data)
-                    muts = [T.Mutation(column=c, isDelete=True) for c in targets]
-                batches.append(T.BatchMutation(row=m.row, mutations=muts))
-            name = table.encode()
-            parts = [batches[i:i + _SCAN_CHUNK] for i in range(0, len(batches), _SCAN_CHUNK)]
-
-            def send(part: list, name: bytes = name, ts: int | None = ts) -> None:
-                if ts is None:
-                    self._call("mutateRows", name, part, {})
-                else:
-                    self._call("mutateRowsTs", name, part, ts, {})
-
-            if len({b.row for b in batches}) == len(batches):
-                self.parallel(send, parts)  # distinct rows: chunks in flight together
-            else:
-                for part in parts:  # a row twice at one timestamp: the later must land last
-                    send(part)
-
-    def commit(self, prepared: list[tuple[Any, Mutation, list]],
-               kv_writes: list[tuple[str, bytes, bytes | None]] = ()) -> None:  # type: ignore[assignment]
-        """Write data mutations and key-value writes. With data mutations, index entries
-        follow the verified protocol (module docstring); without, writes go straight."""
-        with self._lock:
-            self._check_writable()
-            if not prepared:
-                self._kv_write([(n, k, (VERIFIED + v if v is not None and is_index(n) else v))
-                                for n, k, v in kv_writes])
-                return
-            phase1, phase3 = [], []
-            hooks = self.index_hooks
-            for name, key, value in kv_writes:
-                if is_index(name):
-                    row = hooks.row_of(name, key) if hooks is not None else None
-                    if row is None:
-                        raise errors.BackendError(
-                            f"cannot tell the rowkey of index entry {key!r} of {name!r}")
-                    phase1.append((name, key, UNVERIFIED + C.pack([row])))
-                    phase3.append((name, key, None if value is None else VERIFIED + value))
-                elif value is None:
-                    phase3.append((name, key, None))  # counts reaching 0 go last
-                else:
-                    phase1.append((name, key, value))
-            self._kv_write(phase1)
-            self.faults.reached("index")
-            self._send(prepared)
-            self.faults.reached("data")
-            self._kv_write(phase3)
-
     # -- regions, maintenance ----------------------------------------------------------------
     def regions(self, table: str) -> list[Region]:
-        """The region layout local indexes follow (hbase_layout.py): HBase's regions as last
+        """The region layout local indexes follow (layout.py): HBase's regions as last
         followed. `follow_splits` catches up with splits HBase made since."""
         self.table(table)
         return self.layouts.regions(table)
@@ -797,55 +454,3 @@ class HBaseStore(HBaseKeyValueTables, BaseStore):
                     conn.close()
                 except Exception:
                     pass
-
-
-class _Transport(errors.BackendUnavailable):
-    """A transport error of a call made with retry=False."""
-
-
-_POOLS: dict[int, Any] = {}
-_POOLS_LOCK = threading.Lock()
-
-
-def _pool(size: int) -> Any:
-    """A thread pool per pool size, shared by the stores of a process (threads are reused,
-    the Thrift connections they use come from each store's own pool)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with _POOLS_LOCK:
-        pool = _POOLS.get(size)
-        if pool is None:
-            pool = _POOLS[size] = ThreadPoolExecutor(max_workers=size,
-                                                     thread_name_prefix="hibase-hbase")
-        return pool
-
-
-def _deletes_with_ts(pending: dict[bytes, list[bytes]]) -> bool:
-    for segs in pending.values():
-        for raw in segs:
-            seg = C.unpack(raw)
-            if seg[0] in (C.DELETE_COLUMNS, C.DELETE_FAMILY) and seg[1] != C.ALL_VERSIONS:
-                return True
-    return False
-
-
-def _one_line(message: Any) -> str:
-    """A Thrift error's message as one line: real HBase sends the Java stack trace too."""
-    if isinstance(message, bytes):  # thriftpy2 hands the messages over as bytes
-        message = message.decode("utf-8", "replace")
-    return (message or "").strip().split("\n", 1)[0].strip()
-
-
-def _map_io_error(message: str | bytes) -> errors.HibaseError:
-    message = _one_line(message)
-    msg = message or "HBase error"
-    low = msg.lower()
-    if "no table" in low or "tablenotfound" in low or "not found" in low and "table" in low:
-        return errors.TableNotFound(msg)
-    if "disabled" in low:
-        return errors.TableDisabled(msg)
-    if "already exists" in low:
-        return errors.TableExists(msg)
-    if "family" in low and ("no " in low or "not" in low or "unknown" in low):
-        return errors.FamilyNotFound(msg)
-    return errors.BackendError(msg)

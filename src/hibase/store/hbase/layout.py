@@ -31,10 +31,10 @@ import bisect
 import time
 from typing import Any
 
-from .. import errors
-from . import cells as C
-from .base import Region
-from .hbase_kv import _META_COL, META_TABLE
+from ... import errors
+from .. import cells as C
+from ..base import Region
+from .kv import _META_COL, META_TABLE
 
 __all__ = ["HRegion", "Layouts"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from .. import errors
-from . import cells as C
+from ... import errors
+from .. import cells as C
 
 __all__ = ["HBaseKeyValueTables", "KV_PREFIX", "VERIFIED", "UNVERIFIED", "is_index"]
 

@@ -1,0 +1,204 @@
+"""The HBase store's Thrift1 calls: one counted, retried call path over a pool of connections,
+parallel calls, and the raw row reads and scans everything else is built on (a mixin of
+HBaseStore, which provides opts, retries, T, _pool, _calls, _calls_lock, _closed, _table_name)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Any, Iterator
+
+from ... import errors
+from .kv import _SCAN_CHUNK
+from ..schema import split_column
+
+
+__all__ = ["Rpc"]
+
+# Thrift1 calls whose first argument is not a table name (the prefix is not added to it)
+_NO_TABLE_ARG = frozenset({"getTableNames", "scannerGet", "scannerGetList", "scannerClose"})
+
+
+class _Transport(errors.BackendUnavailable):
+    """A transport error of a call made with retry=False."""
+
+
+_POOLS: dict[int, Any] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(size: int) -> Any:
+    """A thread pool per pool size, shared by the stores of a process (threads are reused,
+    the Thrift connections they use come from each store's own pool)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _POOLS_LOCK:
+        pool = _POOLS.get(size)
+        if pool is None:
+            pool = _POOLS[size] = ThreadPoolExecutor(max_workers=size,
+                                                     thread_name_prefix="hibase-hbase")
+        return pool
+
+
+def _one_line(message: Any) -> str:
+    """A Thrift error's message as one line: real HBase sends the Java stack trace too."""
+    if isinstance(message, bytes):  # thriftpy2 hands the messages over as bytes
+        message = message.decode("utf-8", "replace")
+    return (message or "").strip().split("\n", 1)[0].strip()
+
+
+def _map_io_error(message: str | bytes) -> errors.HibaseError:
+    message = _one_line(message)
+    msg = message or "HBase error"
+    low = msg.lower()
+    if "no table" in low or "tablenotfound" in low or "not found" in low and "table" in low:
+        return errors.TableNotFound(msg)
+    if "disabled" in low:
+        return errors.TableDisabled(msg)
+    if "already exists" in low:
+        return errors.TableExists(msg)
+    if "family" in low and ("no " in low or "not" in low or "unknown" in low):
+        return errors.FamilyNotFound(msg)
+    return errors.BackendError(msg)
+
+
+
+class Rpc:
+    """Calls to the Thrift server (see the module docstring)."""
+
+    def _call(self, method: str, *args: Any, retry: bool = True) -> Any:
+        """One Thrift call on a pooled connection; transport errors are retried (every write
+        of this store is idempotent: puts carry explicit timestamps), IDL errors mapped.
+        retry=False: a transport error raises _Transport at once (scanner gets)."""
+        from thriftpy2.transport import TTransportException
+
+        if self._closed:
+            raise errors.BackendUnavailable("the store is closed")
+        T = self.T
+        if self._prefix and method not in _NO_TABLE_ARG:
+            args = (self._prefix + args[0], *args[1:])
+        delay = 0.05
+        for attempt in range(self.retries + 1):
+            with self._calls_lock:
+                self._calls[method] = self._calls.get(method, 0) + 1
+            try:
+                with self._pool.connection(timeout=self.opts["timeout"] / 1000) as conn:
+                    return getattr(conn.client, method)(*args)
+            except T.IllegalArgument as exc:
+                raise errors.InvalidArgument(_one_line(exc.message)) from None
+            except T.AlreadyExists as exc:
+                raise errors.TableExists(exc.message) from None
+            except T.IOError as exc:
+                raise _map_io_error(_one_line(exc.message)) from None
+            except (TTransportException, socket.error, EOFError) as exc:
+                if not retry:
+                    raise _Transport(str(exc)) from None
+                if attempt == self.retries:
+                    raise errors.BackendUnavailable(
+                        f"HBase Thrift gateway {self.opts['host']}:{self.opts['port']}: "
+                        f"{exc} (after {self.retries} retries)") from None
+                time.sleep(delay)
+                delay *= 2
+            except Exception as exc:
+                if type(exc).__name__ == "NoConnectionsAvailable":
+                    raise errors.BackendUnavailable(str(exc)) from None
+                raise
+
+    def call_stats(self) -> dict[str, int]:
+        """Thrift calls made so far by this store, by method (retries count again)."""
+        with self._calls_lock:
+            return dict(self._calls)
+
+    def parallel(self, fn: Any, items: list) -> list:
+        """fn(item) for every item, on the connection pool's connections at once (at most
+        pool_size in flight), results in order: independent reads or writes overlap their
+        round trips."""
+        if len(items) <= 1:
+            return [fn(x) for x in items]
+        return list(_pool(self.opts["pool_size"]).map(fn, items))
+
+    @staticmethod
+    def _thrift_columns(columns: list[bytes] | None) -> list[bytes] | None:
+        """hibase column names -> Thrift's: a family is b"f" (b"f:" is the empty qualifier)."""
+        if columns is None:
+            return None
+        out = []
+        for col in columns:
+            fam, qual = split_column(col)
+            out.append(fam if not qual else col)
+        return list(dict.fromkeys(out))
+
+    @staticmethod
+    def _cells(result: Any) -> dict[bytes, tuple[int, bytes]]:
+        cols = result.columns
+        if cols:
+            return {c: (cell.timestamp, cell.value) for c, cell in cols.items()}
+        if result.sortedColumns:
+            return {tc.columnName: (tc.cell.timestamp, tc.cell.value)
+                    for tc in result.sortedColumns}
+        return {}
+
+    def _get_raw(self, table: str, rows: list[bytes], columns: list[bytes] | None,
+                 ts: int | None = None) -> list[dict[bytes, tuple[int, bytes]]]:
+        """Newest cell (ts, value) per column of each row ({} if absent), in `rows` order."""
+        if not rows:
+            return []
+        name = table.encode()
+        cols = self._thrift_columns(columns)
+        if ts is None:
+            if cols is None:
+                results = self._call("getRows", name, rows, {})
+            else:
+                results = self._call("getRowsWithColumns", name, rows, cols, {})
+        else:
+            results = self._call("getRowsWithColumnsTs", name, rows, cols or [], ts, {})
+        by_row = {r.row: self._cells(r) for r in results}
+        return [by_row.get(r, {}) for r in rows]
+
+    def _scan_raw(self, table: str, start: bytes | None, stop: bytes | None,
+                  columns: list[bytes] | None, ts: int | None = None, reverse: bool = False,
+                  chunk: int = _SCAN_CHUNK) -> Iterator[tuple[bytes, dict]]:
+        """(row, {column: (ts, value)}) in [start, stop) (reverse: from start down to stop),
+        streamed from one scanner (scanner caching = `chunk` rows per scannerGetList, only the
+        named columns): open + one get per chunk + close. A get is never retried on the same
+        scanner (a lost answer would skip its rows): a chunk that fails on the transport opens
+        a new scanner from where it was."""
+        name = table.encode()
+        cols = self._thrift_columns(columns)
+        cursor, skip = start, None
+        reopens = 0
+        while True:
+            scan = self.T.TScan(startRow=cursor or b"", stopRow=stop or b"", columns=cols,
+                                caching=chunk, reversed=reverse or None, timestamp=ts)
+            sid = self._call("scannerOpenWithScan", name, scan, {})
+            broken = False
+            try:
+                while True:
+                    want = chunk + (1 if skip is not None else 0)
+                    try:
+                        results = self._call("scannerGetList", sid, want, retry=False)
+                    except _Transport:
+                        broken = True  # reopen from the cursor (rows so far were yielded)
+                        break
+                    for r in results:
+                        if skip is not None and r.row == skip:
+                            continue
+                        yield r.row, self._cells(r)
+                    if len(results) < want:
+                        return
+                    last = results[-1].row
+                    if reverse:
+                        cursor, skip = last, last  # reversed start is inclusive: skip it
+                    else:
+                        cursor, skip = last + b"\x00", None
+            finally:
+                try:
+                    self._call("scannerClose", sid, retry=not broken)
+                except errors.HibaseError:
+                    pass
+            reopens += 1
+            if reopens > self.retries:
+                raise errors.BackendUnavailable(
+                    f"HBase Thrift gateway {self.opts['host']}:{self.opts['port']}: scanner of "
+                    f"{table!r} kept failing (after {self.retries} reopens)")

@@ -1,0 +1,62 @@
+"""thrift:// URLs of the HBase backend: host, port and the options in the query string."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+from ... import errors
+
+
+__all__ = ["parse_url", "DEFAULT_LEASE_MS"]
+
+# how long index definitions are trusted without asking HBase (parse_url's catalog_lease_ms)
+DEFAULT_LEASE_MS = 1000
+
+
+def parse_url(url: str) -> dict:
+    """thrift://host[:port][?transport=buffered|framed&protocol=binary|compact&timeout=ms
+    &pool_size=n&retries=n&region_check_ms=n&catalog_lease_ms=n&prefix=name] -> happybase
+    connection options and ours (region_check_ms: how often local-index work asks HBase for its
+    regions, 0 = always; catalog_lease_ms: how long index definitions read from the catalog are
+    trusted before a query or write checks them again, one get; 0 = before every query and
+    write; prefix: every HBase table of this store, the catalog included, is named
+    `<prefix>_<table>`, so several hibase stores share one HBase without seeing each other)."""
+    parts = urlsplit(url)
+    if parts.scheme != "thrift":
+        raise errors.InvalidArgument(f"not a thrift:// URL: {url!r}")
+    if parts.path not in ("", "/"):
+        raise errors.InvalidArgument(f"a thrift:// URL has no path, got {parts.path!r}")
+    q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+    known = {"transport", "protocol", "timeout", "pool_size", "retries", "region_check_ms",
+             "catalog_lease_ms", "prefix"}
+    unknown = sorted(set(q) - known)
+    if unknown:
+        raise errors.InvalidArgument(f"unknown thrift:// option(s) {unknown}; known: "
+                                     f"{sorted(known)}")
+    transport = q.get("transport", "buffered")
+    protocol = q.get("protocol", "binary")
+    if transport not in ("buffered", "framed"):
+        raise errors.InvalidArgument(f"transport must be buffered or framed, not {transport!r}")
+    if protocol not in ("binary", "compact"):
+        raise errors.InvalidArgument(f"protocol must be binary or compact, not {protocol!r}")
+    try:
+        timeout = int(q.get("timeout", "30000"))
+        pool_size = int(q.get("pool_size", "8"))
+        retries = int(q.get("retries", "3"))
+        region_check_ms = int(q.get("region_check_ms", "1000"))
+        catalog_lease_ms = int(q.get("catalog_lease_ms", str(DEFAULT_LEASE_MS)))
+        port = parts.port or 9090
+    except ValueError as exc:
+        raise errors.InvalidArgument(f"bad thrift:// URL {url!r}: {exc}") from None
+    if timeout <= 0 or pool_size < 1 or retries < 0 or region_check_ms < 0 or \
+            catalog_lease_ms < 0:
+        raise errors.InvalidArgument(
+            "timeout and pool_size must be >= 1, retries, region_check_ms and "
+            "catalog_lease_ms >= 0")
+    prefix = q.get("prefix", "")
+    if prefix and not prefix.replace("_", "").replace("-", "").replace(".", "").isalnum():
+        raise errors.InvalidArgument(f"prefix must be letters, digits, _ - or ., not {prefix!r}")
+    return {"host": parts.hostname or "127.0.0.1", "port": port, "transport": transport,
+            "protocol": protocol, "timeout": timeout, "pool_size": pool_size,
+            "retries": retries, "region_check_ms": region_check_ms,
+            "catalog_lease_ms": catalog_lease_ms, "prefix": prefix}

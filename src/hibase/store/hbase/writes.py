@@ -1,0 +1,177 @@
+"""Writes of the HBase store: timestamps fixed before sending, the state of rows after pending
+mutations, and the verified / unverified commit of index entries and data rows (a mixin of
+HBaseStore, which provides _lock, table(), _call, _get_raw, _kv_write, index_hooks, faults and
+the timestamps it hands out)."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from ... import errors
+from .. import cells as C
+from ..base import Mutation, now_ms
+from .kv import (_SCAN_CHUNK, UNVERIFIED, VERIFIED, is_index)
+
+
+__all__ = ["Writes"]
+
+def _deletes_with_ts(pending: dict[bytes, list[bytes]]) -> bool:
+    for segs in pending.values():
+        for raw in segs:
+            seg = C.unpack(raw)
+            if seg[0] in (C.DELETE_COLUMNS, C.DELETE_FAMILY) and seg[1] != C.ALL_VERSIONS:
+                return True
+    return False
+
+
+
+class Writes:
+    """prepare / row_states / commit (see the module docstring)."""
+
+    @contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """A process-local lock: read-modify-writes of this process are atomic with respect to
+        each other. Thrift1 has no row locks, so writers in other processes are not serialized
+        (as Phoenix without server-side coprocessors); the verified protocol protects readers."""
+        with self._lock:
+            yield
+
+    def apply(self, mutations: list[Mutation]) -> None:
+        if mutations:
+            with self._lock:
+                self.commit(self.prepare(mutations))
+
+    def prepare(self, mutations: list[Mutation]) -> list[tuple[Any, Mutation, list]]:
+        """(table, mutation with its timestamp fixed, segments): segments in the embedded
+        store's format, so the layers above compute before / after states the same way."""
+        # Real HBase masks every put whose timestamp is not above a delete marker's, even one
+        # written after the marker, and its Thrift1 server applies a batch's puts before its
+        # deletes. So deletes without a timestamp are sent with one at or above every
+        # timestamp this store gave so far, and later puts get one above it: the order of the
+        # calls then decides, as the segments below (and the embedded store) assume.
+        now = now_ms()
+        out = []
+        for m in mutations:
+            t = self.table(m.table)
+            if m.kind == "put":
+                if m.ts is None:
+                    ts = max(now, self._after_delete)
+                    self._last_auto = max(self._last_auto, ts)
+                else:
+                    ts = m.ts
+                m = m._replace(ts=ts)
+                segments = list(C.mutation_segments(t.fams, m, ts))
+            else:
+                segments = list(C.mutation_segments(t.fams, m, m.ts))
+                if m.ts is None:
+                    ts = max(now, self._last_auto)
+                    m = m._replace(ts=ts)
+                    self._last_auto, self._after_delete = ts, ts + 1
+            out.append((t, m, segments))
+        return out
+
+    def row_states(self, table: str, row: bytes, columns: list[bytes],
+                   pending: dict[bytes, list[bytes]]) -> tuple[dict, dict]:
+        return self.row_states_many(table, [(row, pending)], columns)[0]
+
+    def row_states_many(self, table: str, items: list[tuple[bytes, dict[bytes, list[bytes]]]],
+                        columns: list[bytes] | None) -> list[tuple[dict, dict]]:
+        """Newest values of `columns` (None: every column) before and after pending segments
+        (per family, newest first): the stored versions are read from HBase (newest only,
+        unless a pending delete names a timestamp: then every version, which that delete may
+        uncover), folded into one segment, and the pending segments merged over it."""
+        by_fam: dict[bytes, set[bytes] | None] = {}
+        if columns is None:
+            by_fam = dict.fromkeys(self.schema(table).families)
+        for col in columns or ():
+            by_fam.setdefault(col[:col.index(b":")], set()).add(col)  # type: ignore[union-attr]
+        rows = [row for row, _ in items]
+        stored = self.read_latest_many(table, rows, columns)
+        out = []
+        for (row, pending), latest in zip(items, stored):
+            before = dict(latest)
+            if _deletes_with_ts(pending):
+                cells = {c: vs for c, vs in self._versions(
+                    table, row, list(latest) if columns is None else columns, None,
+                    1 << 30).items()}
+            else:
+                cells = {c: [tv] for c, tv in latest.items()}
+            after: dict = {}
+            for fam, cols in by_fam.items():
+                wanted = None if cols is None else frozenset(cols)
+                mine = {c: vs for c, vs in cells.items() if (
+                    c in wanted if wanted is not None else c.startswith(fam + b":"))}
+                base = C.fold(mine, 1 << 30, -1) if mine else None
+                segs = list(pending.get(fam, ())) + ([base] if base else [])
+                if segs:
+                    after.update(C.merge_latest(segs, wanted))
+            out.append((before, after))
+        return out
+
+    def _send(self, prepared: list[tuple[Any, Mutation, list]]) -> None:
+        """Data mutations, in order; consecutive ones of one kind, table and timestamp go in
+        one mutateRows(Ts) call."""
+        T = self.T
+        groups: list[tuple[tuple, list]] = []
+        for t, m, _ in prepared:
+            key = (m.kind, m.table, m.ts)
+            if groups and groups[-1][0] == key:
+                groups[-1][1].append((t, m))
+            else:
+                groups.append((key, [(t, m)]))
+        for (kind, table, ts), ms in groups:
+            batches = []
+            for t, m in ms:
+                if kind == "put":
+                    muts = [T.Mutation(column=c, value=v, isDelete=False)
+                            for c, v in m.data.items()]
+                else:
+                    targets = list(t.schema.families) if m.data is None else \
+                        self._thrift_columns(m.data)
+                    muts = [T.Mutation(column=c, isDelete=True) for c in targets]
+                batches.append(T.BatchMutation(row=m.row, mutations=muts))
+            name = table.encode()
+            parts = [batches[i:i + _SCAN_CHUNK] for i in range(0, len(batches), _SCAN_CHUNK)]
+
+            def send(part: list, name: bytes = name, ts: int | None = ts) -> None:
+                if ts is None:
+                    self._call("mutateRows", name, part, {})
+                else:
+                    self._call("mutateRowsTs", name, part, ts, {})
+
+            if len({b.row for b in batches}) == len(batches):
+                self.parallel(send, parts)  # distinct rows: chunks in flight together
+            else:
+                for part in parts:  # a row twice at one timestamp: the later must land last
+                    send(part)
+
+    def commit(self, prepared: list[tuple[Any, Mutation, list]],
+               kv_writes: list[tuple[str, bytes, bytes | None]] = ()) -> None:  # type: ignore[assignment]
+        """Write data mutations and key-value writes. With data mutations, index entries
+        follow the verified protocol (module docstring); without, writes go straight."""
+        with self._lock:
+            self._check_writable()
+            if not prepared:
+                self._kv_write([(n, k, (VERIFIED + v if v is not None and is_index(n) else v))
+                                for n, k, v in kv_writes])
+                return
+            phase1, phase3 = [], []
+            hooks = self.index_hooks
+            for name, key, value in kv_writes:
+                if is_index(name):
+                    row = hooks.row_of(name, key) if hooks is not None else None
+                    if row is None:
+                        raise errors.BackendError(
+                            f"cannot tell the rowkey of index entry {key!r} of {name!r}")
+                    phase1.append((name, key, UNVERIFIED + C.pack([row])))
+                    phase3.append((name, key, None if value is None else VERIFIED + value))
+                elif value is None:
+                    phase3.append((name, key, None))  # counts reaching 0 go last
+                else:
+                    phase1.append((name, key, value))
+            self._kv_write(phase1)
+            self.faults.reached("index")
+            self._send(prepared)
+            self.faults.reached("data")
+            self._kv_write(phase3)
