@@ -78,7 +78,7 @@ class _Sections:
         finally:
             self.timing[name] = {"wall_s": round(time.perf_counter() - t0, 2),
                                  "cpu_s": round(time.process_time() - c0, 2),
-                                 "loadavg_after": list(os.getloadavg())}
+                                 "loadavg_after": [round(x, 2) for x in os.getloadavg()]}
 
 
 def run(out: str, backend: str = "embedded", scale: str = "quick", seed: int = 0,
@@ -144,7 +144,7 @@ def run(out: str, backend: str = "embedded", scale: str = "quick", seed: int = 0
     results["all_answers_checked_equal"] = all(
         q["all_same"] for s in results["queries"] for q in s["queries"])
     results["elapsed_s"] = round(time.perf_counter() - started, 1)
-    results["machine"]["loadavg_end"] = list(os.getloadavg())
+    results["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     from . import report
     if plots:
         results["plots"] = report.plots(results, out)

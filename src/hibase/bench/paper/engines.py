@@ -125,6 +125,7 @@ def load_all(workdir: str, hibase_path: str, table: str, rows: int, seed: int,
     duck = None
     if duckdb is not None:
         duck = duckdb.connect(os.path.join(workdir, f"duck-{rows}.db"))
+        duck.execute("SET enable_progress_bar = false")
         types = ", ".join(f"'{c}': '{'BIGINT' if c in INT_COLUMNS else 'VARCHAR'}'"
                           for c in SQL_COLUMNS)
         t0 = clock()
