@@ -107,7 +107,8 @@ def run_size(ld: Loaded, repeats: int, remote: bool) -> dict[str, Any]:
         r["hot_over_cold"] = r["cold"]["p50_us"] / r["hot"]["p50_us"]
         r["all_same"] = all(r["same_rows"].values())
     return {"rows": ld.rows, "load_s": ld.load, "row_bytes": ld.stats.bytes / ld.rows,
-            "queries": out, "hot_cache_hits": r_hits, "sizes": sizes}
+            "queries": out, "hot_cache_hits": r_hits, "sizes": sizes,
+            "_answers": wants}  # popped by the caller: Phoenix's answers are checked on them
 
 
 def _sizes(db: Any, ld: Loaded, con: Any, remote: bool) -> dict[str, Any]:
