@@ -33,7 +33,8 @@ def test_bench_paper_smoke_writes_results_report_and_plots(tmp_path):
     engines = {"hibase_full_scan", "hibase_hot", "sqlite_index", "sqlite_scan", "duckdb_scan",
                "duckdb_art"}
     for size in res["queries"]:
-        assert len(size["queries"]) == 4
+        assert len(size["queries"]) == 7  # 4 types, the 3 indexed ones again covered
+        assert sum(q["type"].endswith("(covered)") for q in size["queries"]) == 3
         for q in size["queries"]:
             assert set(q["same_rows"]) == engines and all(q["same_rows"].values()), q
             assert q["rows"] > 0 and q["full_scan_s"] > 0 and q["cold"]["p50_us"] > 0

@@ -34,7 +34,10 @@ def headline(res: dict) -> dict[str, Any]:
     """The ratios quoted in the README: speed-ups over the scan at the largest size."""
     last = res["queries"][-1]
     qs = last["queries"]
+    cov = [q for q in qs if q["type"].endswith("(covered)")] or qs
     return {"rows": last["rows"],
+            "hot_over_cold_covered": [min(q["hot_over_cold"] for q in cov),
+                                      max(q["hot_over_cold"] for q in cov)],
             "cold": [min(q["speedup_cold"] for q in qs), max(q["speedup_cold"] for q in qs)],
             "hot": [min(q["speedup_hot"] for q in qs), max(q["speedup_hot"] for q in qs)],
             "hot_over_cold": [min(q["hot_over_cold"] for q in qs),
@@ -58,7 +61,9 @@ def plots(res: dict, out: str) -> list[str]:
 
     sizes = [s["rows"] for s in res["queries"]]
     types = [q["type"] for q in res["queries"][0]["queries"]]
-    fig, axes = plt.subplots(2, 2, figsize=(9, 7))
+    fig, axes = plt.subplots(2, 4, figsize=(15, 7))
+    for ax in list(axes.flat)[len(types):]:
+        ax.axis("off")
     for i, (ax, t) in enumerate(zip(axes.flat, types)):
         for key, label in ENGINES:
             ys = [_us(s["queries"][i], key) for s in res["queries"]]
@@ -74,7 +79,7 @@ def plots(res: dict, out: str) -> list[str]:
     save(fig, "query_time.png")
 
     last = res["queries"][-1]["queries"]
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(10, 4.5))
     xs = range(len(last))
     ax.bar([x - 0.2 for x in xs], [q["speedup_cold"] for q in last], 0.4, label="cold / scan")
     ax.bar([x + 0.2 for x in xs], [q["speedup_hot"] for q in last], 0.4, label="hot / scan")
@@ -83,7 +88,8 @@ def plots(res: dict, out: str) -> list[str]:
         ax.axhspan(lo, hi, color=c, alpha=0.12, label=lab + f" {lo:,}-{hi:,}x")
     ax.set_yscale("log")
     ax.set_xticks(list(xs))
-    ax.set_xticklabels([f"{q['type']}\n({q['rows']:,} rows)" for q in last], fontsize=7)
+    ax.set_xticklabels([f"{q['type'].replace(' (', chr(10) + '(')}\n{q['rows']:,} rows"
+                        for q in last], fontsize=6)
     ax.set_ylabel("speed-up over full scan")
     ax.set_title(f"speed-ups at {res['queries'][-1]['rows']:,} rows", fontsize=9)
     ax.legend(fontsize=7)
@@ -181,7 +187,9 @@ def write(res: dict, out: str) -> str:
          "| | paper | here |", "|---|---|---|",
          f"| index (cold) over full scan | 65x-3,082x | {_range(h['cold'])}x at {h['rows']:,} rows |",
          f"| hot over full scan | 343x-17,751x | {_range(h['hot'])}x |",
-         f"| hot over cold | 5-15x | {_range(h['hot_over_cold'], '{:.1f}')}x |",
+         f"| hot over cold, SELECT * | 5-15x | {_range(h['hot_over_cold'], '{:.1f}')}x (all 7) |",
+         f"| hot over cold, covered queries | 5-15x | "
+         f"{_range(h['hot_over_cold_covered'], '{:.1f}')}x |",
          f"| import with 3 indexes / without | 1.03-1.12 | {h['import_3']:.2f} |",
          f"| hotscore minus LRU hit ratio at 0.2 | +0.16 | {h['hotscore_minus_lru_0.2']:+.3f} |",
          "", "Answers: every engine's rows were compared with hibase's index answer before "
@@ -190,8 +198,11 @@ def write(res: dict, out: str) -> str:
          "Paper: 10 nodes, 1.07e9 records on HBase 0.94; here one process, the sizes below. "
          "Median wall time of repeated runs (full scans once). Cold = the persistent index "
          "alone; hot = the in-process hot-index cache; SQLite with the same three B-tree "
-         "indexes; DuckDB scanning and with ART indexes (its plan says whether it used one). "
-         "Queries are SELECT * (no index covers them, on any engine).", "",
+         "indexes (mdn and start_time appended: covering); DuckDB scanning and with ART indexes "
+         "(its plan says whether it used one). The four query types select * (rows read "
+         "after the index); the three indexed ones again as \"(covered)\", selecting f:mdn and "
+         "f:start_time, which hibase's index rows carry (the paper's covered columns) and "
+         "SQLite's covering indexes hold.", "",
          "![query time](query_time.png)", "![speed-ups](speedups.png)", ""]
     for s in res["queries"]:
         L += [f"### {s['rows']:,} rows", ""]
@@ -208,9 +219,12 @@ def write(res: dict, out: str) -> str:
           "nodes; a scan grows with the table while an index lookup grows with the result, so "
           "the ratios here grow with the size and stay below the paper's at these sizes. The "
           "MDN query is a rowkey range (no secondary index, no cache), so its hot time is its "
-          "cold time again. Hot over cold is the whole query (parse, plan, fetching every "
-          "row), not the index lookup alone: where rows dominate, the cache saves little, so "
-          "the paper's 5-15x holds only where the index lookup dominates.", "",
+          "cold time again. Hot over cold is the whole query: with SELECT * every row is "
+          "still read from the table (the cache holds index sets, not rows), so the cache "
+          "saves little and the paper's 5-15x does not hold there; on the covered queries "
+          "the hot cache answers without touching the store, which is the paper's case. "
+          "A hot time above the cold one is the cache's own bookkeeping on a set the "
+          "persistent index reads as fast.", "",
           "## 2. Hit ratio against cache size", "",
           f"Workload: `hibase bench cache`'s Brown-style Zipf (s = {res['cache']['zipf']}) point "
           f"and range queries, {res['cache']['queries']:,} queries on {res['cache']['rows']:,} "

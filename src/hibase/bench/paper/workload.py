@@ -12,7 +12,7 @@ from typing import Any
 
 from ..datasets import COLUMNS, TELECOM_COLUMNS
 
-__all__ = ["Stats", "nearest", "paper_queries", "QUERY_TYPES", "SQL_COLUMNS", "INT_COLUMNS"]
+__all__ = ["Stats", "nearest", "paper_queries", "COVERED", "QUERY_TYPES", "SQL_COLUMNS", "INT_COLUMNS"]
 
 (C_MDN, C_START, _, C_IP, C_PORT, C_URL, *_) = COLUMNS
 QUERY_TYPES = ("MDN (rowkey prefix) + time window", "IP + time window", "IP + PORT", "URL")
@@ -56,8 +56,13 @@ def _text(value: bytes) -> str:
     return value.decode().replace("'", "''")
 
 
-def paper_queries(stats: Stats, table: str) -> list[dict[str, Any]]:
+COVERED = ("f:mdn", "f:start_time")  # what the covered variants select (indexes cover them)
+
+
+def paper_queries(stats: Stats, table: str, covered: bool = False) -> list[dict[str, Any]]:
     """The four query types: [{"type", "hibase" (SQL), "sql" (peer SQL, ?), "params"}].
+    With `covered`, the three indexed ones selecting only COVERED (answered from an index
+    that covers them, as the paper's index rows carry the columns queries need).
 
     MDN: the busiest subscriber in the middle half of the time span (a rowkey prefix: the
     peers read it as a key range); IP: an address with ~0.5% of rows, same window; IP + PORT:
@@ -72,8 +77,11 @@ def paper_queries(stats: Stats, table: str) -> list[dict[str, Any]]:
     url, _ = nearest(stats.urls, rows / 20000)
     q = f"SELECT * FROM {table} WHERE "
     p = f"SELECT * FROM {table} WHERE "
+    if covered:
+        q = f"SELECT {', '.join(c.replace(':', '.') for c in COVERED)} FROM {table} WHERE "
+        p = f"SELECT k, {', '.join(c.split(':')[1] for c in COVERED)} FROM {table} WHERE "
     m = mdn.decode()
-    return [
+    out = [
         {"type": QUERY_TYPES[0], "hibase": q + f"ROWKEY LIKE '{_text(mdn)}%' AND {window}",
          "sql": p + "k >= ? AND k < ? AND start_time BETWEEN ? AND ?",
          "params": (m, m + ":", lo, hi)},  # ':' sorts right after '9': the prefix's end
@@ -84,3 +92,9 @@ def paper_queries(stats: Stats, table: str) -> list[dict[str, Any]]:
         {"type": QUERY_TYPES[3], "hibase": q + f"f.url = '{_text(url)}'",
          "sql": p + "url = ?", "params": (url.decode(),)},
     ]
+    if covered:
+        out = out[1:]
+        for x in out:
+            x["type"] += " (covered)"
+            x["columns"] = [c.encode() for c in COVERED]
+    return out
