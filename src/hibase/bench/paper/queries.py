@@ -46,7 +46,8 @@ def _duck_plan(duck: Any, sql: str, params: tuple) -> str:
 
 def run_size(ld: Loaded, repeats: int, remote: bool) -> dict[str, Any]:
     """Time the four queries on every engine; sizes; the rows' equality per engine."""
-    qs = paper_queries(ld.stats, ld.table) + paper_queries(ld.stats, ld.table, covered=True)
+    qs = (paper_queries(ld.stats, ld.table, peer_table="telecom")
+          + paper_queries(ld.stats, ld.table, covered=True, peer_table="telecom"))
     out: list[dict[str, Any]] = []
     wants: list[list[tuple]] = []
     db = ld.hibase(cache_policy=None)

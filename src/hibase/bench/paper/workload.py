@@ -59,10 +59,12 @@ def _text(value: bytes) -> str:
 COVERED = ("f:mdn", "f:start_time")  # what the covered variants select (indexes cover them)
 
 
-def paper_queries(stats: Stats, table: str, covered: bool = False) -> list[dict[str, Any]]:
+def paper_queries(stats: Stats, table: str, covered: bool = False,
+                  peer_table: str | None = None) -> list[dict[str, Any]]:
     """The four query types: [{"type", "hibase" (SQL), "sql" (peer SQL, ?), "params"}].
     With `covered`, the three indexed ones selecting only COVERED (answered from an index
     that covers them, as the paper's index rows carry the columns queries need).
+    `peer_table`: the table the peers' SQL names (default: `table`).
 
     MDN: the busiest subscriber in the middle half of the time span (a rowkey prefix: the
     peers read it as a key range); IP: an address with ~0.5% of rows, same window; IP + PORT:
@@ -76,10 +78,11 @@ def paper_queries(stats: Stats, table: str, covered: bool = False) -> list[dict[
     (pip, port), _ = nearest(stats.pairs, rows / 2000)
     url, _ = nearest(stats.urls, rows / 20000)
     q = f"SELECT * FROM {table} WHERE "
-    p = f"SELECT * FROM {table} WHERE "
+    peer_table = peer_table or table
+    p = f"SELECT * FROM {peer_table} WHERE "
     if covered:
         q = f"SELECT {', '.join(c.replace(':', '.') for c in COVERED)} FROM {table} WHERE "
-        p = f"SELECT k, {', '.join(c.split(':')[1] for c in COVERED)} FROM {table} WHERE "
+        p = f"SELECT k, {', '.join(c.split(':')[1] for c in COVERED)} FROM {peer_table} WHERE "
     m = mdn.decode()
     out = [
         {"type": QUERY_TYPES[0], "hibase": q + f"ROWKEY LIKE '{_text(mdn)}%' AND {window}",
