@@ -22,20 +22,19 @@ All three must return the same rows; ``run()`` raises if they do not.
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import statistics
 import tempfile
 import time
-from collections import Counter
 from typing import Any, Callable
 
 from tqdm import tqdm
 
 import hibase
 from hibase import errors
-from hibase.bench.datasets import COLUMNS, TELECOM_COLUMNS, telecom_rows
+from hibase.bench.datasets import TELECOM_COLUMNS, telecom_rows
+from hibase.bench.paper.workload import Stats, paper_queries
 
 __all__ = ["run", "TABLE", "INDEXES"]
 
@@ -43,48 +42,24 @@ TABLE = "telecom"
 INDEXES = (("by_ip", ["f:ip"]), ("by_ip_port", ["f:ip", "f:port"]), ("by_url", ["f:url"]))
 BATCH_CELLS = 1000  # table.batch(batch_size=...) counts cells: one write per 100 rows
 HOT_CAPACITY = 1_000_000  # records: the hot cache holds every set the four queries read
-(C_MDN, C_START, _, C_IP, C_PORT, C_URL, *_) = COLUMNS
 
 
-def _nearest(counts: Counter, target: float) -> tuple[Any, int]:
-    """The value whose count is nearest `target` by ratio (ties: the smaller value)."""
-    target = max(target, 1.0)
-    return min(counts.items(), key=lambda kv: (abs(math.log(kv[1] / target)), kv[0]))
-
-
-def _sql_text(value: bytes) -> str:
-    return value.decode().replace("'", "''")
-
-
-def _load(db: Any, rows: int, seed: int, progress: bool) -> dict[str, Any]:
-    """Load the rows through table.batch, counting the values the queries are picked from."""
+def _load(db: Any, rows: int, seed: int, progress: bool) -> tuple[float, Stats]:
+    """Load the rows through table.batch, counting the values the queries are picked from;
+    (seconds, counts)."""
     table = db.table(TABLE)
-    mdns: Counter = Counter()
-    ips: Counter = Counter()
-    pairs: Counter = Counter()
-    urls: Counter = Counter()
-    t_min = t_max = None
-    size = 0
+    stats = Stats()
     t0 = time.perf_counter()
     with tqdm(total=rows, desc="loading", unit=" rows", unit_scale=True, disable=not progress,
               leave=False, mininterval=0.5) as bar, table.batch(batch_size=BATCH_CELLS) as batch:
-        put = batch.put
+        put, add = batch.put, stats.add
         for i, (key, data) in enumerate(telecom_rows(rows, seed)):
             put(key, data)
-            ip = data[C_IP]
-            mdns[data[C_MDN]] += 1
-            ips[ip] += 1
-            pairs[(ip, data[C_PORT])] += 1
-            urls[data[C_URL]] += 1
-            start = int(data[C_START])
-            t_min = start if t_min is None else t_min
-            t_max = start
-            size += sum(map(len, data.values()))
+            add(key, data)
             if i % 5000 == 4999:
                 bar.update(5000)
         bar.update(rows - bar.n)
-    return {"seconds": time.perf_counter() - t0, "mdns": mdns, "ips": ips, "pairs": pairs,
-            "urls": urls, "t_min": t_min, "t_max": t_max, "bytes": size}
+    return time.perf_counter() - t0, stats
 
 
 def _build_indexes(db: Any, progress: bool) -> list[tuple[str, str, float]]:
@@ -102,25 +77,6 @@ def _build_indexes(db: Any, progress: bool) -> list[tuple[str, str, float]]:
             db.create_index(TABLE, name, cols, progress=report)
             out.append((name, ", ".join(cols), time.perf_counter() - t0))
     return out
-
-
-def _queries(loaded: dict[str, Any], rows: int) -> list[tuple[str, str]]:
-    """The paper's four query types, on values picked so result sizes spread out."""
-    span = loaded["t_max"] - loaded["t_min"]
-    lo, hi = loaded["t_min"] + span // 4, loaded["t_min"] + 3 * span // 4  # the middle half
-    window = f"f.start_time BETWEEN {lo} AND {hi}"
-    mdn, _ = _nearest(loaded["mdns"], max(loaded["mdns"].values()))  # the busiest subscriber
-    ip, _ = _nearest(loaded["ips"], rows / 200)
-    (pip, port), _ = _nearest(loaded["pairs"], rows / 2000)
-    url, _ = _nearest(loaded["urls"], rows / 20000)
-    q = f"SELECT * FROM {TABLE} WHERE "
-    return [
-        ("MDN (rowkey prefix) + time window",
-         q + f"ROWKEY LIKE '{_sql_text(mdn)}%' AND {window}"),
-        ("IP + time window", q + f"f.ip = '{_sql_text(ip)}' AND {window}"),
-        ("IP + PORT", q + f"f.ip = '{_sql_text(pip)}' AND f.port = {int(port)}"),
-        ("URL", q + f"f.url = '{_sql_text(url)}'"),
-    ]
 
 
 def _path(plan: str) -> str:
@@ -203,10 +159,10 @@ def run(rows: int = 200_000, path: str | None = None, keep: bool = False, seed: 
                  else "kept afterwards")
         echo(f"store: {path} ({where})")
         db.create_table(TABLE, {"f": {"max_versions": 1}}, columns=TELECOM_COLUMNS)
-        loaded = _load(db, rows, seed, progress)
-        echo(f"loaded {rows:,} rows (10 columns, ~{loaded['bytes'] / rows:.0f} bytes of values "
-             f"each; rowkey = MDN + reversed start time) in {loaded['seconds']:.1f} s "
-             f"({rows / loaded['seconds']:,.0f} rows/s, generation included)")
+        load_s, stats = _load(db, rows, seed, progress)
+        echo(f"loaded {rows:,} rows (10 columns, ~{stats.bytes / rows:.0f} bytes of values "
+             f"each; rowkey = MDN + reversed start time) in {load_s:.1f} s "
+             f"({rows / load_s:,.0f} rows/s, generation included)")
         built = _build_indexes(db, progress)
         echo(f"built {len(built)} indexes in {sum(t for _, _, t in built):.1f} s (batch build "
              f"over {len(db.table(TABLE).regions())} region(s); every put keeps them exact "
@@ -214,7 +170,7 @@ def run(rows: int = 200_000, path: str | None = None, keep: bool = False, seed: 
         echo("  " + ", ".join(f"{n} ({c}) {t:.1f} s" for n, c, t in built))
         echo("")
         results = []
-        queries = _queries(loaded, rows)
+        queries = [(q["type"], q["hibase"]) for q in paper_queries(stats, TABLE)]
         for i, (label, sql) in enumerate(queries, 1):
             path_name = _path(db.sql("EXPLAIN " + sql))
             t_index, got = _time_query(db, sql, repeats)
@@ -251,7 +207,7 @@ def run(rows: int = 200_000, path: str | None = None, keep: bool = False, seed: 
         total = time.perf_counter() - started
         echo(f"done in {total:.1f} s")
         return {"rows": rows, "seed": seed, "store": path if (temp is None or keep) else None,
-                "load_s": loaded["seconds"], "row_bytes": loaded["bytes"] / rows,
+                "load_s": load_s, "row_bytes": stats.bytes / rows,
                 "build_s": {n: t for n, _, t in built},
                 "queries": results, "elapsed_s": total}
     finally:

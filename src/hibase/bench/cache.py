@@ -47,7 +47,7 @@ from ..index import lookup
 from . import cache_scenarios
 from .datasets import C_IP, TELECOM_COLUMNS, telecom_rows, value_counts
 
-__all__ = ["run", "POLICIES", "summary"]
+__all__ = ["run", "POLICIES", "summary", "record_trace"]
 
 TABLE = "tel"
 POLICIES = ("window-heat", "hotscore", "lru", "hotscore-per-record")
@@ -89,6 +89,31 @@ class _Recorder:
 
     def close(self) -> None:
         pass
+
+
+def _record(db: Any, work: Sequence[tuple[str, str, list[bytes]]]) -> list[tuple[bytes, int]]:
+    """Run `work` on `db` (no cache) and return the set lookups it made, (key, size) each."""
+    rec = _Recorder()
+    db.indexer.cache = rec
+    try:
+        _timed(db, work)
+    finally:
+        db.indexer.cache = None
+    return rec.trace
+
+
+def record_trace(workdir: str, rows: int, queries: int, zipf: float = 0.99, seed: int = 0,
+                 range_share: float = 0.2, range_width: int = 10
+                 ) -> tuple[list[tuple[bytes, int]], dict]:
+    """The lookup trace of this experiment's workload on a table built under `workdir` (kept
+    there): (trace, dataset info). For replaying policies offline (bench paper)."""
+    path = os.path.join(workdir, "cache-store")
+    dataset = _build(path, rows, seed)
+    work, _ = _workload(rows, queries, zipf, seed, range_share, range_width)
+    with hibase.connect(path, cache_policy=None, read_only=True) as db:
+        trace = _record(db, work)
+    return trace, {**dataset, "queries": queries, "zipf": zipf, "range_share": range_share,
+                   "range_width": range_width}
 
 
 def _zipf_cum(n: int, s: float) -> list[float]:
@@ -243,11 +268,7 @@ def run(rows: int = 100_000, queries: int = 10_000, zipf: float = 0.99,
 
         note("recording the lookup trace")
         with hibase.connect(path, cache_policy=None, read_only=True) as db:
-            rec = _Recorder()
-            db.indexer.cache = rec
-            _timed(db, work)
-            db.indexer.cache = None
-            trace = rec.trace
+            trace = _record(db, work)
             note("no-cache baseline")
             no_cache = _lat(_timed(db, work))
         sizes: dict[bytes, int] = {}

@@ -9,6 +9,7 @@ lives in hibase.bench.<name>, imported when the command runs (so `hibase --help`
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Callable
 
 import click
@@ -455,3 +456,58 @@ def bench_gateway(idle: int, garbage: int, calls: int, client_timeout: float, se
                      seed=seed, server_src=server_src, server_options=list(server_options),
                      workdir=workdir)
     finish_bench(report, as_json, output, mod.summary)
+
+
+@bench.command("paper")
+@click.option("--backend", default="embedded", show_default=True, metavar="embedded|URL",
+              help="Where hibase runs: the embedded store, or an HBase Thrift1 URL "
+                   "(thrift://host:port, e.g. the one `hibase cluster start` prints; then "
+                   "Apache Phoenix runs beside it too). SQLite and DuckDB run locally either "
+                   "way.")
+@click.option("--scale", type=click.Choice(["smoke", "quick", "full"]), default="quick",
+              show_default=True,
+              help="quick: 10k, 100k and 1M rows (about 10 minutes on 2 cores); full: up to "
+                   "10M rows (about an hour); smoke: a few thousand rows (seconds, for tests).")
+@click.option("--out", required=True, type=click.Path(file_okay=False), metavar="DIR",
+              help="Folder for results.json, report.md and the PNG plots.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--progress/--no-progress", default=True, show_default=True,
+              help="Show progress on stderr.")
+def bench_paper(backend: str, scale: str, out: str, seed: int, progress: bool) -> None:
+    """The HiBase paper's evaluation in one command, beside SQLite, DuckDB and (on an HBase
+    cluster) Apache Phoenix: query time of the four query types by size (full scan, cold
+    index, hot index), hit ratio by cache size (hotscore, LRU, window-heat, Belady's MIN),
+    import overhead with 0-3 indexes, index size, the SCBF tables and local vs global vs
+    routed lookups. Every peer's answers are checked equal to hibase's before timing.
+
+    Writes DIR/results.json (every figure, machine, versions, seeds, time per section),
+    DIR/report.md (the paper's figures beside ours) and PNG plots.
+
+    Example:
+
+    \b
+        hibase bench paper --out paper-report/
+        hibase bench paper --scale full --out paper-full/
+        hibase cluster start && hibase bench paper --backend thrift://127.0.0.1:9090 --out px/
+    """
+    if backend != "embedded":
+        if not backend.startswith("thrift://"):
+            raise click.BadParameter(f"expected embedded or thrift://host:port, got {backend!r}",
+                                     param_hint="--backend")
+        _backend_option(click.get_current_context(), None, backend)  # type: ignore[arg-type]
+    from ..bench import paper
+    from ..bench.paper.report import headline
+
+    note = (lambda m: click.echo(m, err=True)) if progress else (lambda _m: None)
+    res = paper.run(out, backend=backend, scale=scale, seed=seed, progress=progress, note=note)
+    h = headline(res)
+    click.echo(f"bench paper ({scale}, {res['backend']}): {res['elapsed_s']:,} s; answers of "
+               f"every peer equal: {res['all_answers_checked_equal']}")
+    click.echo(f"at {h['rows']:,} rows: cold/scan {h['cold'][0]:,.0f}-{h['cold'][1]:,.0f}x "
+               f"(paper 65-3,082x), hot/scan {h['hot'][0]:,.0f}-{h['hot'][1]:,.0f}x (paper "
+               f"343-17,751x), hot/cold {h['hot_over_cold'][0]:.1f}-{h['hot_over_cold'][1]:.1f}x"
+               f", covered queries {h['hot_over_cold_covered'][0]:.1f}-"
+               f"{h['hot_over_cold_covered'][1]:.1f}x (paper 5-15x)")
+    click.echo(f"import with 3 indexes {h['import_3']:.2f}x (paper 1.03-1.12); hotscore - LRU "
+               f"at 0.2: {h['hotscore_minus_lru_0.2']:+.3f} (paper +0.16)")
+    click.echo(f"report: {os.path.join(out, 'report.md')}")
