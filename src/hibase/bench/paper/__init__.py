@@ -146,7 +146,8 @@ def run(out: str, backend: str = "embedded", scale: str = "quick", seed: int = 0
     results["sections"] = sec.timing
     results["all_answers_checked_equal"] = all(
         q["all_same"] for s in results["queries"] for q in s["queries"]) and all(
-        q["same_rows"] for q in results["phoenix"].get("queries", []))
+        q["same_rows"] for q in results["phoenix"].get("queries", [])
+        + results["phoenix"].get("queries_local", []))
     results["elapsed_s"] = round(time.perf_counter() - started, 1)
     results["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     from . import report
