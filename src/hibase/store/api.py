@@ -10,7 +10,7 @@ written apart from data rows)."""
 from __future__ import annotations
 
 import os
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, ContextManager, Iterator, Protocol, runtime_checkable
 
@@ -70,6 +70,24 @@ class BaseStore:
     def raw_index(self) -> ContextManager[None]:
         """Inside the block index tables read as stored (verify/repair): they always do here."""
         return nullcontext()
+
+    # the stores below provide _lock (an RLock), prepare() and commit()
+    _lock: Any
+
+    @contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """Hold the store's writer lock across a read-modify-write (index upkeep, counters).
+        Process-local: on HBase (Thrift1 has no row locks) writers in other processes are not
+        serialized, as Phoenix without its coprocessors; the verified protocol keeps readers
+        right meanwhile."""
+        with self._lock:
+            yield
+
+    def apply(self, mutations: list[Mutation]) -> None:
+        """Write mutations (possibly of several tables) in one batch, without index upkeep."""
+        if mutations:
+            with self._lock:
+                self.commit(self.prepare(mutations))  # type: ignore[attr-defined]
 
 
 class KVRangeReader(Protocol):

@@ -15,7 +15,6 @@ import shutil
 import threading
 import time
 import weakref
-from contextlib import contextmanager
 from typing import Any, Iterator
 
 import rocksdict as rd
@@ -252,18 +251,6 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
             yield key[5:], value
 
     # -- writes ------------------------------------------------------------------------------
-    @contextmanager
-    def write_lock(self) -> Iterator[None]:
-        """Hold the single-writer lock across a read-modify-write (index upkeep, counters)."""
-        with self._lock:
-            yield
-
-    def apply(self, mutations: list[Mutation]) -> None:
-        """Write mutations (possibly of several tables) in one atomic batch."""
-        if mutations:
-            with self._lock:
-                self.commit(self.prepare(mutations))
-
     def prepare(self, mutations: list[Mutation]) -> list[tuple[Any, Mutation, list]]:
         """Encode mutations into (table, mutation, [(family, segment)]) without writing, so a
         layer above can compute what they change (row_states) before commit()."""

@@ -5,8 +5,7 @@ the timestamps it hands out)."""
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from ... import errors
 from .. import cells as C
@@ -28,19 +27,6 @@ def _deletes_with_ts(pending: dict[bytes, list[bytes]]) -> bool:
 
 class Writes:
     """prepare / row_states / commit (see the module docstring)."""
-
-    @contextmanager
-    def write_lock(self) -> Iterator[None]:
-        """A process-local lock: read-modify-writes of this process are atomic with respect to
-        each other. Thrift1 has no row locks, so writers in other processes are not serialized
-        (as Phoenix without server-side coprocessors); the verified protocol protects readers."""
-        with self._lock:
-            yield
-
-    def apply(self, mutations: list[Mutation]) -> None:
-        if mutations:
-            with self._lock:
-                self.commit(self.prepare(mutations))
 
     def prepare(self, mutations: list[Mutation]) -> list[tuple[Any, Mutation, list]]:
         """(table, mutation with its timestamp fixed, segments): segments in the embedded
