@@ -18,6 +18,7 @@ __all__ = [
     "encode_key", "decode_key", "encode_composite", "decode_composite",
     "escape_bytes", "escape_prefix", "unescape_bytes", "prefix_successor",
     "value_from_literal",
+    "cell_key",
 ]
 
 TYPE_NAMES: tuple[str, ...] = (
@@ -44,6 +45,7 @@ class ColumnType:
         set_(self, "_enc", c.enc_bin if self.binary else c.enc_text)
         set_(self, "_kenc", c.enc_key)
         set_(self, "_kdec", c.dec_key)
+        set_(self, "_ckey", _CELL_KEYS.get(self.name, _cell_key_generic))
 
     def __reduce__(self) -> tuple[Any, tuple[str, bool]]:
         return ColumnType, (self.name, self.binary)
@@ -398,6 +400,29 @@ def decode_cell(t: ColumnType, raw: bytes) -> Any:
     if type(raw) is not bytes:
         raw = _as_bytes(t, raw)
     return t._dec(t, raw)  # type: ignore[attr-defined]
+
+
+def cell_key(t: ColumnType, raw: bytes) -> bytes | None:
+    """encode_key of a stored cell's value without building the value where the encodings
+    allow (string, bytes); None for a NaN (unordered: indexes treat it as NULL)."""
+    return t._ckey(t, raw)  # type: ignore[attr-defined]
+
+
+def _cell_key_generic(t: ColumnType, raw: bytes) -> bytes | None:
+    v = t._dec(t, raw)  # type: ignore[attr-defined]
+    return None if v != v else t._kenc(t, v)  # type: ignore[attr-defined]
+
+
+def _str_cell_key(t: ColumnType, raw: bytes) -> bytes:
+    _str_dec(t, raw)  # validates the UTF-8 the key's order relies on
+    return escape_bytes(raw)
+
+
+def _bytes_cell_key(t: ColumnType, raw: bytes) -> bytes:
+    return escape_bytes(raw)
+
+
+_CELL_KEYS = {"string": _str_cell_key, "bytes": _bytes_cell_key}
 
 
 def cell_decoder(t: ColumnType) -> Callable[[ColumnType, bytes], Any]:

@@ -132,12 +132,14 @@ class HotCache:
         if self._broken or not changes:
             return
         ops: Ops = {}
-        for spec, old, new, row, covered in changes:
-            if old is not None and old != new:
-                ops.setdefault(cache_key(spec.table, spec.value_key(old)), []).append((row, None))
-            if new is not None:
-                ops.setdefault(cache_key(spec.table, spec.value_key(new)), []).append(
-                    (row, list(covered)))
+        prefixes: dict[str, bytes] = {}
+        for c in changes:
+            table, old_key, new_key = c.spec.table, c.old_key, c.new_key
+            p = prefixes.get(table) or prefixes.setdefault(table, cache_key(table, b""))
+            if old_key is not None and old_key != new_key:
+                ops.setdefault(p + old_key, []).append((c.row, None))
+            if new_key is not None:
+                ops.setdefault(p + new_key, []).append((c.row, list(c.covered)))
         try:
             with self._io():
                 sizes = self.backend.patch(ops)

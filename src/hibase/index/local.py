@@ -89,7 +89,8 @@ def entry_writes(store, changes: Iterable, events: list | None = None) -> list:
     deltas: dict[tuple[str, bytes], list] = {}
     prefixes: dict[tuple[str, int], bytes] = {}
     tables: dict[str, Any] = {}
-    for spec, old, new, row, cov in changes:
+    for c in changes:
+        spec, row, cov, old_vkey, new_vkey = c.spec, c.row, c.covered, c.old_key, c.new_key
         table = spec.table
         t = tables.get(table)
         if t is None:
@@ -99,17 +100,17 @@ def entry_writes(store, changes: Iterable, events: list | None = None) -> list:
         if p is None:
             p = prefixes[(table, region.id)] = region_prefix(region.start)
         idx, val = local_table(table), local_value_table(table)
-        if old is not None and old != new:
-            writes.append((idx, p + spec.entry_key(old, row), None))
-            vkey = spec.value_key(old)
+        if old_vkey is not None and old_vkey != new_vkey:
+            writes.append((idx, p + old_vkey + row, None))
+            vkey = old_vkey
             d = deltas.get((val, p + vkey))
             if d is None:
                 d = deltas[(val, p + vkey)] = [0, table, region.id, vkey]
             d[0] -= 1
-        if new is not None:
-            writes.append((idx, p + spec.entry_key(new, row), C.pack(cov)))
-            if old != new:
-                vkey = spec.value_key(new)
+        if new_vkey is not None:
+            writes.append((idx, p + new_vkey + row, C.pack(cov)))
+            if old_vkey != new_vkey:
+                vkey = new_vkey
                 d = deltas.get((val, p + vkey))
                 if d is None:
                     d = deltas[(val, p + vkey)] = [0, table, region.id, vkey]

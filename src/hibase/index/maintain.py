@@ -22,28 +22,28 @@ __all__ = ["index_writes", "entry_writes", "Change", "needed_columns"]
 
 
 
-class Change(tuple):
-    """(spec, old values or None, new values or None, rowkey, new covered or None)."""
+class Change:
+    """One row's change in one index: the rowkey, its new covered values, and the value keys
+    of its entry before and after (None: no entry), computed once from the cells and reused by
+    the entry writes, the value counts and the cache."""
 
+    __slots__ = ("spec", "row", "covered", "old_key", "new_key")
 
-def _values(spec: IndexSpec, state: dict) -> list[Any] | None:
-    """The row's index values; when the first indexed column is NULL, the NULL list's values
-    if the index keeps one and the row exists (`state` then holds every column of the row:
-    see needed_columns), else None (no entry). NaN is unordered, so like the query evaluator
-    the index treats it as NULL."""
-    out = []
-    for col, t in zip(spec.columns, spec.types):
-        cell = state.get(col)
-        v = None if cell is None else codec.decode_cell(t, cell[1])
-        out.append(None if v != v else v)
-    if out[0] is None:
-        return spec.null_values() if spec.null_alias is not None and state else None
-    return out
+    def __init__(self, spec: IndexSpec, row: bytes, covered: list | None,
+                 old_key: bytes | None, new_key: bytes | None) -> None:
+        self.spec, self.row, self.covered = spec, row, covered
+        self.old_key, self.new_key = old_key, new_key
+
+    def __repr__(self) -> str:
+        return (f"Change({self.spec.name}, {self.old_key!r} -> {self.new_key!r}, "
+                f"row={self.row!r}, covered={self.covered!r})")
 
 
 def raw_values(spec: IndexSpec, cells: dict[bytes, bytes]) -> list[Any] | None:
-    """_values for a {column: value} row (no timestamps), as scans with with_ts=False give;
-    `cells` must hold every column of the row when the index keeps a NULL list."""
+    """The index values of a {column: value} row (no timestamps), as scans with with_ts=False
+    give; None when the row has no entry. With a NULL list `cells` must hold every column of
+    the row (whether any cell is left decides the entry). NaN is unordered, so like the query
+    evaluator the index treats it as NULL."""
     out = []
     for col, t in zip(spec.columns, spec.types):
         raw = cells.get(col)
@@ -99,11 +99,13 @@ def _diff(table_specs: list[IndexSpec], row: bytes, before: dict, after: dict,
           changes: list[Change]) -> None:
     """Append the index changes one row's before / after states imply."""
     for spec in table_specs:
-        old, new = _values(spec, before), _values(spec, after)
-        new_cov = _covered(spec, after) if new is not None else None
-        if old == new and (new is None or new_cov == _covered(spec, before)):
+        # equal keys <=> equal values (the key encoding is injective; -0.0 and 0.0 are one)
+        old_key = spec.cells_key(before, True)
+        new_key = spec.cells_key(after, True)
+        new_cov = _covered(spec, after) if new_key is not None else None
+        if old_key == new_key and (new_key is None or new_cov == _covered(spec, before)):
             continue
-        changes.append(Change((spec, old, new, row, new_cov)))
+        changes.append(Change(spec, row, new_cov, old_key, new_key))
 
 
 def entry_writes(store, changes: Iterable[Change], events: list | None = None) -> list:
@@ -112,23 +114,23 @@ def entry_writes(store, changes: Iterable[Change], events: list | None = None) -
     writes: list = []
     deltas: dict[tuple[str, bytes], int] = {}
     changes = list(changes)
-    local_changes = [c for c in changes if c[0].local]
+    local_changes = [c for c in changes if c.spec.local]
     if local_changes:
         writes += local.entry_writes(store, local_changes, events)
-        changes = [c for c in changes if not c[0].local]
+        changes = [c for c in changes if not c.spec.local]
     pack = C.pack
-    for spec, old, new, row, cov in changes:
-        idx = index_table(spec.table)
-        if old is not None and old != new:
-            vkey = spec.value_key(old)  # an entry key is its value key + the rowkey
-            writes.append((idx, vkey + row, None))
-            key = (spec.table, vkey)
+    index_tables: dict[str, str] = {}
+    for c in changes:
+        table, row, old_key, new_key = c.spec.table, c.row, c.old_key, c.new_key
+        idx = index_tables.get(table) or index_tables.setdefault(table, index_table(table))
+        if old_key is not None and old_key != new_key:
+            writes.append((idx, old_key + row, None))  # an entry key: value key + rowkey
+            key = (table, old_key)
             deltas[key] = deltas.get(key, 0) - 1
-        if new is not None:
-            vkey = spec.value_key(new)
-            writes.append((idx, vkey + row, pack(cov)))
-            if old != new:
-                key = (spec.table, vkey)
+        if new_key is not None:
+            writes.append((idx, new_key + row, pack(c.covered)))
+            if old_key != new_key:
+                key = (table, new_key)
                 deltas[key] = deltas.get(key, 0) + 1
     by_val: dict[str, list[tuple[bytes, int]]] = {}
     for (table, vkey), delta in deltas.items():

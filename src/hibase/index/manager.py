@@ -112,7 +112,7 @@ class IndexManager:
                 self.router.after_commit(events)
             if self.cache is not None and changes:
                 # the hot cache holds global-index sets only: local lookups visit regions
-                cached = [c for c in changes if not c[0].local]
+                cached = [c for c in changes if not c.spec.local]
                 if cached:
                     self.cache.apply(cached)
         return changes

@@ -115,6 +115,26 @@ class IndexSpec:
             return self.null_alias
         return self.alias + self.encode_values(values)
 
+    def cells_key(self, cells: dict, timestamped: bool = False) -> bytes | None:
+        """The value key of a row's entry from its cells ({column: raw}, or {column: (ts, raw)}
+        with `timestamped`), without building the values; None when the row has no entry:
+        it lacks the first column (and the index keeps no NULL list, or the row has no cell
+        at all: `cells` must then hold every column of the row). NaN counts as NULL."""
+        if not cells:
+            return None
+        cell_key = codec.cell_key
+        parts = [self.alias]
+        for i, (col, t) in enumerate(zip(self.columns, self.types)):
+            cell = cells.get(col)
+            k = None if cell is None else cell_key(t, cell[1] if timestamped else cell)
+            if i == 0:
+                if k is None:
+                    return self.null_alias
+                parts.append(k)
+            else:
+                parts.append(NULL if k is None else PRESENT + k)
+        return b"".join(parts)
+
     def null_values(self) -> list[None]:
         """The values of a NULL-list entry (every column NULL: later ones are not kept)."""
         return [None] * len(self.types)
