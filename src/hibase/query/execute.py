@@ -11,7 +11,7 @@ from ..index import scan_entries, scan_local, scan_points, walk_values
 from .ast import ROWKEY, And
 from .evaluate import matches
 from .plan import IndexLookup, Intersect, Plan, RowGet, RowRange, Step, is_point
-from .scan import conjunct_test, full_scan
+from .scan import conjunct_test, full_scan, quick_test
 from .scan import project as _project
 
 __all__ = ["execute"]
@@ -122,7 +122,7 @@ def _run_step(indexer, table: str, plan: Plan, step: Step, types) -> Iterator[tu
     fetch_cols = _fetch_columns(plan, {a.column.name for a in step.conjunct})
     read_many = store.read_latest_many
     batch: list[bytes] = []
-    test = None if node is None else (lambda row, cells: matches(node, row, cells, types))
+    test = None if node is None else quick_test(tuple(step.conjunct), types)
 
     def flush(test) -> Iterator[tuple[bytes, dict]]:
         for row, cells in zip(batch, read_many(table, batch, fetch_cols, with_ts=False)):

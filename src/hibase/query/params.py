@@ -6,6 +6,7 @@ here, never spliced into SQL text, so a value can hold any character and is alwa
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Mapping, Sequence
 
@@ -37,6 +38,12 @@ def params_of(node: Any) -> list[Param]:
     return out
 
 
+@functools.lru_cache(maxsize=1024)
+def _found(where: Any, having: Any) -> tuple[Param, ...]:
+    """params_of both trees, once per statement (the trees are immutable and hashable)."""
+    return tuple(params_of(where) + params_of(having))
+
+
 def _check(value: Any, what: str) -> Value:
     if isinstance(value, bool) or not isinstance(value, (int, float, str, bytes)):
         raise InvalidArgument(f"parameter {what} must be int, float, str or bytes, not "
@@ -54,7 +61,7 @@ def _check(value: Any, what: str) -> Value:
 def bind(select: Select, params: Sequence[Any] | Mapping[str, Any] | None) -> Select:
     """``select`` with every placeholder replaced by its value; InvalidArgument when the values
     do not fit the placeholders (count, names, types)."""
-    found = params_of(select.where) + params_of(select.having)
+    found = _found(select.where, select.having)
     if not found:
         if params:
             raise InvalidArgument(f"the statement has no parameters but {len(params)} value(s) "
@@ -76,7 +83,8 @@ def bind(select: Select, params: Sequence[Any] | Mapping[str, Any] | None) -> Se
         for p in found:
             values[p] = _check(params[p.name], f":{p.name}")  # type: ignore[index]
     else:
-        if isinstance(params, (Mapping, str, bytes)) or not isinstance(params, Sequence):
+        if type(params) not in (tuple, list) and (  # the common cases skip the ABC checks
+                isinstance(params, (Mapping, str, bytes)) or not isinstance(params, Sequence)):
             raise InvalidArgument("? parameters take a list or tuple of values")
         count = max(p.index for p in found) + 1  # type: ignore[operator]
         if len(params) != count:
@@ -87,7 +95,7 @@ def bind(select: Select, params: Sequence[Any] | Mapping[str, Any] | None) -> Se
     return select.with_(where=_sub(select.where, values), having=_sub(select.having, values))
 
 
-def _describe(found: list[Param]) -> str:
+def _describe(found: tuple[Param, ...]) -> str:
     names = sorted({str(p) for p in found if p.name is not None})
     if names:
         return "parameter(s) " + ", ".join(names)
