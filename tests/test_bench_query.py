@@ -57,12 +57,17 @@ def test_bench_query_report_at_tiny_size(tmp_path):
     assert set(r["meets_targets"]) == {
         "eq_le10_speedup_vs_full_scan", "eq_le10_p50_us", "eq_le10_prepared_p50_us",
         "eq_le10_vs_sqlite_p50_ratio", "load_ratio_3_indexes", "all_paths_same_rows",
-        "count_eq_le10_p50_us", "counts_same"}
+        "count_eq_le10_p50_us", "counts_same", "covered_same",
+        "eq_le10_sql_params_vs_sqlite_p50_ratio", "covered_eq_le10_vs_sqlite_p50_ratio",
+        "load_ratio_3_indexes_embedded"}
     assert r["meets_targets"]["all_paths_same_rows"] is True
     # COUNT(*) of an equality: from the value table, the same count as SQLite's and the rows'
     eq10 = next(q for q in r["queries"] if q["name"] == "eq_10")
     assert eq10["count_same"] is True and "VALUE TABLE" in eq10["count_plan"]
     assert r["meets_targets"]["counts_same"] is True
+    # covered: the rowkeys from the index entries alone (no FETCH), the same as SQLite's
+    assert eq10["covered_same"] is True and "FETCH" not in eq10["covered_plan"]
+    assert eq10["hibase_covered"]["p50_us"] > 0 and eq10["sqlite_covered"]["p50_us"] > 0
     assert eq10["hibase_sql_params"]["p50_us"] > 0 and eq10["sqlite_count"]["p50_us"] > 0
     assert r["targets"] == query.TARGETS
 
