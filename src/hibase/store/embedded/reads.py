@@ -39,6 +39,26 @@ def _segments_at(it, prefix: bytes) -> list[bytes]:
     return segs
 
 
+def _merge_families(streams: list, reverse: bool, absorb: Any
+                    ) -> Iterator[tuple[bytes, dict]]:
+    """(rowkey, cells) of rows merged across families: `streams` yield (row prefix, family
+    cells) in key order, absorb(out, family index, cells) adds one family's cells to a row;
+    rows left empty (every cell expired or filtered) are skipped."""
+    # bind each stream's family index now (a bare generator would see the last i)
+    tagged = [((p, j, c) for (p, c), j in zip(s, itertools.repeat(i)))
+              for i, s in enumerate(streams)]
+    merged = heapq.merge(*tagged, key=lambda x: x[0], reverse=reverse)
+    cur, out = None, {}
+    for prefix, i, cells in merged:
+        if prefix != cur:
+            if out:
+                yield C.row_of_key(cur + _MAX_SEQ_KEY), out  # type: ignore[operator]
+            cur, out = prefix, {}
+        absorb(out, i, cells)
+    if out:
+        yield C.row_of_key(cur + _MAX_SEQ_KEY), out  # type: ignore[operator]
+
+
 class Reads:
     """Row reads and scans (EmbeddedStore's); see the module docstring for what it relies on."""
 
@@ -202,20 +222,12 @@ class Reads:
                 return
             streams = [self._family_rows(items, wanted, stop, reverse, C.merge_latest)
                        for _, items, wanted in views]
-            tagged = [((p, j, c) for (p, c), j in zip(s, itertools.repeat(i)))
-                      for i, s in enumerate(streams)]
-            merged = heapq.merge(*tagged, key=lambda x: x[0], reverse=reverse)
-            cur, out = None, {}
-            for prefix, i, cells in merged:
-                if prefix != cur:
-                    if out:
-                        yield row_of_key(cur + _MAX_SEQ_KEY), out  # type: ignore[operator]
-                    cur, out = prefix, {}
+
+            def absorb(out: dict, i: int, cells: dict) -> None:
                 floor = floors[i]
                 out.update(cells if floor < 0 else
                            {c: tv for c, tv in cells.items() if tv[0] >= floor})
-            if out:
-                yield row_of_key(cur + _MAX_SEQ_KEY), out  # type: ignore[operator]
+            yield from _merge_families(streams, reverse, absorb)
 
     @staticmethod
     def _range_opener(start: bytes | None, reverse: bool) -> tuple[bytes | None, Any]:
@@ -247,19 +259,9 @@ class Reads:
                     if out:
                         yield C.row_of_key(prefix + _MAX_SEQ_KEY), out
                 return
-            # bind each stream's family index now (a bare generator would see the last i)
-            tagged = [((p, j, c) for (p, c), j in zip(s, itertools.repeat(i)))
-                      for i, s in enumerate(streams)]
-            merged = heapq.merge(*tagged, key=lambda x: x[0], reverse=reverse)
-            cur, out = None, {}
-            for prefix, i, cells in merged:
-                if prefix != cur:
-                    if out:
-                        yield C.row_of_key(cur + _MAX_SEQ_KEY), out  # type: ignore[operator]
-                    cur, out = prefix, {}
-                self._select(out, cells, fos[i], timestamp, versions, now)
-            if out:
-                yield C.row_of_key(cur + _MAX_SEQ_KEY), out  # type: ignore[operator]
+            yield from _merge_families(
+                streams, reverse,
+                lambda out, i, cells: self._select(out, cells, fos[i], timestamp, versions, now))
 
     @staticmethod
     def _family_rows(items: Any, wanted: frozenset | None, stop: bytes | None,
