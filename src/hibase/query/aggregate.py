@@ -34,7 +34,7 @@ from ..index import KeyRange, index_table, null_range, walk_values
 from .ast import (
     ROWKEY, Agg, And, Column, HavingCompare, IsNull, Not, Or, OrderItem, Select,
 )
-from .evaluate import cell_value, matches_dnf
+from .evaluate import cell_value, matches_dnf, three_valued
 from .execute import execute
 from .normalize import coerce_literal
 from .plan import IndexLookup, Plan
@@ -355,29 +355,13 @@ def _aggregate(select: Select, rows, types) -> list[dict]:
 
 
 def _having(node, d: dict, types) -> bool | None:
+    """HAVING's truth for one group (`d`: its aggregate and grouping values)."""
     if node is None:
         return True
-    if isinstance(node, And):
-        res: bool | None = True
-        for item in node.items:
-            r = _having(item, d, types)
-            if r is False:
-                return False
-            if r is None:
-                res = None
-        return res
-    if isinstance(node, Or):
-        res = False
-        for item in node.items:
-            r = _having(item, d, types)
-            if r is True:
-                return True
-            if r is None:
-                res = None
-        return res
-    if isinstance(node, Not):
-        r = _having(node.item, d, types)
-        return None if r is None else not r
+    return three_valued(node, _having_compare, d, types)
+
+
+def _having_compare(node, d: dict, types) -> bool | None:
     v = d.get(node.expr)
     if v is None:
         return None

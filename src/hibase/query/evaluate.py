@@ -69,11 +69,14 @@ def matches_dnf(conjuncts: Iterable[Conjunct], row: bytes, cells: Cells,
     return any(all(_eval(a, row, cells, types) is True for a in c) for c in conjuncts)
 
 
-def _eval(node: Node, row: bytes, cells: Cells, types: SchemaTypes) -> Truth:
+def three_valued(node: Any, leaf: Callable[..., Truth], *args: Any) -> Truth:
+    """SQL's three-valued AND / OR / NOT over a tree whose other nodes leaf(node, *args)
+    answers (TRUE, FALSE or None for UNKNOWN): the one place that logic is written (WHERE and
+    HAVING)."""
     if isinstance(node, And):
         result: Truth = True
         for item in node.items:
-            r = _eval(item, row, cells, types)
+            r = three_valued(item, leaf, *args)
             if r is False:
                 return False
             if r is None:
@@ -82,15 +85,25 @@ def _eval(node: Node, row: bytes, cells: Cells, types: SchemaTypes) -> Truth:
     if isinstance(node, Or):
         result = False
         for item in node.items:
-            r = _eval(item, row, cells, types)
+            r = three_valued(item, leaf, *args)
             if r is True:
                 return True
             if r is None:
                 result = None
         return result
     if isinstance(node, Not):
-        r = _eval(node.item, row, cells, types)
+        r = three_valued(node.item, leaf, *args)
         return None if r is None else not r
+    return leaf(node, *args)
+
+
+def _eval(node: Node, row: bytes, cells: Cells, types: SchemaTypes) -> Truth:
+    if isinstance(node, (And, Or, Not)):
+        return three_valued(node, _atom, row, cells, types)
+    return _atom(node, row, cells, types)
+
+
+def _atom(node: Node, row: bytes, cells: Cells, types: SchemaTypes) -> Truth:
     if isinstance(node, TrueNode):
         return True
     if isinstance(node, FalseNode):
