@@ -82,7 +82,7 @@ _INT_COLS = {i for i, c in enumerate(COLUMNS) if TELECOM_COLUMNS[c.decode()] in 
 
 # -- helpers ------------------------------------------------------------------------------------
 
-def _connect(path: str) -> tuple[Any, str]:
+def connect_bench(path: str) -> tuple[Any, str]:
     params = inspect.signature(hibase.connect).parameters
     if "cache_policy" in params:
         return hibase.connect(path, cache_policy=None), "none (connect(cache_policy=None))"
@@ -94,7 +94,7 @@ def _views(db: Any) -> dict[str, Any]:
     return db.store.rocksdb_views()
 
 
-def _settle(db: Any, timeout: float = 120.0) -> float:
+def settle_store(db: Any, timeout: float = 120.0) -> float:
     """Flush every column family and wait for compactions to end; seconds waited."""
     t0 = time.perf_counter()
     views = _views(db)
@@ -126,7 +126,7 @@ def _sst_bytes(db: Any) -> dict[str, int]:
     return out
 
 
-def _timed(fn: Callable[[], Any], repeats: int, budget: float = TIME_BUDGET_S
+def timed(fn: Callable[[], Any], repeats: int, budget: float = TIME_BUDGET_S
            ) -> tuple[dict[str, Any], Any]:
     """Run fn once untimed (warm-up), then up to `repeats` timed runs (at least MIN_REPEATS or
     `repeats` if fewer, stopping when `budget` seconds are spent); figures in µs. `cpu_p50_us`
@@ -163,7 +163,7 @@ def _lit(v: bytes | int) -> str:
 
 # -- data ---------------------------------------------------------------------------------------
 
-def _generate(rows: int, seed: int, progress: bool) -> tuple[list[list], dict[str, Any]]:
+def generate(rows: int, seed: int, progress: bool) -> tuple[list[list], dict[str, Any]]:
     """The rows in chunks (kept for the four loads) and the counts queries are picked from."""
     chunks = []
     urls: Counter = Counter()
@@ -188,7 +188,7 @@ def _generate(rows: int, seed: int, progress: bool) -> tuple[list[list], dict[st
     return chunks, {"urls": urls, "ips": ips, "t_min": t_min, "t_max": t_max, "raw": raw}
 
 
-def _queries(rows: int, stats: dict[str, Any]) -> list[dict[str, Any]]:
+def make_queries(rows: int, stats: dict[str, Any]) -> list[dict[str, Any]]:
     """(name, hibase condition, SQLite WHERE with ?, parameters) of each benchmark query."""
     urls, ips = stats["urls"], stats["ips"]
     out = []
@@ -231,7 +231,7 @@ def _queries(rows: int, stats: dict[str, Any]) -> list[dict[str, Any]]:
 
 # -- hibase -------------------------------------------------------------------------------------
 
-def _load_table(db: Any, table: str, chunks: list[list], indexes: bool, progress: bool,
+def load_table(db: Any, table: str, chunks: list[list], indexes: bool, progress: bool,
                 desc: str) -> dict[str, Any]:
     """Create `table` (telecom schema; the 3 paper indexes first if `indexes`, kept on every
     put) in the open `db` and load the chunks through table.batch; load time and rows/s."""
@@ -263,15 +263,15 @@ def _load_table(db: Any, table: str, chunks: list[list], indexes: bool, progress
 
 def _hibase_load(path: str, chunks: list[list], indexes: bool, progress: bool
                  ) -> dict[str, Any]:
-    db, _ = _connect(path)
+    db, _ = connect_bench(path)
     try:
-        return _load_table(db, TABLE, chunks, indexes, progress,
+        return load_table(db, TABLE, chunks, indexes, progress,
                            "hibase load" + (" +3 indexes" if indexes else ""))
     finally:
         db.close()
 
 
-def _hibase_sizes(db: Any) -> dict[str, Any]:
+def hibase_sizes(db: Any) -> dict[str, Any]:
     """Logical bytes (keys + values) of data, each index and value table; SST bytes per CF."""
     from hibase.index.spec import index_table, value_table
     store = db.store
@@ -299,7 +299,7 @@ def _hibase_sizes(db: Any) -> dict[str, Any]:
                         "all_indexes_ratio": sst_index / sst_data if sst_data else None}}
 
 
-def _build_range_index(db: Any, table: str, progress: bool, desc: str) -> float:
+def build_range_index(db: Any, table: str, progress: bool, desc: str) -> float:
     """Create RANGE_INDEX on the loaded `table` (the batch build over its regions); seconds."""
     bar = tqdm(desc=desc, unit="region", file=sys.stderr, disable=not progress, leave=False)
 
@@ -315,11 +315,11 @@ def _build_range_index(db: Any, table: str, progress: bool, desc: str) -> float:
 
 
 def _hibase_build_range_index(path: str, progress: bool) -> dict[str, Any]:
-    db, _ = _connect(path)
+    db, _ = connect_bench(path)
     try:
-        seconds = _build_range_index(db, TABLE, progress, "hibase build " + RANGE_INDEX[0])
-        settle = _settle(db)
-        sizes = _hibase_sizes(db)
+        seconds = build_range_index(db, TABLE, progress, "hibase build " + RANGE_INDEX[0])
+        settle = settle_store(db)
+        sizes = hibase_sizes(db)
         return {"build_s": seconds, "regions": len(db.table(TABLE).regions()),
                 "settle_s": settle, "sizes": sizes}
     finally:
@@ -387,7 +387,7 @@ def _sqlite_build_range_index(path: str) -> dict[str, Any]:
 
 # -- queries ------------------------------------------------------------------------------------
 
-def _prepared(db: Any, table: str, cond: str) -> Callable[[], list]:
+def prepared(db: Any, table: str, cond: str) -> Callable[[], list]:
     """`SELECT * FROM table WHERE cond` planned once: a call executes the plan (what a cached
     plan would leave of a query's cost)."""
     from hibase.query import engine
@@ -407,12 +407,12 @@ def _measure_sql(db: Any, con: Any, q: dict, r: dict, repeats: int) -> None:
     value = q["sqlite_params"][0]
     scol = col.split(".", 1)[1]
     stmt = f"SELECT * FROM {TABLE} WHERE {col} = ?"
-    hs, got = _timed(lambda: db.sql(stmt, (value,)), repeats)
+    hs, got = timed(lambda: db.sql(stmt, (value,)), repeats)
     r["hibase_sql_params"] = hs
     r["hibase_sql_params_vs_sqlite_p50_ratio"] = hs["p50_us"] / r["sqlite_index"]["p50_us"]
     count = f"SELECT COUNT(*) FROM {TABLE} WHERE {col} = ?"
-    hc, n = _timed(lambda: db.sql(count, (value,)), repeats)
-    sc, sn = _timed(lambda: con.execute(
+    hc, n = timed(lambda: db.sql(count, (value,)), repeats)
+    sc, sn = timed(lambda: con.execute(
         f"SELECT COUNT(*) FROM {TABLE} WHERE {scol} = ?", (value,)).fetchall(), repeats)
     r["count_plan"] = db.sql("EXPLAIN " + count, (value,))
     r["hibase_count"] = hc
@@ -421,8 +421,8 @@ def _measure_sql(db: Any, con: Any, q: dict, r: dict, repeats: int) -> None:
     # covered: answered from index entries alone on both sides (SQLite's index on the column
     # holds the primary key; hibase's entry key ends with the rowkey)
     covered = f"SELECT ROWKEY FROM {TABLE} WHERE {col} = ?"
-    hk, krows = _timed(lambda: db.sql(covered, (value,)), repeats)
-    sk, skrows = _timed(lambda: con.execute(
+    hk, krows = timed(lambda: db.sql(covered, (value,)), repeats)
+    sk, skrows = timed(lambda: con.execute(
         f"SELECT k FROM {TABLE} WHERE {scol} = ?", (value,)).fetchall(), repeats)
     r["covered_plan"] = db.sql("EXPLAIN " + covered, (value,))
     r["hibase_covered"] = hk
@@ -436,7 +436,7 @@ def _measure_queries(hpath: str, spath: str, queries: list[dict], repeats: int,
                      progress: bool) -> tuple[list[dict], str]:
     from hibase.query import engine
 
-    db, cache = _connect(hpath)
+    db, cache = connect_bench(hpath)
     con = sqlite_open(spath)
     table = db.table(TABLE)
     out = []
@@ -452,19 +452,19 @@ def _measure_queries(hpath: str, spath: str, queries: list[dict], repeats: int,
             r["sqlite_plan"] = " | ".join(row[-1] for row in con.execute(
                 "EXPLAIN QUERY PLAN " + sel, params))
 
-            h, got = _timed(lambda: list(table.where(cond)), repeats)
+            h, got = timed(lambda: list(table.where(cond)), repeats)
             keys = sorted(k for k, _ in got)
             r["rows"] = len(keys)
 
-            hp, _ = _timed(_prepared(db, TABLE, cond), repeats)
-            parse, _ = _timed(lambda: engine.parse_condition(cond), min(repeats, 200), 0.5)
-            explain, _ = _timed(lambda: table.explain(cond), min(repeats, 200), 0.5)
+            hp, _ = timed(prepared(db, TABLE, cond), repeats)
+            parse, _ = timed(lambda: engine.parse_condition(cond), min(repeats, 200), 0.5)
+            explain, _ = timed(lambda: table.explain(cond), min(repeats, 200), 0.5)
             r["hibase_index"] = h
             r["hibase_prepared"] = hp
             r["hibase_parse_p50_us"] = parse["p50_us"]
             r["hibase_parse_plan_p50_us"] = explain["p50_us"]
             if q["kind"] == "range":
-                hw, _ = _timed(lambda: list(table.where(cond, range_method="walk")), repeats)
+                hw, _ = timed(lambda: list(table.where(cond, range_method="walk")), repeats)
                 r["hibase_index_value_table_walk"] = hw
 
             t0, c0 = time.perf_counter(), time.process_time()
@@ -472,7 +472,7 @@ def _measure_queries(hpath: str, spath: str, queries: list[dict], repeats: int,
             r["hibase_full_scan_s"] = time.perf_counter() - t0
             r["hibase_full_scan_cpu_s"] = time.process_time() - c0
 
-            s, srows = _timed(lambda: con.execute(sel, params).fetchall(), repeats)
+            s, srows = timed(lambda: con.execute(sel, params).fetchall(), repeats)
             r["sqlite_index"] = s
             scan_sql = f"SELECT * FROM {TABLE} WHERE {q['sqlite_where_scan']}"
             r["sqlite_full_scan_plan"] = " | ".join(row[-1] for row in con.execute(
@@ -513,8 +513,8 @@ def run(rows: int = 1_000_000, repeats: int = 50, seed: int = 0, progress: bool 
         os.makedirs(workdir, exist_ok=True)
     base = tempfile.mkdtemp(prefix="hibase-bench-query-", dir=workdir)
     try:
-        chunks, stats = _generate(rows, seed, progress)
-        queries = _queries(rows, stats)
+        chunks, stats = generate(rows, seed, progress)
+        queries = make_queries(rows, stats)
         del stats["urls"], stats["ips"]
 
         plain = os.path.join(base, "hibase-noindex")
@@ -625,16 +625,16 @@ def run(rows: int = 1_000_000, repeats: int = 50, seed: int = 0, progress: bool 
     }
     if hasattr(os, "getloadavg"):
         report["machine"]["loadavg_end"] = list(os.getloadavg())
-    return _round(report)
+    return round_floats(report)
 
 
-def _round(obj: Any) -> Any:
+def round_floats(obj: Any) -> Any:
     if isinstance(obj, float):
         return float(f"{obj:.4g}") if abs(obj) < 1000 else round(obj, 1)
     if isinstance(obj, dict):
-        return {k: _round(v) for k, v in obj.items()}
+        return {k: round_floats(v) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_round(v) for v in obj]
+        return [round_floats(v) for v in obj]
     return obj
 
 

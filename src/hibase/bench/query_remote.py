@@ -13,11 +13,11 @@ Backends:
   other table is touched (hibase's catalog ``hibase_meta`` is created if missing, as by any
   hibase client).
 
-Both sides get the same generated rows (``query._generate``), the same three indexes kept on
-every put during the load (``query._load_table``), the start-time index built after it, and the
-same queries (``query._queries``), with no hot-index cache (``cache_policy=None``). Per query:
-``list(table.where(condition))`` and the prepared plan executed (``query._prepared``), p50 over
-up to ``repeats`` runs (``query._timed``), embedded and remote interleaved query by query, and
+Both sides get the same generated rows (``query.generate``), the same three indexes kept on
+every put during the load (``query.load_table``), the start-time index built after it, and the
+same queries (``query.queries``), with no hot-index cache (``cache_policy=None``). Per query:
+``list(table.where(condition))`` and the prepared plan executed (``query.prepared``), p50 over
+up to ``repeats`` runs (``query.timed``), embedded and remote interleaved query by query, and
 thrift/embedded ratios of the medians. Before any timing every query runs once on both sides:
 if their rows differ, ``BenchmarkMismatch`` is raised and nothing is reported. The hop alone:
 ``table.row()`` of a missing key on each side, and ``getTableNames`` on a plain happybase
@@ -188,11 +188,11 @@ def _round_trips(local: Any, remote: Any, url: str, name: str, repeats: int
     """The hop alone: row() of a missing key on each side; getTableNames over plain Thrift."""
     n = max(20, min(repeats * 20, 2000))
     lt, rt = local.table(Q.TABLE), remote.table(name)
-    emb, _ = Q._timed(lambda: lt.row(MISSING_ROW), n, ROUND_TRIP_BUDGET_S)
-    thr, _ = Q._timed(lambda: rt.row(MISSING_ROW), n, ROUND_TRIP_BUDGET_S)
+    emb, _ = Q.timed(lambda: lt.row(MISSING_ROW), n, ROUND_TRIP_BUDGET_S)
+    thr, _ = Q.timed(lambda: rt.row(MISSING_ROW), n, ROUND_TRIP_BUDGET_S)
     conn = _raw_connection(url)
     try:
-        names, _ = Q._timed(conn.tables, n, ROUND_TRIP_BUDGET_S)
+        names, _ = Q.timed(conn.tables, n, ROUND_TRIP_BUDGET_S)
     finally:
         conn.close()
     return {"embedded_row_missing": emb, "thrift_row_missing": thr,
@@ -215,8 +215,8 @@ def _check_rows(local: Any, remote: Any, name: str, queries: list[dict], progres
                   leave=False):
         cond = q["condition"]
         got = {"embedded": list(lt.where(cond)), "thrift": list(rt.where(cond)),
-               "embedded_prepared": Q._prepared(local, Q.TABLE, cond)(),
-               "thrift_prepared": Q._prepared(remote, name, cond)()}
+               "embedded_prepared": Q.prepared(local, Q.TABLE, cond)(),
+               "thrift_prepared": Q.prepared(remote, name, cond)()}
         counts[q["name"]] = {k: len(v) for k, v in got.items()}
         want = sorted(got["embedded"], key=_key)
         differ = [k for k, v in got.items() if sorted(v, key=_key) != want]
@@ -244,10 +244,10 @@ def _measure(local: Any, remote: Any, name: str, queries: list[dict],
         r["same_plan"] = plan_thrift.replace(name, Q.TABLE, 1) == r["plan"]
         if not r["same_plan"]:
             r["plan_thrift"] = plan_thrift
-        r["embedded"], _ = Q._timed(lambda: list(lt.where(cond)), repeats)
-        r["thrift"], _ = Q._timed(lambda: list(rt.where(cond)), repeats)
-        r["embedded_prepared"], _ = Q._timed(Q._prepared(local, Q.TABLE, cond), repeats)
-        r["thrift_prepared"], _ = Q._timed(Q._prepared(remote, name, cond), repeats)
+        r["embedded"], _ = Q.timed(lambda: list(lt.where(cond)), repeats)
+        r["thrift"], _ = Q.timed(lambda: list(rt.where(cond)), repeats)
+        r["embedded_prepared"], _ = Q.timed(Q.prepared(local, Q.TABLE, cond), repeats)
+        r["thrift_prepared"], _ = Q.timed(Q.prepared(remote, name, cond), repeats)
         r["thrift_vs_embedded_p50_ratio"] = r["thrift"]["p50_us"] / r["embedded"]["p50_us"]
         r["prepared_thrift_vs_embedded_p50_ratio"] = (r["thrift_prepared"]["p50_us"]
                                                       / r["embedded_prepared"]["p50_us"])
@@ -283,24 +283,24 @@ def run(backend: str, rows: int = DEFAULT_ROWS, repeats: int = 50, seed: int = 0
             if backend == "gateway":
                 gateway = stack.enter_context(Gateway(os.path.join(base, "gateway-store")))
                 url = gateway.url
-            remote, cache = Q._connect(url)  # an unreachable server fails here, before work
+            remote, cache = Q.connect_bench(url)  # an unreachable server fails here, before work
             stack.callback(remote.close)
             if name.encode() in remote.tables():
                 raise errors.TableExists(f"table {name!r} already exists on {url}; run again")
             stack.callback(_drop, remote, url, name, dropped)
-            local, _ = Q._connect(os.path.join(base, "embedded"))
+            local, _ = Q.connect_bench(os.path.join(base, "embedded"))
             stack.callback(local.close)
 
-            chunks, stats = Q._generate(rows, seed, progress)
-            queries = Q._queries(rows, stats)
-            load_e = Q._load_table(local, Q.TABLE, chunks, True, progress,
+            chunks, stats = Q.generate(rows, seed, progress)
+            queries = Q.make_queries(rows, stats)
+            load_e = Q.load_table(local, Q.TABLE, chunks, True, progress,
                                    "embedded load +3 indexes")
-            load_t = Q._load_table(remote, name, chunks, True, progress,
+            load_t = Q.load_table(remote, name, chunks, True, progress,
                                    "thrift load +3 indexes")
             del chunks
-            build_e = Q._build_range_index(local, Q.TABLE, progress,
+            build_e = Q.build_range_index(local, Q.TABLE, progress,
                                            "embedded build " + Q.RANGE_INDEX[0])
-            build_t = Q._build_range_index(remote, name, progress,
+            build_t = Q.build_range_index(remote, name, progress,
                                            "thrift build " + Q.RANGE_INDEX[0])
             counts = _check_rows(local, remote, name, queries, progress)
             trips = _round_trips(local, remote, url, name, repeats)
@@ -369,7 +369,7 @@ def run(backend: str, rows: int = DEFAULT_ROWS, repeats: int = 50, seed: int = 0
         },
         "elapsed_s": time.perf_counter() - started,
     }
-    return Q._round(report)
+    return Q.round_floats(report)
 
 
 def summary(r: dict[str, Any]) -> list[str]:

@@ -159,5 +159,5 @@ def load_all(workdir: str, hibase_path: str, table: str, rows: int, seed: int,
 
 
 def timed(fn: Callable[[], Any], repeats: int) -> tuple[dict[str, Any], Any]:
-    """query._timed: p50/p90/min/CPU µs over up to `repeats` runs after a warm-up run."""
-    return Q._timed(fn, repeats)
+    """query.timed: p50/p90/min/CPU µs over up to `repeats` runs after a warm-up run."""
+    return Q.timed(fn, repeats)

@@ -121,8 +121,8 @@ def _sizes(db: Any, ld: Loaded, con: Any, remote: bool) -> dict[str, Any]:
     Thrift the store's files are HBase's) and SQLite's pages (dbstat)."""
     out: dict[str, Any] = {}
     if not remote:
-        Q._settle(db)
-        h = Q._hibase_sizes(db)
+        Q.settle_store(db)
+        h = Q.hibase_sizes(db)
         out["hibase"] = {"data_bytes": h["logical"]["data_bytes"],
                          "per_index": {n: v["ratio_to_data"]
                                        for n, v in h["logical"]["per_index"].items()},
