@@ -44,22 +44,27 @@ class Backend:
         self.opened: list[hibase.Connection] = []
         self.gateway_db: hibase.Connection | None = None
         self.server: ThriftServer | None = None
+        self.server2: ThriftServer | None = None
         self.cluster = cluster
         self.remote = kind != "embedded"
         self._split_sizes: dict[str, int] = {}
         if kind == "hbase":
             assert cluster is not None, "an hbase backend needs the session's cluster"
             self.prefix = f"t{next(_prefixes)}"
-            self.url = (f"{cluster.thrift_url}?timeout={HBASE_TIMEOUT_MS}&region_check_ms=0"
+            sep = "&" if "?" in cluster.thrift_url else "?"  # it names the Thrift2 port
+            self.url = (f"{cluster.thrift_url}{sep}timeout={HBASE_TIMEOUT_MS}&region_check_ms=0"
                         f"&catalog_lease_ms=0&prefix={self.prefix}")
         elif kind == "thrift":
             self.gateway_db = hibase.connect(self.path)
             self.server = ThriftServer(self.gateway_db, port=0, **gateway_options).__enter__()
+            # the gateway's Thrift2 side, as `hibase cluster` runs HBase's Thrift2 server
+            self.server2 = ThriftServer(self.gateway_db, port=0, interface="thrift2",
+                                        **gateway_options).__enter__()
             host, port = self.server.address
             # region_check_ms=0: a split made through gateway_db is seen on the next call
             # catalog_lease_ms=0: an index made by one client is seen by the next call of another
             self.url = (f"thrift://{host}:{port}?timeout={TIMEOUT_MS}&region_check_ms=0"
-                        "&catalog_lease_ms=0")
+                        f"&catalog_lease_ms=0&thrift2_port={self.server2.address[1]}")
         else:
             self.url = self.path
 
@@ -156,9 +161,10 @@ class Backend:
             if not db.store.closed:
                 db.close()
         self.opened.clear()
-        if self.server is not None:
-            self.server.__exit__(None, None, None)
-            self.server = None
+        for server in (self.server2, self.server):
+            if server is not None:
+                server.__exit__(None, None, None)
+        self.server = self.server2 = None
         if self.gateway_db is not None:
             self.gateway_db.close()
             self.gateway_db = None

@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+from urllib.parse import urlsplit
 
 import happybase
 import pytest
@@ -62,7 +63,7 @@ def test_start_prints_the_urls_and_returns(started):
     assert again.returncode == 0 and again.stdout == out.stdout
     st = hibase_cmd("cluster", "status", folder)
     assert st.returncode == 0, st.stdout
-    for name in ("master", "thrift", "redis-0", "cache-node-0"):
+    for name in ("master", "thrift", "thrift2", "redis-0", "cache-node-0"):
         assert f"{name}\trunning" in st.stdout
     # Phoenix's server jars are in by default (`--phoenix`): its WAL codec is configured
     st = json.loads(hibase_cmd("cluster", "status", folder, "--json").stdout)
@@ -74,13 +75,14 @@ def test_start_prints_the_urls_and_returns(started):
 def test_happybase_and_hibase_with_the_zk_cache_work_on_it(started):
     folder, out = started
     thrift_url, zk_url = out.stdout.split()
-    port = int(thrift_url.rsplit(":", 1)[1])
+    port = urlsplit(thrift_url).port
+    assert "thrift2_port=" in thrift_url  # HBase's Thrift2 server: one-call short scans
     conn = happybase.Connection("127.0.0.1", port)
     conn.create_table("plain", {"f": {}})
     conn.table("plain").put(b"r", {b"f:a": b"1"})
     assert conn.table("plain").row(b"r") == {b"f:a": b"1"}
     conn.close()
-    with hibase.connect(thrift_url + "?prefix=clustertest", cache=zk_url) as db:
+    with hibase.connect(thrift_url + "&prefix=clustertest", cache=zk_url) as db:
         db.create_table("flights", {"f": {}}, columns={"f:origin": "string"})
         t = db.table("flights")
         for i in range(30):
@@ -92,13 +94,13 @@ def test_happybase_and_hibase_with_the_zk_cache_work_on_it(started):
         assert stats["membership"] == "zookeeper" and len(stats["members"]) == 1
         assert stats["hits"] >= 1
     # the same tables through the CLI's thrift:// URL
-    res = CliRunner().invoke(cli, ["tables", thrift_url + "?prefix=clustertest"])
+    res = CliRunner().invoke(cli, ["tables", thrift_url + "&prefix=clustertest"])
     assert res.exit_code == 0 and "flights" in res.output
 
 
 def test_demo_runs_on_the_cluster(started):
     thrift_url = started[1].stdout.split()[0]
-    res = CliRunner().invoke(cli, ["demo", "--backend", thrift_url + "?prefix=demotest",
+    res = CliRunner().invoke(cli, ["demo", "--backend", thrift_url + "&prefix=demotest",
                                    "--rows", "500", "--repeats", "1", "--no-progress"])
     assert res.exit_code == 0, res.output
     assert "All three returned the same rows" in res.output
@@ -108,7 +110,7 @@ def test_demo_runs_on_the_cluster(started):
 
 def test_a_taken_port_is_a_one_line_error(started, tmp_path):
     folder, out = started
-    port = out.stdout.split()[0].rsplit(":", 1)[1]
+    port = str(urlsplit(out.stdout.split()[0]).port)
     res = hibase_cmd("cluster", "start", str(tmp_path / "other"), "--thrift-port", port)
     assert res.returncode == 1
     assert res.stderr.strip().count("\n") == 0
@@ -140,9 +142,10 @@ def test_stop_ends_what_start_started_and_nothing_else(started):
         st = hibase_cmd("cluster", "status", folder)
         assert st.returncode == 1 and "master\tstopped" in st.stdout
         with open(os.path.join(folder, "cluster.json")) as fh:
-            port = json.load(fh)["thrift_port"]
-        with pytest.raises(OSError):
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            state = json.load(fh)
+        for port in (state["thrift_port"], state["thrift2_port"]):
+            with pytest.raises(OSError):
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
     finally:
         bystander.kill()
         bystander.wait()

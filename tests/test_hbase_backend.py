@@ -28,14 +28,18 @@ def test_url_options(tmp_path):
     assert parse_url("thrift://h") == {"host": "h", "port": 9090, "transport": "buffered",
                                        "protocol": "binary", "timeout": 30000, "pool_size": 8,
                                        "retries": 3, "region_check_ms": 1000,
-                                       "catalog_lease_ms": 1000, "prefix": ""}
+                                       "catalog_lease_ms": 1000, "prefix": "",
+                                       "thrift2_port": None}
     assert parse_url("thrift://h?prefix=t1")["prefix"] == "t1"
+    assert parse_url("thrift://h:9090?thrift2_port=9095")["thrift2_port"] == 9095
     o = parse_url("thrift://127.0.0.1:9091?transport=framed&protocol=compact&timeout=5000")
     assert (o["port"], o["transport"], o["protocol"], o["timeout"]) == (
         9091, "framed", "compact", 5000)
     for bad in ("thrift://h?transport=http", "thrift://h?protocol=json", "thrift://h?x=1",
                 "thrift://h?timeout=0", "thrift://h/path", "thrift://h?region_check_ms=-1",
-                "thrift://h?catalog_lease_ms=-5", "thrift://h?prefix=a:b"):
+                "thrift://h?catalog_lease_ms=-5", "thrift://h?prefix=a:b",
+                "thrift://h?thrift2_port=0", "thrift://h?thrift2_port=70000",
+                "thrift://h?thrift2_port=x"):
         with pytest.raises(errors.InvalidArgument):
             parse_url(bad)
     with pytest.raises(errors.BackendUnavailable):

@@ -16,6 +16,9 @@ __all__ = ["serve_command"]
               help="Address to listen on; 0.0.0.0 listens on every interface.")
 @click.option("--port", type=click.IntRange(0, 65535), default=9090, show_default=True,
               help="TCP port (0 picks a free one, printed at start).")
+@click.option("--thrift2-port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
+              help="Also serve HBase's Thrift2 getScannerResults (a short scan in one call) on "
+                   "this port; hibase clients use it with thrift://HOST:PORT?thrift2_port=N.")
 @click.option("--framed", is_flag=True,
               help="Framed transport (HBase's -hsha / -nonblocking servers; happybase "
                    "transport='framed'); default buffered.")
@@ -44,7 +47,8 @@ __all__ = ["serve_command"]
 @click.option("--scanner-timeout", type=click.FloatRange(min=0, min_open=True), default=600.0,
               show_default=True, metavar="SECONDS",
               help="Drop a scanner no call has used for this long.")
-def serve_command(dir: str, thrift: bool, host: str, port: int, framed: bool, compact: bool,
+def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: int | None,
+                  framed: bool, compact: bool,
                   workers: int, max_connections: int, idle_timeout: float, read_timeout: float,
                   max_message: int, max_string: int, max_items: int,
                   scanner_timeout: float) -> None:
@@ -66,6 +70,7 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, framed: bool, co
     \b
         hibase serve --thrift data/
         hibase serve --thrift --host 0.0.0.0 --port 9091 --framed --compact data/
+        hibase serve --thrift --port 9090 --thrift2-port 9095 data/
         hibase serve --thrift --idle-timeout 30 --max-connections 2000 --max-message 8388608 data/
         python -c "import happybase; print(happybase.Connection('127.0.0.1').tables())"
     """
@@ -81,11 +86,16 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, framed: bool, co
         h, p = server.address
         click.echo(f"Serving {dir} over HBase Thrift1 on {h}:{p} ({transport} transport, "
                    f"{protocol} protocol); stop with Ctrl-C or SIGTERM.")
+        if server.thrift2 is not None:  # type: ignore[attr-defined]
+            p2 = server.thrift2.address[1]  # type: ignore[attr-defined]
+            click.echo(f"Thrift2 (getScannerResults) on {h}:{p2}; hibase clients: "
+                       f"thrift://{h}:{p}?thrift2_port={p2}")
         click.get_text_stream("stdout").flush()
 
     try:
         serve(dir, host=host, port=port, transport=transport, protocol=protocol,
               workers=workers, scanner_timeout=scanner_timeout, ready=ready,
+              thrift2_port=thrift2_port,
               idle_timeout=idle_timeout, read_timeout=read_timeout,
               max_connections=max_connections,
               limits=Limits(max_message=max_message, max_string=max_string, max_items=max_items))

@@ -207,6 +207,8 @@ class HBaseCluster:
         self.heap_mb = heap_mb
         state = self._state()
         self.thrift_port = thrift_port or state.get("thrift_port")
+        # HBase's Thrift2 server (one-call short scans: see store/hbase/thrift2.py)
+        self.thrift2_port = state.get("thrift2_port")
         self.zk_port = zk_port or state.get("zk_port")
         self.redis_ports: list[int] = list(state.get("redis_ports", []))
         # Apache Phoenix's server jars and WAL codec in HBase (None: as recorded, else on)
@@ -227,7 +229,8 @@ class HBaseCluster:
 
     def _save_state(self, processes: dict[str, str]) -> None:
         with open(self._path(STATE), "w") as fh:
-            json.dump({"thrift_port": self.thrift_port, "zk_port": self.zk_port,
+            json.dump({"thrift_port": self.thrift_port, "thrift2_port": self.thrift2_port,
+                       "zk_port": self.zk_port,
                        "redis_ports": self.redis_ports, "phoenix": self.phoenix,
                        "markers": processes}, fh, indent=1)
         if processes.get("thrift"):
@@ -235,7 +238,9 @@ class HBaseCluster:
 
     @property
     def thrift_url(self) -> str:
-        return f"thrift://127.0.0.1:{self.thrift_port}"
+        """The HBase backend's URL: Thrift1, and the Thrift2 port its short scans use."""
+        base = f"thrift://127.0.0.1:{self.thrift_port}"
+        return f"{base}?thrift2_port={self.thrift2_port}" if self.thrift2_port else base
 
     @property
     def zk_url(self) -> str:
@@ -273,6 +278,20 @@ class HBaseCluster:
                 "stopped": sorted(set(markers) - set(running)), "ready": ready,
                 "thrift_url": self.thrift_url if self.thrift_port else None,
                 "zk_url": self.zk_url if self.zk_port else None, "phoenix": self.phoenix}
+
+    def _thrift2_answers(self) -> bool:
+        """Whether the Thrift2 server answers a one-row scan of hbase:meta."""
+        from ..store.hbase.thrift2 import Thrift2Pool, scan_of
+
+        pool = Thrift2Pool("127.0.0.1", self.thrift2_port, 1, 10000)
+        try:
+            pool.call("getScannerResults", b"hbase:meta",
+                      scan_of(pool.idl, None, None, None, None, False, 1), 1)
+            return True
+        except Exception:
+            return False
+        finally:
+            pool.close()
 
     def _thrift_answers(self) -> bool:
         import happybase
@@ -347,7 +366,7 @@ class HBaseCluster:
 
     def _pick_ports(self, running: dict[str, int]) -> None:
         taken = []
-        for attr in ("thrift_port", "zk_port"):
+        for attr in ("thrift_port", "thrift2_port", "zk_port"):
             port = getattr(self, attr)
             if port is None:
                 setattr(self, attr, free_port())
@@ -373,7 +392,7 @@ class HBaseCluster:
             raise ClusterError(f"the cluster in {self.dir} runs with thrift port "
                                f"{state['thrift_port']} and zk port {state['zk_port']}, not "
                                f"{', '.join(moved)}: stop it first to change ports")
-        if running and set(running) >= {"master", "thrift"} and \
+        if running and set(running) >= {"master", "thrift", "thrift2"} and \
                 len([n for n in running if n.startswith("redis-")]) >= self.redis_nodes:
             return self
         if running:
@@ -382,7 +401,8 @@ class HBaseCluster:
         jars = classpath(progress)
         os.makedirs(self._path("pids"), exist_ok=True)
         os.makedirs(self._path("logs"), exist_ok=True)
-        auto = {"thrift_port": self.thrift_port is None, "zk_port": self.zk_port is None}
+        auto = {"thrift_port": self.thrift_port is None, "zk_port": self.zk_port is None,
+                "thrift2_port": self.thrift2_port is None}
         t0 = time.monotonic()
         for attempt in range(3):
             self._pick_ports(running)
@@ -418,13 +438,18 @@ class HBaseCluster:
             jars, "org.apache.hadoop.hbase.thrift.ThriftServer", 384,
             self._path("logs", "thrift.log")) + ["-p", str(self.thrift_port), "start"],
             self._path("logs", "thrift.out"), conf_marker, detach, processes)
-        self._wait_hbase(master, thrift, deadline, progress)
+        thrift2 = self._spawn("thrift2", self._java(
+            jars, "org.apache.hadoop.hbase.thrift2.ThriftServer", 256,
+            self._path("logs", "thrift2.log")) + ["-p", str(self.thrift2_port), "start"],
+            self._path("logs", "thrift2.out"), conf_marker, detach, processes)
+        self._wait_hbase(master, thrift, deadline, progress, thrift2)
 
     def _lost_port_race(self, auto: dict[str, bool]) -> bool:
         """Whether start failed on a port it chose itself; if so, forget those ports (and
         start the logs afresh) so the next attempt picks new ones."""
         hits = {"zk_port": ("master", "Could not start ZK at requested port"),
-                "thrift_port": ("thrift", "Address already in use")}
+                "thrift_port": ("thrift", "Address already in use"),
+                "thrift2_port": ("thrift2", "Address already in use")}
         lost = False
         for attr, (name, text) in hits.items():
             log = self._path("logs", f"{name}.log")
@@ -437,7 +462,7 @@ class HBaseCluster:
                 setattr(self, attr, None)
                 lost = True
         if lost:
-            for name in ("master", "thrift"):
+            for name in ("master", "thrift", "thrift2"):
                 for ext in ("log", "out"):
                     try:
                         os.replace(self._path("logs", f"{name}.{ext}"),
@@ -447,7 +472,7 @@ class HBaseCluster:
         return lost
 
     def _wait_hbase(self, master: subprocess.Popen, thrift: subprocess.Popen, deadline: float,
-                    progress: bool) -> None:
+                    progress: bool, thrift2: subprocess.Popen | None = None) -> None:
         import happybase
         bar = None
         if progress:
@@ -457,8 +482,8 @@ class HBaseCluster:
         last = ""
         try:
             while time.monotonic() < deadline:
-                for name, proc in (("master", master), ("thrift", thrift)):
-                    if proc.poll() is not None:
+                for name, proc in (("master", master), ("thrift", thrift), ("thrift2", thrift2)):
+                    if proc is not None and proc.poll() is not None:
                         log = self._path("logs", f"{name}.log")
                         if not os.path.exists(log) or os.path.getsize(log) == 0:
                             log = self._path("logs", f"{name}.out")
@@ -473,7 +498,9 @@ class HBaseCluster:
                             conn.delete_table(probe, disable=True)
                         conn.create_table(probe, {"f": {}})
                         conn.delete_table(probe, disable=True)
-                        return
+                        if thrift2 is None or self._thrift2_answers():
+                            return
+                        last = "the Thrift2 server does not answer yet"
                     finally:
                         conn.close()
                 except Exception as exc:  # not up yet: connection refused, PleaseHold, ...
@@ -544,7 +571,7 @@ class HBaseCluster:
         for group in (
                 [n for n in order if n.startswith("cache-node")],
                 [n for n in order if n.startswith("redis")],
-                [n for n in order if n in ("thrift", "master")]):
+                [n for n in order if n in ("thrift", "thrift2", "master")]):
             for name in group:
                 try:
                     os.kill(running[name], signal.SIGTERM)

@@ -36,30 +36,39 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from types import ModuleType
 from typing import Any, Callable
 
 from .. import errors
 from ..connection import Connection, connect
 from . import wire
 from ..store.base import LATEST_TIMESTAMP
+from ..store.hbase.thrift2 import load_idl2
 from .handler import Handler
+from .handler2 import Thrift2Handler
 from .idl import load_idl
 
-__all__ = ["ThriftServer", "Handler", "serve", "load_idl", "DEFAULT_PORT", "TRANSPORTS",
+__all__ = ["ThriftServer", "Handler", "serve", "load_idl", "DEFAULT_PORT", "INTERFACES",
+           "TRANSPORTS",
            "PROTOCOLS", "LATEST_TIMESTAMP"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 9090
+INTERFACES = ("thrift1", "thrift2")
 TRANSPORTS = ("buffered", "framed")
 PROTOCOLS = ("binary", "compact")
 
 
 # -- errors on the wire ------------------------------------------------------------------------
 
-def _make_processor(idl: ModuleType, handler: Handler) -> Any:
+def _make_processor(service: Any, handler: Any, io_error: type, illegal: type | None = None,
+                    exists: type | None = None) -> Any:
+    """A processor of `service` calling `handler`; `io_error`, `illegal`, `exists`: the IDL's
+    IOError / IllegalArgument / AlreadyExists classes (Thrift1's names, or Thrift2's TIOError
+    and TIllegalArgument)."""
     from thriftpy2.thrift import TApplicationException, TProcessor
+
+    declared = tuple(c for c in (io_error, illegal, exists) if c is not None)
 
     class Processor(TProcessor):
         """thriftpy2's processor, but every failure answers the call: hibase errors become the
@@ -84,30 +93,30 @@ def _make_processor(idl: ModuleType, handler: Handler) -> Any:
 
         @staticmethod
         def _declared(exc: Exception, result: Any) -> bool:
-            slots = {spec[2].__name__: spec[1] for k, spec in result.thrift_spec.items()
+            slots = {spec[2]: spec[1] for k, spec in result.thrift_spec.items()
                      if spec[1] != "success" and len(spec) > 2 and isinstance(spec[2], type)}
-            if isinstance(exc, (idl.IOError, idl.IllegalArgument, idl.AlreadyExists)):
-                kind, err = type(exc).__name__, exc
+            if isinstance(exc, declared):
+                kind, err = type(exc), exc
                 if kind not in slots:
-                    kind, err = "IOError", idl.IOError(message=exc.message)
+                    kind, err = io_error, io_error(message=exc.message)
             else:
                 message = str(exc) or type(exc).__name__
-                if isinstance(exc, errors.TableExists) and "AlreadyExists" in slots:
-                    kind = "AlreadyExists"
-                elif isinstance(exc, errors.InvalidArgument) and "IllegalArgument" in slots:
-                    kind = "IllegalArgument"
+                if isinstance(exc, errors.TableExists) and exists in slots:
+                    kind = exists
+                elif isinstance(exc, errors.InvalidArgument) and illegal in slots:
+                    kind = illegal
                 else:
-                    kind = "IOError"
+                    kind = io_error
                     if not isinstance(exc, errors.HibaseError):
                         log.exception("unexpected error")
                         message = f"{type(exc).__name__}: {message}"
-                err = getattr(idl, kind)(message=message)
+                err = kind(message=message)
             if kind not in slots:
                 return False
             setattr(result, slots[kind], err)
             return True
 
-    return Processor(idl.Hbase, handler)
+    return Processor(service, handler)
 
 
 # -- the server --------------------------------------------------------------------------------
@@ -123,7 +132,8 @@ class ThriftServer:
                  port: int = DEFAULT_PORT, transport: str = "buffered", protocol: str = "binary",
                  workers: int = 32, scanner_timeout: float = 600.0, backlog: int = 1024,
                  idle_timeout: float = 60.0, read_timeout: float = 60.0,
-                 max_connections: int = 4096, limits: wire.Limits | None = None):
+                 max_connections: int = 4096, limits: wire.Limits | None = None,
+                 interface: str = "thrift1"):
         if transport not in TRANSPORTS:
             raise errors.InvalidArgument(f"transport must be one of {TRANSPORTS}, not "
                                          f"{transport!r}")
@@ -144,6 +154,10 @@ class ThriftServer:
         for name in ("max_message", "max_string", "max_items", "max_depth"):
             if not isinstance(getattr(limits, name), int) or getattr(limits, name) < 1:
                 raise errors.InvalidArgument(f"{name} must be an int >= 1")
+        if interface not in INTERFACES:
+            raise errors.InvalidArgument(f"interface must be one of {INTERFACES}, not "
+                                         f"{interface!r}")
+        self.interface = interface
         self.idl = load_idl()
         if isinstance(store, Connection):
             if store.table_prefix:
@@ -162,7 +176,14 @@ class ThriftServer:
         self.max_connections, self.limits = max_connections, limits
         self._scanner = wire.MessageScanner(protocol, limits)
         self.handler = Handler(self.connection, self.idl, scanner_timeout)
-        self._processor = _make_processor(self.idl, self.handler)
+        if interface == "thrift1":
+            self._processor = _make_processor(self.idl.Hbase, self.handler, self.idl.IOError,
+                                              self.idl.IllegalArgument, self.idl.AlreadyExists)
+        else:  # the Thrift2 calls hibase serves, answered through the Thrift1 handler
+            idl2 = load_idl2()
+            self.handler = Thrift2Handler(self.handler, idl2)
+            self._processor = _make_processor(idl2.THBaseService, self.handler, idl2.TIOError,
+                                              idl2.TIllegalArgument)
         self._trans_factory, self._proto_factory = _factories(transport, protocol)
         self._sock: socket.socket | None = None
         self._sel = selectors.DefaultSelector()
@@ -216,8 +237,8 @@ class ThriftServer:
         self._acceptor = threading.Thread(target=self._loop, name="hibase-thrift-loop",
                                           daemon=True)
         self._acceptor.start()
-        log.info("HBase Thrift1 gateway on %s:%d (%s, %s)", self.host, self.port,
-                 self.transport, self.protocol)
+        log.info("HBase %s gateway on %s:%d (%s, %s)", self.interface.capitalize(), self.host,
+                 self.port, self.transport, self.protocol)
         return self
 
     def serve_forever(self) -> None:
@@ -540,23 +561,42 @@ def _factories(transport: str, protocol: str) -> tuple[Any, Any]:
 def serve(store: str | os.PathLike | Connection, host: str = "127.0.0.1",
           port: int = DEFAULT_PORT, transport: str = "buffered", protocol: str = "binary",
           workers: int = 32, scanner_timeout: float = 600.0,
-          ready: Callable[[ThriftServer], Any] | None = None, **options: Any) -> None:
+          ready: Callable[[ThriftServer], Any] | None = None, thrift2_port: int | None = None,
+          **options: Any) -> None:
     """Serve `store` over HBase's Thrift1 interface until SIGTERM or Ctrl-C (or until another
-    thread calls stop() on the server handed to `ready`), then shut down cleanly. `options`:
-    ThriftServer's idle_timeout, read_timeout, max_connections, limits, backlog."""
-    server = ThriftServer(store, host, port, transport, protocol, workers, scanner_timeout,
-                          **options)
+    thread calls stop() on the server handed to `ready`), then shut down cleanly. With
+    `thrift2_port` the Thrift2 side (one-call short scans) listens there too, on the same
+    store (the server handed to `ready` has it as `.thrift2`). `options`: ThriftServer's
+    idle_timeout, read_timeout, max_connections, limits, backlog."""
+    owned = None
+    if thrift2_port is not None and not isinstance(store, Connection):
+        store = owned = connect(os.fspath(store))  # one store, both servers
+    server2 = None
     previous: dict[int, Any] = {}
     in_main = threading.current_thread() is threading.main_thread()
     try:
-        server.start()
-        if in_main:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                previous[sig] = signal.signal(sig, lambda *_: server.request_stop())
-        if ready is not None:
-            ready(server)
-        server.serve_forever()
+        server = ThriftServer(store, host, port, transport, protocol, workers, scanner_timeout,
+                              **options)
+        if thrift2_port is not None:
+            server2 = ThriftServer(store, host, thrift2_port, transport, protocol, workers,
+                                   scanner_timeout, interface="thrift2", **options)
+        server.thrift2 = server2  # type: ignore[attr-defined]
+        try:
+            server.start()
+            if server2 is not None:
+                server2.start()
+            if in_main:
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    previous[sig] = signal.signal(sig, lambda *_: server.request_stop())
+            if ready is not None:
+                ready(server)
+            server.serve_forever()
+        finally:
+            if server2 is not None:
+                server2.stop()
+            server.stop()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     finally:
-        server.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        if owned is not None:
+            owned.close()

@@ -1,6 +1,8 @@
 """The HBase store's Thrift1 calls: one counted, retried call path over a pool of connections,
 parallel calls, and the raw row reads and scans everything else is built on (a mixin of
-HBaseStore, which provides opts, retries, T, _pool, _calls, _calls_lock, _closed, _table_name)."""
+HBaseStore, which provides opts, retries, T, _pool, _t2, _calls, _calls_lock, _closed,
+_table_name). With a Thrift2 port (`_t2`, thrift2.py) a scan's first chunk is one
+getScannerResults call instead of Thrift1's open + get + close."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any, Iterator
 
 from ... import errors
 from .kv import _SCAN_CHUNK
+from .thrift2 import cells_of, scan_of
 from ..schema import split_column
 
 
@@ -105,6 +108,29 @@ class Rpc:
                     raise errors.BackendUnavailable(str(exc)) from None
                 raise
 
+    def _call2(self, method: str, table: bytes, *args: Any) -> Any:
+        """One Thrift2 call (on the `_t2` pool) about `table`, counted, retried and mapped
+        like _call's (only reads go this way, so a retry is always safe)."""
+        from thriftpy2.transport import TTransportException
+
+        if self._closed:
+            raise errors.BackendUnavailable("the store is closed")
+        delay = 0.05
+        for attempt in range(self.retries + 1):
+            with self._calls_lock:
+                self._calls[method] = self._calls.get(method, 0) + 1
+            try:
+                return self._t2.call(method, self._prefix + table, *args)
+            except self._t2.idl.TIOError as exc:
+                raise _map_io_error(_one_line(exc.message)) from None
+            except (TTransportException, socket.error, EOFError, TimeoutError) as exc:
+                if attempt == self.retries:
+                    raise errors.BackendUnavailable(
+                        f"HBase Thrift2 server {self.opts['host']}:{self.opts['thrift2_port']}: "
+                        f"{exc} (after {self.retries} retries)") from None
+                time.sleep(delay)
+                delay *= 2
+
     def call_stats(self) -> dict[str, int]:
         """Thrift calls made so far by this store, by method (retries count again)."""
         with self._calls_lock:
@@ -167,6 +193,18 @@ class Rpc:
         name = table.encode()
         cols = self._thrift_columns(columns)
         cursor, skip = start, None
+        if self._t2 is not None:  # the first chunk in one call; a longer scan goes on below
+            scan = scan_of(self._t2.idl, start, stop, cols, ts, reverse, chunk)
+            results = self._call2("getScannerResults", name, scan, chunk)
+            for r in results:
+                yield r.row, cells_of(r)
+            if len(results) < chunk:
+                return
+            last = results[-1].row
+            if reverse:
+                cursor, skip = last, last
+            else:
+                cursor = last + b"\x00"
         reopens = 0
         while True:
             scan = self.T.TScan(startRow=cursor or b"", stopRow=stop or b"", columns=cols,

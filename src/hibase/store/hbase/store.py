@@ -61,6 +61,7 @@ from .layout import Layouts
 from ..schema import FOREVER, TableSchema
 
 from .rpc import Rpc
+from .thrift2 import Thrift2Pool
 from .url import parse_url
 from .writes import Writes
 
@@ -138,6 +139,9 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
             raise errors.BackendUnavailable(
                 f"cannot reach the HBase Thrift gateway at {o['host']}:{o['port']}: "
                 f"{exc}") from None
+        self._t2 = None if o["thrift2_port"] is None else Thrift2Pool(
+            o["host"], o["thrift2_port"], o["pool_size"], o["timeout"], o["transport"],
+            o["protocol"])
         self._load_catalog(create)
 
     # -- catalog -----------------------------------------------------------------------------
@@ -444,6 +448,8 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
             if self._closed:
                 return
             self._closed = True
+            if self._t2 is not None:
+                self._t2.close()
             q = self._pool._queue
             while True:
                 try:

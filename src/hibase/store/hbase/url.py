@@ -15,12 +15,14 @@ DEFAULT_LEASE_MS = 1000
 
 def parse_url(url: str) -> dict:
     """thrift://host[:port][?transport=buffered|framed&protocol=binary|compact&timeout=ms
-    &pool_size=n&retries=n&region_check_ms=n&catalog_lease_ms=n&prefix=name] -> happybase
+    &pool_size=n&retries=n&region_check_ms=n&catalog_lease_ms=n&prefix=name&thrift2_port=n] -> happybase
     connection options and ours (region_check_ms: how often local-index work asks HBase for its
     regions, 0 = always; catalog_lease_ms: how long index definitions read from the catalog are
     trusted before a query or write checks them again, one get; 0 = before every query and
     write; prefix: every HBase table of this store, the catalog included, is named
-    `<prefix>_<table>`, so several hibase stores share one HBase without seeing each other)."""
+    `<prefix>_<table>`, so several hibase stores share one HBase without seeing each other;
+    thrift2_port: HBase's Thrift2 server on the same host, which answers a short scan in one
+    call instead of three: index lookups use it when given)."""
     parts = urlsplit(url)
     if parts.scheme != "thrift":
         raise errors.InvalidArgument(f"not a thrift:// URL: {url!r}")
@@ -28,7 +30,7 @@ def parse_url(url: str) -> dict:
         raise errors.InvalidArgument(f"a thrift:// URL has no path, got {parts.path!r}")
     q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
     known = {"transport", "protocol", "timeout", "pool_size", "retries", "region_check_ms",
-             "catalog_lease_ms", "prefix"}
+             "catalog_lease_ms", "prefix", "thrift2_port"}
     unknown = sorted(set(q) - known)
     if unknown:
         raise errors.InvalidArgument(f"unknown thrift:// option(s) {unknown}; known: "
@@ -46,8 +48,11 @@ def parse_url(url: str) -> dict:
         region_check_ms = int(q.get("region_check_ms", "1000"))
         catalog_lease_ms = int(q.get("catalog_lease_ms", str(DEFAULT_LEASE_MS)))
         port = parts.port or 9090
+        thrift2_port = int(q["thrift2_port"]) if q.get("thrift2_port") else None
     except ValueError as exc:
         raise errors.InvalidArgument(f"bad thrift:// URL {url!r}: {exc}") from None
+    if thrift2_port is not None and not 0 < thrift2_port < 65536:
+        raise errors.InvalidArgument(f"thrift2_port must be a TCP port, not {thrift2_port}")
     if timeout <= 0 or pool_size < 1 or retries < 0 or region_check_ms < 0 or \
             catalog_lease_ms < 0:
         raise errors.InvalidArgument(
@@ -59,4 +64,5 @@ def parse_url(url: str) -> dict:
     return {"host": parts.hostname or "127.0.0.1", "port": port, "transport": transport,
             "protocol": protocol, "timeout": timeout, "pool_size": pool_size,
             "retries": retries, "region_check_ms": region_check_ms,
-            "catalog_lease_ms": catalog_lease_ms, "prefix": prefix}
+            "catalog_lease_ms": catalog_lease_ms, "prefix": prefix,
+            "thrift2_port": thrift2_port}
