@@ -246,11 +246,12 @@ def test_stale_counts_never_change_an_answer(hb):
 def test_roundtrips_benchmark_reports_what_it_measured(hb):
     from hibase.bench import roundtrips
 
-    r = roundtrips.measure(hb.url, rows=300, values=30, lookups=5, caches=("memory",),
+    r = roundtrips.measure(hb.url, rows=300, values=30, lookups=5, caches=("memory", "redis"),
                            progress=False, reader_lease_ms=60_000)
-    covered = r["hot_cold"]["memory"]["covered"]
-    assert covered["hot_calls_per_query"] == 0 and 1 <= covered["cold_calls_per_query"] <= 2
-    assert r["hot_cold"]["memory"]["with_rows"]["hot_calls_per_query"] == 1
+    for cache in ("memory", "redis"):  # the in-process cache and a local Redis node
+        covered = r["hot_cold"][cache]["covered"]
+        assert covered["hot_calls_per_query"] == 0 and 1 <= covered["cold_calls_per_query"] <= 2
+        assert r["hot_cold"][cache]["with_rows"]["hot_calls_per_query"] == 1
     assert r["load"]["three_indexes"]["calls"] > r["load"]["no_index"]["calls"] > 0
     assert r["full_scan"]["indexed_speedup"] > 0
     db = hb.connect()

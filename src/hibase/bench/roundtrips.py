@@ -135,7 +135,7 @@ def measure(url: str, rows: int = 20_000, values: int = 2_000, lookups: int = 20
             with ExitStack() as stack:
                 spec = "memory"
                 if cache == "redis":
-                    from ..cache.testing import RedisProcess
+                    from ..cluster.local import RedisProcess
                     spec = stack.enter_context(RedisProcess()).url
                 reader = url if reader_lease_ms is None else \
                     url + ("&" if "?" in url else "?") + f"catalog_lease_ms={reader_lease_ms}"
