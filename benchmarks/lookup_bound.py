@@ -14,6 +14,9 @@ with 10 rows; medians of 3,000 runs after 300 untimed ones, microseconds per que
 - sqlite: the same query on SQLite (WITHOUT ROWID, index on url), `fetchall()`.
 bare / sqlite above 2 means no Python over rocksdict can meet the 2x target: it would take
 a native core doing the lookup end to end (index range + row reads + merge).
+- native (when benchmarks/native_scan is built: `cargo build --release` there): that core,
+  `native_scan.Store(path).lookup(...)` on a read-only open of the same store, rows returned as
+  the same (rowkey, {column: value}) pairs.
 
 The same for a big result (issue 16: "rows fetched for large index results at >= 500,000
 rows/s"): the most frequent url (~10% of the rows), medians of 5, rows per second of
@@ -56,6 +59,23 @@ def _p50_us(fn) -> float:
         fn()
         times.append(clock() - t0)
     return statistics.median(times) * 1e6
+
+
+def _native_store(path: str):
+    """native_scan.Store over `path` if benchmarks/native_scan was built, else None."""
+    import importlib.util
+    import shutil
+
+    built = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native_scan", "target",
+                         "release", "libnative_scan.so")
+    if not os.path.exists(built):
+        return None
+    dest = os.path.join(tempfile.mkdtemp(), "native_scan.so")
+    shutil.copy(built, dest)
+    spec = importlib.util.spec_from_file_location("native_scan", dest)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod.Store(path)
 
 
 def _median_s(fn, runs: int = 5) -> float:
@@ -130,6 +150,13 @@ def main(rows: int) -> dict:
         sq = "SELECT * FROM t WHERE url = ?"
         assert len(con.execute(sq, (url.decode(),)).fetchall()) == len(want)
 
+        native = _native_store(db.store.path)
+        if native is not None:
+            index_cf, data_cf = "k/" + index_table("t"), "t/t/f"  # their column families
+
+            def native_lookup() -> list:
+                return native.lookup(index_cf, prefix, data_cf)
+            assert sorted(native_lookup()) == want
         del data  # a big live heap makes every full GC pass slow, for all four alike
         gc.collect()
         out = {
@@ -141,6 +168,8 @@ def main(rows: int) -> dict:
                 "sqlite": _p50_us(lambda: con.execute(sq, (url.decode(),)).fetchall()),
             },
         }
+        if native is not None:
+            out["p50_us"]["native"] = _p50_us(native_lookup)
         big = max(urls, key=lambda u: (urls[u], u))
         big_prefix = spec.prefix_key([big.decode()])
         big_cond = f"f.url = '{big.decode()}'"
@@ -157,7 +186,7 @@ def main(rows: int) -> dict:
         con.close()
         db.close()
     p = out["p50_us"]
-    out["ratios_vs_sqlite"] = {k: p[k] / p["sqlite"] for k in ("bare", "prepared", "sql")}
+    out["ratios_vs_sqlite"] = {k: p[k] / p["sqlite"] for k in p if k != "sqlite"}
     out["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count(),
                       "loadavg": list(os.getloadavg())}
     return out

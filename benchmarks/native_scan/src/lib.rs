@@ -316,8 +316,81 @@ fn fetch(py: Python<'_>, path: &str, cf: &str, rows: Vec<Vec<u8>>) -> PyResult<V
     Ok(out)
 }
 
+/// The store opened once (read-only), for per-query measurements where opening would dominate.
+#[pyclass]
+struct Store {
+    db: DB,
+}
+
+#[pymethods]
+impl Store {
+    #[new]
+    fn new(path: &str) -> PyResult<Self> {
+        let opts = Options::default();
+        let cfs = DB::list_cf(&opts, path).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let db = DB::open_cf_for_read_only(&opts, path, &cfs, false)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(Store { db })
+    }
+
+    /// lookup(index_cf, value_prefix, data_cf) -> [(rowkey, {qualifier: value})]: an equality
+    /// lookup end to end, natively: the index entries under the value's key prefix (entry key =
+    /// value key + rowkey), then each row's segments (a seek per row) merged.
+    fn lookup(&self, py: Python<'_>, index_cf: &str, value_prefix: &[u8], data_cf: &str)
+              -> PyResult<Vec<(Py<PyBytes>, Py<PyDict>)>> {
+        let err = |e: String| PyValueError::new_err(e);
+        let icf = self.db.cf_handle(index_cf).ok_or_else(|| err(format!("no {index_cf}")))?;
+        let dcf = self.db.cf_handle(data_cf).ok_or_else(|| err(format!("no {data_cf}")))?;
+        let mut rows: Vec<Vec<u8>> = Vec::new();
+        let mut it = self.db.raw_iterator_cf(&icf);
+        it.seek(value_prefix);
+        while it.valid() {
+            let key = it.key().unwrap();
+            if !key.starts_with(value_prefix) {
+                break;
+            }
+            rows.push(key[value_prefix.len()..].to_vec());
+            it.next();
+        }
+        it.status().map_err(|e| err(e.to_string()))?;
+        let mut dit = self.db.raw_iterator_cf(&dcf);
+        let mut out = Vec::with_capacity(rows.len());
+        let mut prefix: Vec<u8> = Vec::new();
+        let mut segs: Vec<Vec<u8>> = Vec::new();
+        for row in &rows {
+            prefix.clear();
+            for &b in row {
+                prefix.push(b);
+                if b == 0 {
+                    prefix.push(0xff);
+                }
+            }
+            prefix.extend_from_slice(&[0, 1]);
+            segs.clear();
+            dit.seek(&prefix);
+            while dit.valid() && dit.key().unwrap().starts_with(&prefix) {
+                segs.push(dit.value().unwrap().to_vec());
+                dit.next();
+            }
+            if segs.is_empty() {
+                continue;
+            }
+            let refs: Vec<&[u8]> = segs.iter().map(|s| s.as_slice()).collect();
+            let cells = merge_all(&refs).map_err(err)?;
+            let d = PyDict::new_bound(py);
+            for (q, v, _) in cells {
+                d.set_item(PyBytes::new_bound(py, q), PyBytes::new_bound(py, v))?;
+            }
+            out.push((PyBytes::new_bound(py, row).unbind(), d.unbind()));
+        }
+        dit.status().map_err(|e| err(e.to_string()))?;
+        Ok(out)
+    }
+}
+
 #[pymodule]
 fn native_scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Store>()?;
     m.add_function(wrap_pyfunction!(fetch, m)?)?;
     m.add_function(wrap_pyfunction!(scan, m)?)?;
     m.add_function(wrap_pyfunction!(count_raw, m)?)?;
