@@ -273,20 +273,14 @@ fn merge_all<'a>(segs: &[&'a [u8]]) -> Result<Vec<(&'a [u8], &'a [u8], u64)>, St
     Ok(out)
 }
 
-/// fetch(path, cf, rowkeys) -> [(rowkey, {qualifier: value})] of the rows that exist, read in
-/// the given order with one iterator (a seek per row): the big-index-result fetch, natively.
-#[pyfunction]
-fn fetch(py: Python<'_>, path: &str, cf: &str, rows: Vec<Vec<u8>>) -> PyResult<Vec<(Py<PyBytes>, Py<PyDict>)>> {
-    let opts = Options::default();
-    let cfs = DB::list_cf(&opts, path).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let db = DB::open_cf_for_read_only(&opts, path, &cfs, false)
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let handle = db.cf_handle(cf).ok_or_else(|| PyValueError::new_err("no such column family"))?;
-    let mut it = db.raw_iterator_cf(&handle);
+/// Each row's newest PUT cells as (rowkey, {qualifier: value}), rows that exist only, read in
+/// the given order through one iterator (a seek per row).
+fn read_rows(py: Python<'_>, it: &mut rocksdb::DBRawIteratorWithThreadMode<'_, DB>,
+             rows: &[Vec<u8>]) -> PyResult<Vec<(Py<PyBytes>, Py<PyDict>)>> {
     let mut out = Vec::with_capacity(rows.len());
     let mut prefix: Vec<u8> = Vec::new();
     let mut segs: Vec<Vec<u8>> = Vec::new();
-    for row in &rows {
+    for row in rows {
         prefix.clear();
         for &b in row {
             prefix.push(b);
@@ -314,6 +308,19 @@ fn fetch(py: Python<'_>, path: &str, cf: &str, rows: Vec<Vec<u8>>) -> PyResult<V
     }
     it.status().map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(out)
+}
+
+/// fetch(path, cf, rowkeys) -> [(rowkey, {qualifier: value})] of the rows that exist, read in
+/// the given order with one iterator (a seek per row): the big-index-result fetch, natively.
+#[pyfunction]
+fn fetch(py: Python<'_>, path: &str, cf: &str, rows: Vec<Vec<u8>>) -> PyResult<Vec<(Py<PyBytes>, Py<PyDict>)>> {
+    let opts = Options::default();
+    let cfs = DB::list_cf(&opts, path).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let db = DB::open_cf_for_read_only(&opts, path, &cfs, false)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let handle = db.cf_handle(cf).ok_or_else(|| PyValueError::new_err("no such column family"))?;
+    let mut it = db.raw_iterator_cf(&handle);
+    read_rows(py, &mut it, &rows)
 }
 
 /// The store opened once (read-only), for per-query measurements where opening would dominate.
@@ -354,37 +361,7 @@ impl Store {
         }
         it.status().map_err(|e| err(e.to_string()))?;
         let mut dit = self.db.raw_iterator_cf(&dcf);
-        let mut out = Vec::with_capacity(rows.len());
-        let mut prefix: Vec<u8> = Vec::new();
-        let mut segs: Vec<Vec<u8>> = Vec::new();
-        for row in &rows {
-            prefix.clear();
-            for &b in row {
-                prefix.push(b);
-                if b == 0 {
-                    prefix.push(0xff);
-                }
-            }
-            prefix.extend_from_slice(&[0, 1]);
-            segs.clear();
-            dit.seek(&prefix);
-            while dit.valid() && dit.key().unwrap().starts_with(&prefix) {
-                segs.push(dit.value().unwrap().to_vec());
-                dit.next();
-            }
-            if segs.is_empty() {
-                continue;
-            }
-            let refs: Vec<&[u8]> = segs.iter().map(|s| s.as_slice()).collect();
-            let cells = merge_all(&refs).map_err(err)?;
-            let d = PyDict::new_bound(py);
-            for (q, v, _) in cells {
-                d.set_item(PyBytes::new_bound(py, q), PyBytes::new_bound(py, v))?;
-            }
-            out.push((PyBytes::new_bound(py, row).unbind(), d.unbind()));
-        }
-        dit.status().map_err(|e| err(e.to_string()))?;
-        Ok(out)
+        read_rows(py, &mut dit, &rows)
     }
 }
 

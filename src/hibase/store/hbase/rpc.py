@@ -70,10 +70,11 @@ def _map_io_error(message: str | bytes) -> errors.HibaseError:
 class Rpc:
     """Calls to the Thrift server (see the module docstring)."""
 
-    def _call(self, method: str, *args: Any, retry: bool = True) -> Any:
-        """One Thrift call on a pooled connection; transport errors are retried (every write
-        of this store is idempotent: puts carry explicit timestamps), IDL errors mapped.
-        retry=False: a transport error raises _Transport at once (scanner gets)."""
+    def _call(self, method: str, *args: Any, retry: bool = True, thrift2: bool = False) -> Any:
+        """One Thrift call on a pooled connection (thrift2: on the Thrift2 server's pool,
+        `_t2`); transport errors are retried (every write of this store is idempotent: puts
+        carry explicit timestamps), IDL errors mapped. retry=False: a transport error raises
+        _Transport at once (scanner gets)."""
         from thriftpy2.transport import TTransportException
 
         if self._closed:
@@ -81,55 +82,39 @@ class Rpc:
         T = self.T
         if self._prefix and method not in _NO_TABLE_ARG:
             args = (self._prefix + args[0], *args[1:])
+        if thrift2:
+            io_errors: tuple = (self._t2.idl.TIOError,)
+            where = f"HBase Thrift2 server {self.opts['host']}:{self.opts['thrift2_port']}"
+        else:
+            io_errors = (T.IOError,)
+            where = f"HBase Thrift gateway {self.opts['host']}:{self.opts['port']}"
         delay = 0.05
         for attempt in range(self.retries + 1):
             with self._calls_lock:
                 self._calls[method] = self._calls.get(method, 0) + 1
             try:
+                if thrift2:
+                    return self._t2.call(method, *args)
                 with self._pool.connection(timeout=self.opts["timeout"] / 1000) as conn:
                     return getattr(conn.client, method)(*args)
             except T.IllegalArgument as exc:
                 raise errors.InvalidArgument(_one_line(exc.message)) from None
             except T.AlreadyExists as exc:
                 raise errors.TableExists(exc.message) from None
-            except T.IOError as exc:
+            except io_errors as exc:
                 raise _map_io_error(_one_line(exc.message)) from None
-            except (TTransportException, socket.error, EOFError) as exc:
+            except (TTransportException, socket.error, EOFError) as exc:  # timeouts too
                 if not retry:
                     raise _Transport(str(exc)) from None
                 if attempt == self.retries:
                     raise errors.BackendUnavailable(
-                        f"HBase Thrift gateway {self.opts['host']}:{self.opts['port']}: "
-                        f"{exc} (after {self.retries} retries)") from None
+                        f"{where}: {exc} (after {self.retries} retries)") from None
                 time.sleep(delay)
                 delay *= 2
             except Exception as exc:
                 if type(exc).__name__ == "NoConnectionsAvailable":
                     raise errors.BackendUnavailable(str(exc)) from None
                 raise
-
-    def _call2(self, method: str, table: bytes, *args: Any) -> Any:
-        """One Thrift2 call (on the `_t2` pool) about `table`, counted, retried and mapped
-        like _call's (only reads go this way, so a retry is always safe)."""
-        from thriftpy2.transport import TTransportException
-
-        if self._closed:
-            raise errors.BackendUnavailable("the store is closed")
-        delay = 0.05
-        for attempt in range(self.retries + 1):
-            with self._calls_lock:
-                self._calls[method] = self._calls.get(method, 0) + 1
-            try:
-                return self._t2.call(method, self._prefix + table, *args)
-            except self._t2.idl.TIOError as exc:
-                raise _map_io_error(_one_line(exc.message)) from None
-            except (TTransportException, socket.error, EOFError, TimeoutError) as exc:
-                if attempt == self.retries:
-                    raise errors.BackendUnavailable(
-                        f"HBase Thrift2 server {self.opts['host']}:{self.opts['thrift2_port']}: "
-                        f"{exc} (after {self.retries} retries)") from None
-                time.sleep(delay)
-                delay *= 2
 
     def call_stats(self) -> dict[str, int]:
         """Thrift calls made so far by this store, by method (retries count again)."""
@@ -195,7 +180,7 @@ class Rpc:
         cursor, skip = start, None
         if self._t2 is not None:  # the first chunk in one call; a longer scan goes on below
             scan = scan_of(self._t2.idl, start, stop, cols, ts, reverse, chunk)
-            results = self._call2("getScannerResults", name, scan, chunk)
+            results = self._call("getScannerResults", name, scan, chunk, thrift2=True)
             for r in results:
                 yield r.row, cells_of(r)
             if len(results) < chunk:
