@@ -5,9 +5,10 @@ measured next to the embedded figures.
 
 Backends:
 
-* ``gateway``: the benchmark starts ``hibase serve --thrift --port 0 <temporary folder>`` as a
-  subprocess (a separate process, so the hop is real and no GIL is shared), reads the port it
-  prints, and stops it with SIGTERM at the end, also on errors and Ctrl-C.
+* ``gateway``: the benchmark starts ``hibase serve --thrift --port 0 --thrift2-port 0 <temporary
+  folder>`` as a subprocess (a separate process, so the hop is real and no GIL is shared),
+  reads the URL it prints (with its Thrift2 port), and stops it with SIGTERM at the end, also on
+  errors and Ctrl-C.
 * ``thrift://host:port[?options]``: an already running gateway or HBase Thrift1 server. The
   rows go into a new table ``bench_<pid>_<ms>`` (with its index tables), dropped at the end; no
   other table is touched (hibase's catalog ``hibase_meta`` is created if missing, as by any
@@ -53,7 +54,7 @@ GATEWAY_START_TIMEOUT_S = 60.0
 GATEWAY_STOP_TIMEOUT_S = 30.0
 ROUND_TRIP_BUDGET_S = 1.0
 MISSING_ROW = b"~no such row"
-_READY = re.compile(r" over HBase Thrift1 on (\S+):(\d+) \(")
+_CLIENT_URL = re.compile(r"hibase clients: (thrift://\S+)")  # printed by hibase serve
 
 
 class BenchmarkMismatch(errors.HibaseError):
@@ -84,7 +85,8 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
 
 
 class Gateway:
-    """``hibase serve --thrift --port 0 FOLDER`` in a subprocess; ``url`` once entered, stopped
+    """``hibase serve --thrift --port 0 --thrift2-port 0 FOLDER`` in a subprocess; ``url`` (with
+    its thrift2_port) once entered, stopped
     with SIGTERM on exit (killed if it has not stopped within GATEWAY_STOP_TIMEOUT_S)."""
 
     def __init__(self, folder: str):
@@ -99,7 +101,7 @@ class Gateway:
         err = tempfile.TemporaryFile()
         self._logs = [out, err]
         cmd = [sys.executable, "-m", "hibase", "serve", "--thrift", "--host", "127.0.0.1",
-               "--port", "0", self.folder]
+               "--port", "0", "--thrift2-port", "0", self.folder]
         try:
             self.proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
@@ -107,9 +109,9 @@ class Gateway:
             deadline = time.monotonic() + GATEWAY_START_TIMEOUT_S
             while True:
                 out.seek(0)
-                m = _READY.search(out.read().decode("utf-8", "replace"))
-                if m:
-                    self.url = f"thrift://{m.group(1)}:{m.group(2)}"
+                m = _CLIENT_URL.search(out.read().decode("utf-8", "replace"))
+                if m:  # Thrift1 and the Thrift2 port of its one-call short scans
+                    self.url = m.group(1)
                     return self
                 if self.proc.poll() is not None:
                     raise errors.BackendUnavailable(
@@ -326,7 +328,8 @@ def run(backend: str, rows: int = DEFAULT_ROWS, repeats: int = 50, seed: int = 0
             "kind": backend if backend == "gateway" else "thrift",
             "url": url,
             "gateway": None if gateway is None else {
-                "command": "hibase serve --thrift --host 127.0.0.1 --port 0 DIR (subprocess)",
+                "command": "hibase serve --thrift --host 127.0.0.1 --port 0 --thrift2-port 0 DIR "
+                           "(subprocess)",
                 "exit_code": gateway.returncode,
                 "stopped_cleanly": gateway.returncode == 0},
             "table": name, **dropped,
