@@ -345,7 +345,8 @@ class Router:
         (items a filter still counts after its value left the region), sizes. `alias`: judge
         one local index alone (another one mid-build has counts but no filters yet)."""
         with self.store.write_lock(), self._lock:
-            st = self.state(table)
+            # as lookups see them: on a shared store another client may have changed them
+            st = self.fresh_state(table)
             by_start = {r.start: r for r in self.store.regions(table)}
             misses = values = 0
             expected_items: dict[tuple[int, bytes], int] = {}
