@@ -121,11 +121,13 @@ def test_put_budget_does_not_grow_with_indexes(hb):
     one, _ = _calls(db, lambda: t.put(b"r001", {b"f:a": b"v3", b"f:b": b"q"}))
     three, _ = _calls(db, lambda: u.put(b"r002", {b"f:a": b"v4", b"f:b": b"q",
                                                   b"f:c": b"y"}))
-    # old values; value counts; unverified entries + grown counts (two tables, in flight
-    # together); data; verify marks
-    for calls in (one, three):
+    moved, _ = _calls(db, lambda: u.put(b"r002", {b"f:a": b"v5", b"f:b": b"p"}))
+    # old values; unverified entries + grown counts (counts are deltas in the index's own
+    # HBase table: no read, the same call); data; verify marks + old entries gone + shrunk
+    # counts
+    for calls in (one, three, moved):
         gets = {m: n for m, n in calls.items() if m.startswith("getRows")}
-        assert sum(gets.values()) == 2 and calls == {**gets, "mutateRows": 3,
+        assert sum(gets.values()) == 1 and calls == {**gets, "mutateRows": 2,
                                                      "mutateRowsTs": 1}, calls
     assert db.verify_index("t", "by_a")["ok"]
     for name in ("by_a", "by_b", "by_c"):

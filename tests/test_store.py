@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import hibase
 from hibase.store import cells as C
 from hibase.store import embedded
-from hibase.store.base import now_ms
+from hibase.store.base import CountDelta, decode_count, encode_count, now_ms
 
 
 def keys(rows):
@@ -187,6 +187,30 @@ def test_max_versions_per_family(backend, db):
     db.compact_table("v")
     assert t.cells(b"r", b"five:a") == [b"10", b"9", b"8", b"7", b"6"]
     assert t.cells(b"r", b"one:a") == [b"10"]
+
+
+def test_count_deltas_add_up(db):
+    """A value table's CountDelta writes add to the count (none read by the writer); a count
+    at 0 or below reads as absent; an outright count replaces it; in one batch, in order."""
+    store = db.store
+    store.create_kv("__idx__c")  # a value table's counts may share its index table's storage
+    store.create_kv("__val__c")
+
+    def counts(*keys):
+        got = store.kv_get("__val__c", list(keys))
+        return [None if raw is None else decode_count(raw) for raw in got]
+
+    store.commit([], [("__val__c", b"a", CountDelta(2)), ("__val__c", b"b", CountDelta(1))])
+    store.commit([], [("__val__c", b"a", CountDelta(3)), ("__val__c", b"b", CountDelta(-1))])
+    assert counts(b"a", b"b") == [5, None]
+    store.commit([], [("__val__c", b"b", CountDelta(2)), ("__val__c", b"b", CountDelta(-1)),
+                      ("__val__c", b"a", encode_count(1)), ("__val__c", b"a", CountDelta(1))])
+    assert counts(b"a", b"b") == [2, 1]
+    assert list(store.kv_scan("__val__c")) == [(b"a", encode_count(2)), (b"b", encode_count(1))]
+    store.kv_delete_range("__val__c", b"a", b"b")
+    store.commit([], [("__val__c", b"b", None), ("__val__c", b"c", CountDelta(4))])
+    assert counts(b"a", b"b", b"c") == [None, None, 4]
+    assert list(store.kv_scan("__val__c", reverse=True)) == [(b"c", encode_count(4))]
 
 
 def test_ttl_with_explicit_old_timestamps(db):

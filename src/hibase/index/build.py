@@ -22,6 +22,7 @@ import msgpack
 
 from ..store import cells as C
 from .maintain import raw_values
+from ..store.base import CountDelta
 from .spec import decode_count, encode_count
 from .local import local_table, local_value_table, region_prefix, split_key
 from .spec import READY, IndexSpec, index_table, value_table
@@ -120,8 +121,9 @@ def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,
             if progress:
                 progress(done, regions)
         items = sorted(counts.items())
+        # the clear left every count at 0: deltas set them without a read per chunk
         for i in range(0, len(items), _CHUNK):
-            store.commit([], [(val, k, encode_count(n)) for k, n in items[i:i + _CHUNK]])
+            store.commit([], [(val, k, CountDelta(n)) for k, n in items[i:i + _CHUNK]])
         catalog.set_state(spec, READY)
     return {"rows_indexed": total, "values": len(counts), "regions": regions}
 
@@ -141,7 +143,8 @@ def _build_local(store, catalog, spec: IndexSpec, processes: int | None,
                 store.commit([], [(idx, p + k, v) for k, v in entries[i:i + _CHUNK]])
             items = sorted(counts.items())
             for i in range(0, len(items), _CHUNK):
-                store.commit([], [(val, p + k, encode_count(n)) for k, n in items[i:i + _CHUNK]])
+                store.commit([], [(val, p + k, CountDelta(n))
+                                   for k, n in items[i:i + _CHUNK]])
             total += len(entries)
             values += len(items)
             done += 1

@@ -35,6 +35,7 @@ from typing import Any, Iterable, Iterator
 
 from .. import codec
 from ..store import cells as C
+from ..store.base import CountDelta
 from .spec import IndexSpec, decode_count, encode_count
 
 __all__ = ["local_table", "local_value_table", "routing_table", "region_prefix", "Route",
@@ -81,7 +82,7 @@ def region_of(store, table: str, row: bytes):
 
 # -- write path --------------------------------------------------------------------------------
 def entry_writes(store, changes: Iterable, events: list | None = None) -> list:
-    """Local index puts/deletes and per-region count writes for `changes` of local specs (the
+    """Local index puts/deletes and per-region count deltas for `changes` of local specs (the
     caller holds the write lock, so the rows' regions cannot change before the commit). When
     `events` is a list, a (table, region id, alias, value key, +1 / -1) is appended for each
     value that enters (count 0 -> n) or leaves (n -> 0) a region: the routing filters' changes."""
@@ -120,13 +121,15 @@ def entry_writes(store, changes: Iterable, events: list | None = None) -> list:
         if d[0]:
             by_val.setdefault(val, []).append((key, d))
     for val, items in by_val.items():
-        current = store.kv_get(val, [k for k, _ in items])
+        # counts are written as deltas (no lost update across clients); the counts before are
+        # read only to tell the routing filters which values enter or leave a region
+        current = store.kv_get(val, [k for k, _ in items]) if events is not None else ()
+        for (key, (delta, table, rid, vkey)) in items:
+            writes.append((val, key, CountDelta(delta)))
         for (key, (delta, table, rid, vkey)), raw in zip(items, current):
             before = decode_count(raw) if raw else 0
-            count = before + delta
-            writes.append((val, key, encode_count(count) if count > 0 else None))
-            if events is not None and (before > 0) != (count > 0):
-                events.append((table, rid, vkey[:2], vkey, 1 if count > 0 else -1))
+            if (before > 0) != (before + delta > 0):
+                events.append((table, rid, vkey[:2], vkey, 1 if before + delta > 0 else -1))
     return writes
 
 

@@ -6,7 +6,8 @@ The store merges a row's pending segments over its stored ones (`row_states`), s
 of each indexed column before and after the batch is exact for every kind of write (puts,
 deletes of rows / columns / families / versions, several mutations of one row in one batch).
 Callers hold the store's write lock from here until the commit, which makes the read-modify-write
-of rows and value counts atomic.
+of rows atomic within a process; value counts are written as deltas (CountDelta), which the store
+adds up, so they stay exact across processes too.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any, Iterable
 from .. import codec
 from ..store import cells as C
 from . import local
-from .spec import IndexSpec, decode_count, encode_count, index_table, value_table
+from ..store.base import CountDelta
+from .spec import IndexSpec, index_table, value_table
 
 __all__ = ["index_writes", "entry_writes", "Change", "needed_columns"]
 
@@ -109,7 +111,7 @@ def _diff(table_specs: list[IndexSpec], row: bytes, before: dict, after: dict,
 
 
 def entry_writes(store, changes: Iterable[Change], events: list | None = None) -> list:
-    """Index entry puts/deletes and the resulting value-table counts for `changes` (local
+    """Index entry puts/deletes and the value-table count deltas for `changes` (local
     indexes' rows and per-region counts by local.entry_writes)."""
     writes: list = []
     deltas: dict[tuple[str, bytes], int] = {}
@@ -132,14 +134,9 @@ def entry_writes(store, changes: Iterable[Change], events: list | None = None) -
             if old_key != new_key:
                 key = (table, new_key)
                 deltas[key] = deltas.get(key, 0) + 1
-    by_val: dict[str, list[tuple[bytes, int]]] = {}
-    for (table, vkey), delta in deltas.items():
-        if delta:
-            by_val.setdefault(value_table(table), []).append((vkey, delta))
-    for vt, items in by_val.items():
-        current = store.kv_get(vt, [k for k, _ in items])
-        for (vkey, delta), raw in zip(items, current):
-            count = (decode_count(raw) if raw else 0) + delta
-            writes.append((vt, vkey, encode_count(count) if count > 0 else None))
+    # counts change by deltas the store adds up: no read here, and no update lost to another
+    # client changing the same count at once
+    writes += [(value_table(table), vkey, CountDelta(delta))
+               for (table, vkey), delta in deltas.items() if delta]
     return writes
 

@@ -27,29 +27,16 @@ A deleted row (no cell left) has no entry at all. Older indexes (null_alias None
 from __future__ import annotations
 
 import json
-import struct
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .. import codec
+from ..store.base import decode_count, encode_count  # re-exported: value tables' counts
 
 NULL, PRESENT = b"\x00", b"\x01"
 
 __all__ = ["IndexSpec", "index_table", "value_table", "encode_count", "decode_count", "BUILDING",
            "READY", "STALE"]
-
-_COUNT = struct.Struct(">q")
-
-
-def encode_count(n: int) -> bytes:
-    """A value table's row count as stored (global and local value tables alike)."""
-    return _COUNT.pack(n)
-
-
-def decode_count(raw: bytes) -> int:
-    """The row count a value table holds for one value."""
-    return _COUNT.unpack(raw)[0]
-
 
 # building: maintained by writes, not used by queries until its build finishes; ready: used;
 # stale: neither (a bulk load suspended it; a build makes it ready again)

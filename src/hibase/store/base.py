@@ -2,14 +2,38 @@
 
 from __future__ import annotations
 
+import struct
 import time
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
-__all__ = ["Mutation", "Region", "SplitListener", "now_ms", "LATEST_TIMESTAMP"]
+__all__ = ["Mutation", "Region", "SplitListener", "now_ms", "LATEST_TIMESTAMP", "CountDelta",
+           "encode_count", "decode_count"]
 
 # HBase's HConstants.LATEST_TIMESTAMP: "now" for a write's timestamp, "every version" for a read
 LATEST_TIMESTAMP = (1 << 63) - 1
+
+
+_COUNT = struct.Struct(">q")
+
+
+def encode_count(n: int) -> bytes:
+    """A value table's row count as stored (global and local value tables alike)."""
+    return _COUNT.pack(n)
+
+
+def decode_count(raw: bytes) -> int:
+    """The row count a value table holds for one value."""
+    return _COUNT.unpack(raw)[0]
+
+
+class CountDelta(int):
+    """A key-value write that adds to a value table's count instead of replacing it
+    (`commit(kv_writes=[(value_table, key, CountDelta(-1))])`): stores apply it without the
+    writer reading the count first, so writers in different processes never lose each
+    other's updates. A count that reaches 0 or less is gone (reads see no row)."""
+
+    __slots__ = ()
 
 
 class Mutation(NamedTuple):

@@ -22,7 +22,7 @@ import rocksdict as rd
 from ... import errors
 from .. import cells as C
 from ..api import BaseStore, Capabilities
-from ..base import Mutation, Region, SplitListener, now_ms
+from ..base import CountDelta, Mutation, Region, SplitListener, decode_count, encode_count, now_ms
 from .kv import KeyValueTables
 from ..rocks import (
     check_manifest, checked_items, close_all, create_column_family, mapped, shadow_folder,
@@ -293,6 +293,31 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
         return out
 
     @mapped
+    def _resolve_counts(self, kv_writes: Any) -> list:
+        """kv_writes with every CountDelta turned into the count it makes (read under the
+        write lock, so the read and the batch's write are one atomic step), in order."""
+        writes = list(kv_writes)
+        wanted: dict[str, list[bytes]] = {}
+        for name, key, value in writes:
+            if isinstance(value, CountDelta):
+                wanted.setdefault(name, []).append(key)
+        if not wanted:
+            return writes
+        now: dict[tuple[str, bytes], int] = {}
+        for name, keys in wanted.items():
+            keys = list(dict.fromkeys(keys))
+            for key, raw in zip(keys, self.kv_get(name, keys)):
+                now[(name, key)] = decode_count(raw) if raw is not None else 0
+        out = []
+        for name, key, value in writes:
+            if isinstance(value, CountDelta):
+                n = now[(name, key)] + value
+                value = encode_count(n) if n > 0 else None
+            if (name, key) in now:  # a later delta of this key in the batch adds to this
+                now[(name, key)] = decode_count(value) if value is not None else 0
+            out.append((name, key, value))
+        return out
+
     def commit(self, prepared: list[tuple[Any, Mutation, list]],
                kv_writes: list[tuple[str, bytes, bytes | None]] = ()) -> None:  # type: ignore[assignment]
         """Write prepared segments and raw key-value writes in one atomic batch."""
@@ -315,7 +340,7 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
                 region.size += written
                 grown[id(region)] = (t, region)
                 added.append((region, written))
-            for name, key, value in kv_writes:
+            for name, key, value in self._resolve_counts(kv_writes):
                 handle = self._kv_handle(name)
                 if value is None:
                     wb.delete(key, handle)

@@ -1,21 +1,36 @@
 """Key-value tables of the HBase backend (index entries, value tables, routing filters): the
-HBase table `hibase_kv<name>`, one family `v` (1 version), one column `v:v`. Index tables
-(global `__idx__`, local `__lidx__`) store verified / unverified values (hbase.py's docstring);
-their reads resolve unverified entries through the index layer's hooks."""
+HBase table `hibase_kv<name>`, family `v` (1 version), one column `v:v`. Index tables (global
+`__idx__`, local `__lidx__`) store verified / unverified values (store.py's docstring); their
+reads resolve unverified entries through the index layer's hooks.
+
+Value tables (`__val__<t>`, `__lval__<t>`: value key -> row count) have no HBase table of their
+own: their counts live in family `c` of their index table's HBase table (`__val__t` in
+`hibase_kv__idx__t`), in rows keyed by the value key (never equal to an entry's key, which is a
+value key followed by a rowkey). So a write's entries and counts go out in one mutateRows.
+A count is the sum of that row's cells, one per writer: each store writes only its own cell
+(`c:` + 8 random bytes, a new one per writer generation) and remembers what it holds, so a
+CountDelta is one blind put of remembered + delta (no read, and no update lost to another
+client adding to the same count at once); an outright count n puts n minus the other cells
+(one read). A cell is never deleted: a count of 0 or less reads as absent."""
 
 from __future__ import annotations
 
+import os
+import struct
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Any, Iterator
 
 from ... import errors
 from .. import cells as C
+from ..base import CountDelta, decode_count, encode_count
 
 __all__ = ["HBaseKeyValueTables", "KV_PREFIX", "VERIFIED", "UNVERIFIED", "is_index"]
 
 KV_PREFIX = "hibase_kv"
 VERIFIED, UNVERIFIED = b"\x01", b"\x00"
 _KV_COL = b"v:v"
+_COUNT_FAM = b"c"
 _META_COL = b"m:v"
 META_TABLE = "hibase_meta"
 _SCAN_CHUNK = 1000
@@ -23,10 +38,42 @@ _SCAN_CHUNK = 1000
 _FETCH_CHUNK = 250
 # index tables (global, local): values carry the verified / unverified status
 _INDEX_KV, _LOCAL_KV = "__idx__", "__lidx__"
+# value tables and the index table whose HBase table holds their counts (family c)
+_COUNT_KV = {"__val__": _INDEX_KV, "__lval__": _LOCAL_KV}
+# counts this store remembers for its own cell before it starts a new one (a new writer)
+_REMEMBERED = 100_000
+_CELL = struct.Struct(">q")
 
 
 def is_index(name: str) -> bool:
     return name.startswith(_INDEX_KV) or name.startswith(_LOCAL_KV)
+
+
+@lru_cache(maxsize=1024)
+def _count_home(name: str) -> str | None:
+    """The key-value table whose HBase table holds value table `name`'s counts; None when
+    `name` is no value table."""
+    for prefix, home in _COUNT_KV.items():
+        if name.startswith(prefix):
+            return home + name[len(prefix):]
+    return None
+
+
+@lru_cache(maxsize=1024)
+def _kv_hbase(name: str) -> str:
+    """The HBase table of key-value table `name` (a value table's: its index table's)."""
+    return KV_PREFIX + (_count_home(name) or name)
+
+
+def _encoded(n: int) -> bytes | None:
+    """A summed count as value tables give it: absent unless above 0."""
+    return encode_count(n) if n > 0 else None
+
+
+def _count_of(cells: dict[bytes, tuple[int, bytes]], but: bytes | None = None) -> int:
+    """The sum of a count row's cells (leaving out column `but`)."""
+    return sum(_CELL.unpack(v)[0] for c, (_, v) in cells.items()
+               if c != but and c.startswith(_COUNT_FAM + b":"))
 
 
 class _HBaseRangeReader:
@@ -45,17 +92,22 @@ class _HBaseRangeReader:
 
 class HBaseKeyValueTables:
     """Mixed into HBaseStore, which provides _call, _get_raw, _scan_raw, _meta_put,
-    _create_hbase_table, _drop_hbase_table, _check_writable, _kv, _lock, _raw, index_hooks."""
+    _create_hbase_table, _drop_hbase_table, _check_writable, _kv, _lock, _raw, index_hooks,
+    parallel."""
 
     _kv: set
     _lock: Any
     _raw: Any
     index_hooks: Any
     T: Any
+    # this writer's count cell: (column, {(value table, key): the count it holds there})
+    _cell: tuple[bytes, dict]
 
-    @staticmethod
-    def _kv_hbase(name: str) -> bytes:
-        return (KV_PREFIX + name).encode()
+    def _new_writer(self) -> None:
+        """Start a new count cell: what the old one holds stays in the sums, never touched
+        again. Called when what it holds may be unknown (a failed write, a dropped table,
+        another client's catalog change) or too much to remember."""
+        self._cell = (_COUNT_FAM + b":" + os.urandom(8), {})
 
     def _kv_check(self, name: str) -> None:
         if name not in self._kv:
@@ -72,8 +124,11 @@ class HBaseKeyValueTables:
             self._check_writable()
             if name in self._kv:
                 return
+            home = _count_home(name)
+            families = {b"v": 1, _COUNT_FAM: 1} if home is not None or is_index(name) \
+                else {b"v": 1}
             try:
-                self._create_hbase_table(KV_PREFIX + name, {b"v": 1})
+                self._create_hbase_table(KV_PREFIX + (home or name), families)
             except errors.TableExists:
                 pass
             self._meta_put(b"kv/" + name.encode(), b"")
@@ -84,7 +139,14 @@ class HBaseKeyValueTables:
             self._check_writable()
             if name not in self._kv:
                 return
-            self._drop_hbase_table(KV_PREFIX + name)
+            if _count_home(name) is not None:
+                try:
+                    self._clear_counts(name, None, None)
+                except errors.TableNotFound:
+                    pass  # its index table went first, counts with it
+            else:
+                self._drop_hbase_table(KV_PREFIX + name)
+            self._new_writer()
             self._meta_put(b"kv/" + name.encode(), None)
             self._kv.discard(name)
 
@@ -92,25 +154,79 @@ class HBaseKeyValueTables:
         """What split listeners pass to their batch: the key-value table's name here."""
         return name
 
-    def _kv_write(self, writes: list[tuple[str, bytes, bytes | None]]) -> None:
+    def _others_share(self, items: list[tuple[str, bytes]]) -> dict[tuple[str, bytes], int]:
+        """What the other writers' cells add to each (value table, key): one multi-get per
+        HBase table."""
+        mine = self._cell[0]
+        by_table: dict[str, list[tuple[str, bytes]]] = {}
+        for item in dict.fromkeys(items):
+            by_table.setdefault(_kv_hbase(item[0]), []).append(item)
+        out = {}
+        for table, its in by_table.items():
+            got = self._get_raw(table, [k for _, k in its], [_COUNT_FAM])
+            out.update((it, _count_of(cells, mine)) for it, cells in zip(its, got))
+        return out
+
+    def _kv_write(self, writes: list[tuple[str, bytes, bytes | None]],
+                  others: dict[tuple[str, bytes], int] | None = None) -> None:
+        """Write (name, key, value-or-None) in one mutateRows per HBase table and chunk (all in
+        flight together); counts as in the module docstring (`others`: the other writers'
+        share of each count written outright, when the caller has read it)."""
         T = self.T
-        by_name: dict[str, list] = {}
+        column, held = self._cell
+        if others is None:
+            outright = [(n, k) for n, k, v in writes
+                        if not isinstance(v, CountDelta) and _count_home(n) is not None]
+            others = self._others_share(outright) if outright else {}
+        rows: dict[str, dict[bytes, dict[bytes, Any]]] = {}
+        now: dict[tuple[str, bytes], int] = {}
         for name, key, value in writes:
             self._kv_check(name)
-            m = T.Mutation(column=_KV_COL, isDelete=True) if value is None else \
-                T.Mutation(column=_KV_COL, value=value, isDelete=False)
-            by_name.setdefault(name, []).append(T.BatchMutation(row=key, mutations=[m]))
+            if _count_home(name) is None:
+                col = _KV_COL
+                m = T.Mutation(column=col, isDelete=True) if value is None else \
+                    T.Mutation(column=col, value=value, isDelete=False)
+            else:
+                col, item = column, (name, key)
+                if isinstance(value, CountDelta):
+                    n = now.get(item, held.get(item, 0)) + value
+                else:
+                    n = (0 if value is None else decode_count(value)) - others[item]
+                now[item] = n
+                m = T.Mutation(column=col, value=_CELL.pack(n), isDelete=False)
+            # one key once per call (HBase applies a mutateRows' puts before its deletes):
+            # the last write of a cell wins
+            rows.setdefault(_kv_hbase(name), {}).setdefault(key, {})[col] = m
         calls = []
-        for name, batches in by_name.items():
-            # one key once per call: HBase applies a mutateRows' puts before its deletes
-            seen: dict[bytes, Any] = {}
-            for b in batches:
-                seen[b.row] = b
-            batches = list(seen.values())
-            calls += [(self._kv_hbase(name), batches[i:i + _SCAN_CHUNK])
+        for table, by_row in rows.items():
+            batches = [T.BatchMutation(row=k, mutations=list(ms.values()))
+                       for k, ms in by_row.items()]
+            calls += [(table.encode(), batches[i:i + _SCAN_CHUNK])
                       for i in range(0, len(batches), _SCAN_CHUNK)]
-        # distinct keys per table: every table's chunks in flight together
-        self.parallel(lambda c: self._call("mutateRows", c[0], c[1], {}), calls)
+        try:
+            # distinct keys per table: every table's chunks in flight together
+            self.parallel(lambda c: self._call("mutateRows", c[0], c[1], {}), calls)
+        except BaseException:
+            if now:  # whether the cell holds the new counts is unknown: leave it
+                self._new_writer()
+            raise
+        if now:
+            if self._cell[0] != column:
+                return  # a new writer started meanwhile; this one's counts are in the sums
+            held.update(now)
+            if len(held) > _REMEMBERED:
+                self._new_writer()
+
+    def _clear_counts(self, name: str, start: bytes | None, stop: bytes | None) -> None:
+        """Counts of value table `name` in [start, stop) to 0 (this writer's cell set to minus
+        the others', which the scan reads: their cells are theirs to write)."""
+        mine = self._cell[0]
+        rows = [(key, _count_of(cells, mine)) for key, cells in
+                self._scan_raw(_kv_hbase(name), start, stop, [_COUNT_FAM])]
+        for i in range(0, len(rows), 20_000):
+            part = rows[i:i + 20_000]
+            self._kv_write([(name, k, None) for k, _ in part],
+                           {(name, k): share for k, share in part})
 
     @contextmanager
     def raw_index(self) -> Iterator[None]:
@@ -147,6 +263,9 @@ class HBaseKeyValueTables:
 
     def kv_get(self, name: str, keys: list[bytes]) -> list[bytes | None]:
         self._kv_check(name)
+        if _count_home(name) is not None:
+            got = self._get_raw(_kv_hbase(name), list(keys), [_COUNT_FAM])
+            return [_encoded(_count_of(cells)) for cells in got]
         got = self._get_raw(KV_PREFIX + name, list(keys), [_KV_COL])
         values = [cells[_KV_COL][1] if _KV_COL in cells else None for cells in got]
         if not is_index(name):
@@ -164,6 +283,9 @@ class HBaseKeyValueTables:
         with self._lock:
             self._check_writable()
             self._kv_check(name)
+            if _count_home(name) is not None:
+                self._clear_counts(name, start or None, stop)
+                return
             keys = [k for k, _ in self._scan_raw(KV_PREFIX + name, start or None, stop,
                                                  [_KV_COL])]
             self._kv_write([(name, k, None) for k in keys])
@@ -172,19 +294,27 @@ class HBaseKeyValueTables:
                 reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
         """(key, value) for start <= key < stop, ascending (or descending from stop)."""
         self._kv_check(name)
-        table = KV_PREFIX + name
+        counts = _count_home(name) is not None
+        table = _kv_hbase(name)
+        col = _COUNT_FAM if counts else _KV_COL
         if reverse:
             # HBase's reversed scan starts at its (inclusive) start row: skip `stop` itself
             # and end at the first key below `start`
             def down() -> Iterator[tuple[bytes, dict]]:
-                for k, c in self._scan_raw(table, stop, None, [_KV_COL], reverse=True):
+                for k, c in self._scan_raw(table, stop, None, [col], reverse=True):
                     if start is not None and k < start:
                         return
                     if stop is None or k < stop:
                         yield k, c
             it = down()
         else:
-            it = self._scan_raw(table, start or None, stop, [_KV_COL])
+            it = self._scan_raw(table, start or None, stop, [col])
+        if counts:
+            for key, cells in it:
+                n = _count_of(cells)
+                if n > 0:
+                    yield key, encode_count(n)
+            return
         index = is_index(name)
         chunk: list = []
         for key, cells in it:

@@ -8,9 +8,10 @@ Layout in HBase:
 - the catalog (schemas with declared column types, index definitions, meta keys, the list of
   key-value tables) lives in the HBase table `hibase_meta` (family `m`, column `m:v`), rows
   `table/<name>`, `meta/<key>`, `kv/<name>`;
-- a key-value table (global or local index, value table) `<name>` is the HBase table
-  `hibase_kv<name>` (e.g. `hibase_kv__idx__flights`), one family `v` (1 version), column `v:v`
-  (kv.py);
+- a key-value table (global or local index, routing filters) `<name>` is the HBase table
+  `hibase_kv<name>` (e.g. `hibase_kv__idx__flights`), family `v` (1 version), column `v:v`; a
+  value table's counts live in family `c` of its index table's HBase table, one cell per
+  writer, added up on read (kv.py);
 - local-index rows are keyed by the region layout recorded in meta `regions/<table>`, which
   follows HBase's splits (layout.py).
 
@@ -19,7 +20,7 @@ index rows (global and local) and the data row are separate RPCs here, so `commi
 kv_writes)` runs three phases: (1) every touched index entry is written *unverified* (new
 entries, and old ones about to go) with its user rowkey, value counts that grow are written; (2)
 the data mutations; (3) new entries are rewritten *verified* with their covered values, old ones
-deleted, counts that reach zero removed. A stored index value is `0x01 + covered values`
+deleted, counts that shrink written. A stored index value is `0x01 + covered values`
 (verified) or `0x00 + msgpack([rowkey])` (unverified). Readers (kv_scan / kv_get of an index
 table) hand every unverified entry to the index layer's resolver, which re-reads the data row:
 the entry is used (with covered values from the data row) if the row still produces it, skipped
@@ -142,6 +143,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         self._t2 = None if o["thrift2_port"] is None else Thrift2Pool(
             o["host"], o["thrift2_port"], o["pool_size"], o["timeout"], o["transport"],
             o["protocol"])
+        self._new_writer()  # this store's own value-count cell (kv.py)
         self._load_catalog(create)
 
     # -- catalog -----------------------------------------------------------------------------
@@ -297,6 +299,9 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
             return False
         self._reload_meta()
         self._gen = gen
+        # an index may have been dropped and made again, its counts with it: what this
+        # store's count cell held is unknown now (kv.py)
+        self._new_writer()
         return True
 
     def _reload_meta(self) -> None:

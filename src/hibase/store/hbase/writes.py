@@ -9,7 +9,7 @@ from typing import Any
 
 from ... import errors
 from .. import cells as C
-from ..base import Mutation, now_ms
+from ..base import CountDelta, Mutation, now_ms
 from .kv import (_SCAN_CHUNK, UNVERIFIED, VERIFIED, is_index)
 
 
@@ -152,8 +152,8 @@ class Writes:
                             f"cannot tell the rowkey of index entry {key!r} of {name!r}")
                     phase1.append((name, key, UNVERIFIED + C.pack([row])))
                     phase3.append((name, key, None if value is None else VERIFIED + value))
-                elif value is None:
-                    phase3.append((name, key, None))  # counts reaching 0 go last
+                elif value is None or isinstance(value, CountDelta) and value < 0:
+                    phase3.append((name, key, value))  # counts shrink last, grow first
                 else:
                     phase1.append((name, key, value))
             self._kv_write(phase1)

@@ -1,0 +1,115 @@
+"""Value counts of the HBase backend written by several clients at once: each client adds its
+deltas to its own cell of a count row (store/hbase/kv.py), so no client's update is lost to
+another's, whichever order their calls land in. Runs on every HBase-protocol backend kind
+(the gateway; real HBase where that kind exists)."""
+
+from __future__ import annotations
+
+import threading
+
+import happybase
+import pytest
+
+import backends
+import hibase
+from backends import TIMEOUT_MS, Backend
+
+HBASE_KINDS = [k for k in backends.KINDS if k != "embedded"]
+VALUES = [b"v%d" % i for i in range(4)]
+
+
+@pytest.fixture(params=HBASE_KINDS)
+def hb(request, tmp_path):
+    cluster = request.getfixturevalue("hbase_cluster") if request.param == "hbase" else None
+    b = Backend(request.param, tmp_path / "store", cluster=cluster)
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def _client(hb):
+    db = hibase.connect(hb.url, cache_policy=None)
+    hb.opened.append(db)
+    return db
+
+
+def _writer(db, prefix: bytes, rounds: int, errors: list, midway=None) -> None:
+    """Rows of its own, values shared with the other writer: inserts, value moves, deletes."""
+    t = db.table("t")
+    try:
+        for r in range(rounds):
+            for i in range(8):
+                row = prefix + b"%02d" % i
+                t.put(row, {b"f:a": VALUES[(i + r) % 4], b"f:b": VALUES[(i * r) % 4]})
+            t.delete(prefix + b"%02d" % (r % 8))
+            if midway is not None and r == rounds // 2:
+                midway()
+    except Exception as exc:  # handed to the test's thread
+        errors.append(exc)
+
+
+def _run(*jobs) -> None:
+    errors: list = []
+    threads = [threading.Thread(target=_writer, args=(*job[:3], errors, *job[3:]))
+               for job in jobs]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+
+
+def _check(db) -> None:
+    """Every index verifies, and COUNT(*) answered from the value table (global) and the
+    per-region counts (local) equals a full scan's."""
+    for name in ("by_a", "lb"):
+        assert db.verify_index("t", name)["ok"], name
+    for col in ("a", "b"):
+        for v in VALUES:
+            want = len(list(db.table("t").where(f"f.{col} = '{v.decode()}'",
+                                                full_scan=True)))
+            sql = f"SELECT COUNT(*) FROM t WHERE f.{col} = '{v.decode()}'"
+            assert db.sql(sql) == [(want,)], (col, v)
+
+
+def test_clients_writing_the_same_values_at_once_keep_exact_counts(hb):
+    admin = _client(hb)
+    admin.create_table("t", {"f": {}}, columns={"f:a": "string", "f:b": "string"})
+    admin.create_index("t", "by_a", ["f:a"])
+    admin.create_index("t", "lb", ["f:b"], local=True)
+    a, b = _client(hb), _client(hb)
+    # a starts a new count cell half way (as after a failed write): its old cell keeps counting
+    _run((a, b"a", 12, a.store._new_writer), (b, b"b", 12))
+    _check(admin)
+    # b drops the indexes (their HBase tables go with the last) and makes them again: a,
+    # writing on, must not add to counts it held in the dropped tables
+    b.drop_index("t", "by_a")
+    b.drop_index("t", "lb")
+    b.create_index("t", "by_a", ["f:a"])
+    b.create_index("t", "lb", ["f:b"], local=True)
+    _run((a, b"a", 6), (b, b"c", 6))
+    _check(admin)
+
+
+def test_counts_are_cells_of_the_index_table(hb):
+    """What plain HBase holds: a value table has no HBase table of its own; its counts are
+    family c of the index table's rows keyed by the value key, one cell per writer."""
+    db = _client(hb)
+    db.create_table("t", {"f": {}}, columns={"f:a": "string", "f:b": "string"})
+    db.create_index("t", "by_a", ["f:a"])
+    t = db.table("t")
+    for i in range(12):
+        t.put(b"r%02d" % i, {b"f:a": VALUES[i % 3]})
+    conn = happybase.Connection(*hb.address, timeout=TIMEOUT_MS)
+    try:
+        tables = {n.decode() for n in conn.tables()}
+        assert hb.hbase_name("hibase_kv__idx__t") in tables
+        assert not any("__val__" in n for n in tables)
+        idx = conn.table(hb.hbase_name("hibase_kv__idx__t"))
+        counts = [sum(int.from_bytes(v, "big", signed=True) for v in cells.values())
+                  for _, cells in idx.scan(columns=[b"c"])]
+        assert counts == [4, 4, 4]
+        assert len(list(idx.scan(columns=[b"v:v"]))) == 12
+    finally:
+        conn.close()
