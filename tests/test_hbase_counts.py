@@ -113,3 +113,18 @@ def test_counts_are_cells_of_the_index_table(hb):
         assert len(list(idx.scan(columns=[b"v:v"]))) == 12
     finally:
         conn.close()
+
+
+def test_an_index_table_of_the_old_layout_is_refused_clearly(hb):
+    """Index tables made before counts moved into them have no family c: writing counts there
+    says what to do, not HBase's missing-family error."""
+    db = _client(hb)
+    db.create_table("t", {"f": {}}, columns={"f:a": "string"})
+    db.table("t").put(b"r1", {b"f:a": b"x"})
+    conn = happybase.Connection(*hb.address, timeout=TIMEOUT_MS)
+    try:
+        conn.create_table(hb.hbase_name("hibase_kv__idx__t"), {"v": {"max_versions": 1}})
+    finally:
+        conn.close()
+    with pytest.raises(hibase.errors.BackendError, match="older hibase.*create them again"):
+        db.create_index("t", "by_a", ["f:a"])

@@ -65,6 +65,18 @@ def _kv_hbase(name: str) -> str:
     return KV_PREFIX + (_count_home(name) or name)
 
 
+@contextmanager
+def _count_family() -> Iterator[None]:
+    """Around reads and writes of count cells: an index table made before counts moved into
+    it has no family c, which is said plainly."""
+    try:
+        yield
+    except errors.FamilyNotFound:
+        raise errors.BackendError(
+            "an index table made by an older hibase (value counts had tables of their own): "
+            "drop the table's indexes and create them again") from None
+
+
 def _encoded(n: int) -> bytes | None:
     """A summed count as value tables give it: absent unless above 0."""
     return encode_count(n) if n > 0 else None
@@ -139,11 +151,13 @@ class HBaseKeyValueTables:
             self._check_writable()
             if name not in self._kv:
                 return
-            if _count_home(name) is not None:
-                try:
-                    self._clear_counts(name, None, None)
-                except errors.TableNotFound:
-                    pass  # its index table went first, counts with it
+            home = _count_home(name)
+            if home is not None:
+                if home in self._kv:  # else its index table went first, counts with it
+                    try:
+                        self._clear_counts(name, None, None)
+                    except errors.TableNotFound:
+                        pass  # another client dropped the index table
             else:
                 self._drop_hbase_table(KV_PREFIX + name)
             self._new_writer()
@@ -163,7 +177,8 @@ class HBaseKeyValueTables:
             by_table.setdefault(_kv_hbase(item[0]), []).append(item)
         out = {}
         for table, its in by_table.items():
-            got = self._get_raw(table, [k for _, k in its], [_COUNT_FAM])
+            with _count_family():
+                got = self._get_raw(table, [k for _, k in its], [_COUNT_FAM])
             out.update((it, _count_of(cells, mine)) for it, cells in zip(its, got))
         return out
 
@@ -204,8 +219,8 @@ class HBaseKeyValueTables:
             calls += [(table.encode(), batches[i:i + _SCAN_CHUNK])
                       for i in range(0, len(batches), _SCAN_CHUNK)]
         try:
-            # distinct keys per table: every table's chunks in flight together
-            self.parallel(lambda c: self._call("mutateRows", c[0], c[1], {}), calls)
+            with _count_family():  # distinct keys per table: all chunks in flight together
+                self.parallel(lambda c: self._call("mutateRows", c[0], c[1], {}), calls)
         except BaseException:
             if now:  # whether the cell holds the new counts is unknown: leave it
                 self._new_writer()
@@ -221,8 +236,9 @@ class HBaseKeyValueTables:
         """Counts of value table `name` in [start, stop) to 0 (this writer's cell set to minus
         the others', which the scan reads: their cells are theirs to write)."""
         mine = self._cell[0]
-        rows = [(key, _count_of(cells, mine)) for key, cells in
-                self._scan_raw(_kv_hbase(name), start, stop, [_COUNT_FAM])]
+        with _count_family():
+            rows = [(key, _count_of(cells, mine)) for key, cells in
+                    self._scan_raw(_kv_hbase(name), start, stop, [_COUNT_FAM])]
         for i in range(0, len(rows), 20_000):
             part = rows[i:i + 20_000]
             self._kv_write([(name, k, None) for k, _ in part],
@@ -264,7 +280,8 @@ class HBaseKeyValueTables:
     def kv_get(self, name: str, keys: list[bytes]) -> list[bytes | None]:
         self._kv_check(name)
         if _count_home(name) is not None:
-            got = self._get_raw(_kv_hbase(name), list(keys), [_COUNT_FAM])
+            with _count_family():
+                got = self._get_raw(_kv_hbase(name), list(keys), [_COUNT_FAM])
             return [_encoded(_count_of(cells)) for cells in got]
         got = self._get_raw(KV_PREFIX + name, list(keys), [_KV_COL])
         values = [cells[_KV_COL][1] if _KV_COL in cells else None for cells in got]
@@ -310,10 +327,11 @@ class HBaseKeyValueTables:
         else:
             it = self._scan_raw(table, start or None, stop, [col])
         if counts:
-            for key, cells in it:
-                n = _count_of(cells)
-                if n > 0:
-                    yield key, encode_count(n)
+            with _count_family():
+                for key, cells in it:
+                    n = _count_of(cells)
+                    if n > 0:
+                        yield key, encode_count(n)
             return
         index = is_index(name)
         chunk: list = []

@@ -102,7 +102,11 @@ class Rpc:
             except T.AlreadyExists as exc:
                 raise errors.TableExists(exc.message) from None
             except io_errors as exc:
-                raise _map_io_error(_one_line(exc.message)) from None
+                message = _one_line(exc.message)
+                if method not in _NO_TABLE_ARG and args and message.encode() == args[0]:
+                    # HBase's TableNotFoundException says only the table's name (Thrift2)
+                    raise errors.TableNotFound(f"no table {message!r}") from None
+                raise _map_io_error(message) from None
             except (TTransportException, socket.error, EOFError) as exc:  # timeouts too
                 if not retry:
                     raise _Transport(str(exc)) from None
