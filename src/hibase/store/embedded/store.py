@@ -292,7 +292,6 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
                 after.update(merge_latest(new + segs, wanted) if new else old)
         return out
 
-    @mapped
     def _resolve_counts(self, kv_writes: Any) -> list:
         """kv_writes with every CountDelta turned into the count it makes (read under the
         write lock, so the read and the batch's write are one atomic step), in order."""
@@ -318,6 +317,7 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
             out.append((name, key, value))
         return out
 
+    @mapped
     def commit(self, prepared: list[tuple[Any, Mutation, list]],
                kv_writes: list[tuple[str, bytes, bytes | None]] = ()) -> None:  # type: ignore[assignment]
         """Write prepared segments and raw key-value writes in one atomic batch."""
