@@ -95,8 +95,12 @@ def _fewer_examples_on_hbase(request):
             or current.max_examples <= wanted:
         yield
         return
-    # Hypothesis reads the test function's settings when the test is called (after fixtures)
-    fn._hypothesis_internal_use_settings = settings(current, max_examples=wanted)
+    # Hypothesis reads the test function's settings when the test is called (after fixtures).
+    # No shrinking either: each shrink step re-runs an example on real HBase (a known failure,
+    # hbase_xfail, spent 30 s there); HIBASE_HBASE_SHRINK=1 keeps it for a failure to study.
+    phases = current.phases if os.environ.get("HIBASE_HBASE_SHRINK") else \
+        [p for p in current.phases if p.name not in ("shrink", "explain")]
+    fn._hypothesis_internal_use_settings = settings(current, max_examples=wanted, phases=phases)
     try:
         yield
     finally:

@@ -68,14 +68,15 @@ def test_filters_exact_under_puts_deletes_and_splits(backend, db):
     _exact(db)
     for _ in range(6):
         backend.split("t", b"r%05d" % rng.randrange(1800))
-    for i in range(200):  # and back in, with splits caused by the load
-        t.put(b"s%05d" % i, {b"f:u": b"u%d" % (i % 50), b"f:a": b"1"})
+    with t.batch(batch_size=20) as b:  # and back in, with splits caused by the load
+        for i in range(200):
+            b.put(b"s%05d" % i, {b"f:u": b"u%d" % (i % 50), b"f:a": b"1"})
     _exact(db)
     assert db.verify_index("t", "lu")["ok"]
     # counts per region are exact after deletes: the sum over regions is the global count
+    values = [d.get(b"f:u") for _, d in t.scan()]
     for v in ("u1", "moved3", "u199", "absent"):
-        want = sum(1 for _, d in t.scan() if d.get(b"f:u") == v.encode())
-        assert len(list(t.where(f"f.u = '{v}'"))) == want
+        assert len(list(t.where(f"f.u = '{v}'"))) == values.count(v.encode())
 
 
 def test_point_lookups_visit_only_regions_that_may_hold_the_value(backend, db):
@@ -252,19 +253,23 @@ def test_stacks_repack_or_grow_and_stay_exact(backend, db):
     db.create_index("t", "lu", ["f:u"], local=True)
     router = db.indexer.router
     router.initial_counters = 512  # ~35 values per filter at P = 0.001
-    for i in range(300):
-        t.put(b"a%04d" % i, {b"f:u": b"v%d" % i})
+    # batches of 10: a filter fills (and is repacked or stacked) many times over each phase
+    with t.batch(batch_size=10) as b:
+        for i in range(300):
+            b.put(b"a%04d" % i, {b"f:u": b"v%d" % i})
     st = router.state("t")
     (f,) = st.filters.values()
     assert len(f.filters) == 1 and f.counters > 512 and len(f) == 300
     _exact(db)
     router.repack = False
-    for i in range(300, 900):
-        t.put(b"a%04d" % i, {b"f:u": b"v%d" % i})
+    with t.batch(batch_size=10) as b:
+        for i in range(300, 900):
+            b.put(b"a%04d" % i, {b"f:u": b"v%d" % i})
     (f,) = router.state("t").filters.values()
     assert len(f.filters) > 1 and len(f) == 900
-    for i in range(0, 900, 2):
-        t.delete(b"a%04d" % i)
+    with t.batch(batch_size=10) as b:
+        for i in range(0, 900, 2):
+            b.delete(b"a%04d" % i)
     assert router.check("t")["false_negatives"] == 0
     spec = db.indexer.catalog.get("t", "lu")
     (f,) = router.state("t").filters.values()

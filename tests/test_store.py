@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import hibase
@@ -300,6 +300,10 @@ class Model:
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(op, max_size=40), fold=st.booleans())
+# the difference the [hbase] xfail names, run first on every backend (random examples may miss
+# it): a put written after a delete marker, with a timestamp below the marker's
+@example(ops=[("put", b"a", {b"f:x": b"1"}, 2), ("delete", b"a", None, 5),
+              ("put", b"a", {b"f:x": b"2"}, 3), ("read", b"a")], fold=False)
 def test_store_matches_reference_model(db, monkeypatch, ops, fold):
     monkeypatch.setattr(embedded.reads, "COMPACT_AFTER", 2 if fold else 16)  # where rows fold
     if b"m" not in db.tables():
