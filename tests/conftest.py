@@ -107,15 +107,28 @@ def _fewer_examples_on_hbase(request):
         fn._hypothesis_internal_use_settings = current
 
 
-@pytest.fixture
-def backend(request, tmp_path):
-    """The test's store on the backend of this run (see the module docstring)."""
+def _backend_of(request, tmp_path):
+    """A Backend of the kind request.param names (real HBase: the session's cluster), closed
+    after the test."""
     cluster = request.getfixturevalue("hbase_cluster") if request.param == "hbase" else None
     b = Backend(request.param, tmp_path / "store", cluster=cluster)
     try:
         yield b
     finally:
         b.close()
+
+
+@pytest.fixture
+def backend(request, tmp_path):
+    """The test's store on the backend of this run (see the module docstring)."""
+    yield from _backend_of(request, tmp_path)
+
+
+@pytest.fixture(params=[k for k in KINDS if k != "embedded"])
+def hb(request, tmp_path):
+    """A Backend of each HBase-protocol kind (the gateway; real HBase where that kind exists),
+    for tests of the HBase backend itself (round trips, count cells)."""
+    yield from _backend_of(request, tmp_path)
 
 
 @pytest.fixture

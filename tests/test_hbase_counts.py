@@ -10,22 +10,10 @@ import threading
 import happybase
 import pytest
 
-import backends
 import hibase
-from backends import TIMEOUT_MS, Backend
+from backends import TIMEOUT_MS
 
-HBASE_KINDS = [k for k in backends.KINDS if k != "embedded"]
 VALUES = [b"v%d" % i for i in range(4)]
-
-
-@pytest.fixture(params=HBASE_KINDS)
-def hb(request, tmp_path):
-    cluster = request.getfixturevalue("hbase_cluster") if request.param == "hbase" else None
-    b = Backend(request.param, tmp_path / "store", cluster=cluster)
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 def _client(hb):

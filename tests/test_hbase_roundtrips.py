@@ -11,24 +11,9 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import pytest
-
-import backends
 import hibase
-from backends import Backend
 
-HBASE_KINDS = [k for k in backends.KINDS if k != "embedded"]
 LEASE = "&catalog_lease_ms=60000"
-
-
-@pytest.fixture(params=HBASE_KINDS)
-def hb(request, tmp_path):
-    cluster = request.getfixturevalue("hbase_cluster") if request.param == "hbase" else None
-    b = Backend(request.param, tmp_path / "store", cluster=cluster)
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 def _connect(hb, lease=LEASE, **options):
