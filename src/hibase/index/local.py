@@ -123,10 +123,11 @@ def entry_writes(store, changes: Iterable, events: list | None = None) -> list:
     for val, items in by_val.items():
         # counts are written as deltas (no lost update across clients); the counts before are
         # read only to tell the routing filters which values enter or leave a region
-        current = store.kv_get(val, [k for k, _ in items]) if events is not None else ()
-        for (key, (delta, table, rid, vkey)) in items:
-            writes.append((val, key, CountDelta(delta)))
-        for (key, (delta, table, rid, vkey)), raw in zip(items, current):
+        writes += [(val, key, CountDelta(d[0])) for key, d in items]
+        if events is None:
+            continue
+        for (key, (delta, table, rid, vkey)), raw in zip(
+                items, store.kv_get(val, [k for k, _ in items])):
             before = decode_count(raw) if raw else 0
             if (before > 0) != (before + delta > 0):
                 events.append((table, rid, vkey[:2], vkey, 1 if before + delta > 0 else -1))

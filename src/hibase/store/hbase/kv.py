@@ -16,7 +16,6 @@ client adding to the same count at once); an outright count n puts n minus the o
 from __future__ import annotations
 
 import os
-import struct
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Iterator
@@ -42,7 +41,6 @@ _INDEX_KV, _LOCAL_KV = "__idx__", "__lidx__"
 _COUNT_KV = {"__val__": _INDEX_KV, "__lval__": _LOCAL_KV}
 # counts this store remembers for its own cell before it starts a new one (a new writer)
 _REMEMBERED = 100_000
-_CELL = struct.Struct(">q")
 
 
 def is_index(name: str) -> bool:
@@ -84,7 +82,7 @@ def _encoded(n: int) -> bytes | None:
 
 def _count_of(cells: dict[bytes, tuple[int, bytes]], but: bytes | None = None) -> int:
     """The sum of a count row's cells (leaving out column `but`)."""
-    return sum(_CELL.unpack(v)[0] for c, (_, v) in cells.items()
+    return sum(decode_count(v) for c, (_, v) in cells.items()
                if c != but and c.startswith(_COUNT_FAM + b":"))
 
 
@@ -136,11 +134,10 @@ class HBaseKeyValueTables:
             self._check_writable()
             if name in self._kv:
                 return
-            home = _count_home(name)
-            families = {b"v": 1, _COUNT_FAM: 1} if home is not None or is_index(name) \
-                else {b"v": 1}
+            counted = _count_home(name) is not None or is_index(name)  # family c: counts
+            families = {b"v": 1, _COUNT_FAM: 1} if counted else {b"v": 1}
             try:
-                self._create_hbase_table(KV_PREFIX + (home or name), families)
+                self._create_hbase_table(_kv_hbase(name), families)
             except errors.TableExists:
                 pass
             self._meta_put(b"kv/" + name.encode(), b"")
@@ -159,7 +156,7 @@ class HBaseKeyValueTables:
                     except errors.TableNotFound:
                         pass  # another client dropped the index table
             else:
-                self._drop_hbase_table(KV_PREFIX + name)
+                self._drop_hbase_table(_kv_hbase(name))
             self._new_writer()
             self._meta_put(b"kv/" + name.encode(), None)
             self._kv.discard(name)
@@ -195,8 +192,9 @@ class HBaseKeyValueTables:
             others = self._others_share(outright) if outright else {}
         rows: dict[str, dict[bytes, dict[bytes, Any]]] = {}
         now: dict[tuple[str, bytes], int] = {}
-        for name, key, value in writes:
+        for name in {name for name, _, _ in writes}:
             self._kv_check(name)
+        for name, key, value in writes:
             if _count_home(name) is None:
                 col = _KV_COL
                 m = T.Mutation(column=col, isDelete=True) if value is None else \
@@ -208,7 +206,7 @@ class HBaseKeyValueTables:
                 else:
                     n = (0 if value is None else decode_count(value)) - others[item]
                 now[item] = n
-                m = T.Mutation(column=col, value=_CELL.pack(n), isDelete=False)
+                m = T.Mutation(column=col, value=encode_count(n), isDelete=False)
             # one key once per call (HBase applies a mutateRows' puts before its deletes):
             # the last write of a cell wins
             rows.setdefault(_kv_hbase(name), {}).setdefault(key, {})[col] = m
@@ -283,7 +281,7 @@ class HBaseKeyValueTables:
             with _count_family():
                 got = self._get_raw(_kv_hbase(name), list(keys), [_COUNT_FAM])
             return [_encoded(_count_of(cells)) for cells in got]
-        got = self._get_raw(KV_PREFIX + name, list(keys), [_KV_COL])
+        got = self._get_raw(_kv_hbase(name), list(keys), [_KV_COL])
         values = [cells[_KV_COL][1] if _KV_COL in cells else None for cells in got]
         if not is_index(name):
             return values
@@ -303,7 +301,7 @@ class HBaseKeyValueTables:
             if _count_home(name) is not None:
                 self._clear_counts(name, start or None, stop)
                 return
-            keys = [k for k, _ in self._scan_raw(KV_PREFIX + name, start or None, stop,
+            keys = [k for k, _ in self._scan_raw(_kv_hbase(name), start or None, stop,
                                                  [_KV_COL])]
             self._kv_write([(name, k, None) for k in keys])
 
@@ -329,9 +327,9 @@ class HBaseKeyValueTables:
         if counts:
             with _count_family():
                 for key, cells in it:
-                    n = _count_of(cells)
-                    if n > 0:
-                        yield key, encode_count(n)
+                    raw = _encoded(_count_of(cells))
+                    if raw is not None:
+                        yield key, raw
             return
         index = is_index(name)
         chunk: list = []
