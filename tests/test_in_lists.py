@@ -23,7 +23,7 @@ def _sqlglot_in(text: str) -> In:
     saved = parse.BIG_IN
     parse.BIG_IN = 10 ** 9
     try:
-        return parse.parse_condition.__wrapped__(text)
+        return parse.parse_where.__wrapped__(text)[0]
     finally:
         parse.BIG_IN = saved
 

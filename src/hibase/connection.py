@@ -22,7 +22,8 @@ def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bo
             table_prefix: str | None = None, table_prefix_separator: str = "_",
             cache: str | None = DEFAULT_CACHE, cache_policy: str | None = DEFAULT_POLICY,
             cache_capacity: int | None = None, hotscore_alpha: float | None = None,
-            count_period: int | None = None, **options: Any) -> "Connection":
+            count_period: int | None = None, max_statement: int = engine.MAX_STATEMENT,
+            **options: Any) -> "Connection":
     """Open (creating if missing) the store at `path`: a folder for the embedded store, or
     "thrift://host:9090[?transport=framed&protocol=compact&timeout=ms&pool_size=n&retries=n
     &catalog_lease_ms=n&thrift2_port=n]" for HBase through its Thrift1 gateway
@@ -41,7 +42,9 @@ def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bo
     `create` (default True) makes a missing embedded store, else BackendUnavailable; `read_only`
     opens alongside a writer and refuses writes; `sync` fsyncs every write (power loss, not
     only a killed process); `table_prefix` + `table_prefix_separator` name tables as
-    happybase does ("app" + "_" + name). Unknown options raise InvalidArgument."""
+    happybase does ("app" + "_" + name); `max_statement` is the longest SQL statement or
+    condition accepted, in UTF-8 bytes (default 1 MiB; a longer one is a QuerySyntaxError
+    before parsing). Unknown options raise InvalidArgument."""
     if not isinstance(path, str) or not path:
         raise errors.InvalidArgument("connect() needs a store path such as 'data/'")
     thrift = path.startswith("thrift://")
@@ -52,6 +55,9 @@ def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bo
             "or thrift://host:9090 for HBase")
     if options:
         raise errors.InvalidArgument(f"unknown connect() option(s): {sorted(options)}")
+    if not isinstance(max_statement, int) or isinstance(max_statement, bool) \
+            or max_statement < 1:
+        raise errors.InvalidArgument("max_statement must be a positive int (bytes)")
     hot = open_cache(cache, cache_policy, cache_capacity, hotscore_alpha, count_period)
     try:
         store = open_store(path, create=create, read_only=read_only, sync=sync)
@@ -59,8 +65,10 @@ def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bo
         if hot is not None:
             hot.close()
         raise
-    return Connection(store, table_prefix=table_prefix,
-                      table_prefix_separator=table_prefix_separator, cache=hot)
+    db = Connection(store, table_prefix=table_prefix,
+                    table_prefix_separator=table_prefix_separator, cache=hot)
+    db.max_statement = max_statement
+    return db
 
 
 def _name(name: str | bytes) -> str:
@@ -84,6 +92,7 @@ class Connection:
         self.table_prefix = table_prefix
         self.table_prefix_separator = table_prefix_separator
         self._statements: dict[str, Select] = {}  # sql() text -> parsed query (immutable)
+        self.max_statement = engine.MAX_STATEMENT  # longest statement accepted (UTF-8 bytes)
 
     # -- happybase.Connection ----------------------------------------------------------------
     def _full(self, name: str | bytes, use_prefix: bool = True) -> str:
@@ -275,6 +284,7 @@ class Connection:
                                          "range_method= by name")
         select = self._statements.get(statement)
         if select is None:  # parsed once per text, its table name resolved once
+            engine.check_size(statement, self.max_statement)
             select = engine.parse_select(statement)
             select = select.with_(table=self._full(select.table))
             if len(self._statements) >= 1024:

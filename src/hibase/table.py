@@ -218,11 +218,13 @@ class Table:
         if not isinstance(condition, str):
             raise errors.InvalidArgument("where() takes the condition as a str")
         self._enabled_schema()
-        if limit is not None and (not isinstance(limit, int) or limit < 1):
-            raise errors.InvalidArgument("'limit' must be an int >= 1")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
+                                  or limit < 0):
+            raise errors.InvalidArgument("'limit' must be an int >= 0")
         cols = None if columns is None else tuple(self._columns(columns))  # type: ignore[arg-type]
-        node = engine.parse_condition(condition) if condition.strip() else None
-        return engine.bind(Select(self._name, cols, node, limit), params)
+        engine.check_size(condition, self.connection.max_statement)
+        node, casts = engine.parse_where(condition) if condition.strip() else (None, ())
+        return engine.bind(Select(self._name, cols, node, limit, casts=casts), params)
 
     # -- writes ------------------------------------------------------------------------------
     def put(self, row: bytes, data: Mapping[bytes, bytes], timestamp: int | None = None,

@@ -360,6 +360,7 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
     if explain and not _EXPLAIN.match(statement):
         statement = "EXPLAIN " + statement
     bound = _cli_params(params, named)
+    engine.check_size(statement, db.max_statement)
     select = engine.parse_select(statement)
     if select.explain:
         click.echo(db.sql(statement, bound, range_method=range_method, full_scan=full_scan))

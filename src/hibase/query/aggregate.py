@@ -32,11 +32,12 @@ from .. import codec
 from ..errors import QueryPlanError
 from ..index import KeyRange, index_table, null_range, walk_values
 from .ast import (
-    ROWKEY, Agg, And, Column, HavingCompare, IsNull, Not, Or, OrderItem, Select,
+    ROWKEY, SQL_TYPE_NAMES, Agg, And, Column, HavingCompare, IsNull, Not, Or, OrderItem, Select,
 )
+from .columns import statement_types, usable_specs
 from .evaluate import cell_value, matches_dnf, three_valued
 from .execute import execute
-from .normalize import coerce_literal
+from .normalize import coerce_literal, untyped_use
 from .plan import IndexLookup, Plan
 
 __all__ = ["run", "explain"]
@@ -86,18 +87,48 @@ def _columns_of(exprs: Iterable) -> list[bytes]:
     return cols
 
 
+def _check_typed(select: Select, types) -> None:
+    """Refuse what would order or add up an undeclared column's bytes (b"996" > b"1000"):
+    SUM / AVG of a non-numeric column, MIN / MAX / ORDER BY of an undeclared one, a HAVING
+    comparison of one with a number. CAST gives such a column a type."""
+    for e in _exprs(select):
+        if not isinstance(e, Agg) or e.column is None:
+            continue
+        t = types.get(e.column.name)
+        if e.func in ("SUM", "AVG") and (e.column.is_rowkey or t is None
+                                         or t.name not in _NUMERIC):
+            what = "undeclared" if t is None else SQL_TYPE_NAMES[t.name]
+            raise QueryPlanError(f"{e.func} needs a numeric column; {e.column} is {what}"
+                                 + ("" if t is not None else
+                                    f": write {e.func}(CAST({_sql(e.column)} AS DOUBLE))"))
+        if e.func in ("MIN", "MAX") and t is None and not e.column.is_rowkey:
+            raise untyped_use(e.column, e.func)
+    for o in select.order_by:
+        col = o.expr if isinstance(o.expr, Column) else None
+        if col is not None and not col.is_rowkey and types.get(col.name) is None:
+            raise untyped_use(col, "ORDER BY")
+    stack = [select.having]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (And, Or)):
+            stack.extend(n.items)
+        elif isinstance(n, Not):
+            stack.append(n.item)
+        elif isinstance(n, HavingCompare) and isinstance(n.expr, Column):
+            coerce_literal(n.expr, n.value, types)  # raises for a number on an undeclared column
+
+
+def _sql(column: Column) -> str:
+    return str(column).replace(":", ".", 1)
+
+
 def _prepare(select: Select, store, indexer, range_method: str, full_scan: bool) -> _Shaped:
     from .engine import prepare  # engine dispatches here: import at call time
 
-    types = store.schema(select.table).columns
+    types = statement_types(select.casts, store.schema(select.table).columns)
+    _check_typed(select, types)
     if select.aggregate:
         exprs = _exprs(select)
-        for e in exprs:
-            if isinstance(e, Agg) and e.func in ("SUM", "AVG") and e.column is not None:
-                t = types.get(e.column.name)
-                if e.column.is_rowkey or t is None or t.name not in _NUMERIC:
-                    raise QueryPlanError(f"{e.func} needs a column declared numeric; "
-                                         f"{e.column} is {t.name if t else 'undeclared'}")
         for o in select.order_by:
             if isinstance(o.expr, Column) and o.expr not in _group_cols(select):
                 raise QueryPlanError(f"ORDER BY {o.expr} must be a GROUP BY column or an "
@@ -116,7 +147,8 @@ def _prepare(select: Select, store, indexer, range_method: str, full_scan: bool)
     base, conjuncts = prepare(base_select, store, indexer, range_method, full_scan)
     if full_scan:
         return _Shaped(select, "stream", base, conjuncts)
-    specs = [s for s in indexer.ready(select.table) if not s.local]
+    specs = [s for s in usable_specs(indexer.ready(select.table), select.casts, types)
+             if not s.local]
     if select.aggregate:
         shaped = _index_ends(select, specs) or _value_table(select, base, conjuncts, specs)
     else:
@@ -239,11 +271,12 @@ def _index_walk(select: Select, base: Plan, conjuncts, specs) -> _Shaped | None:
 def run(select: Select, store, indexer, range_method: str = "auto", full_scan: bool = False
         ) -> list:
     shaped = _prepare(select, store, indexer, range_method, full_scan)
-    types = store.schema(select.table).columns
+    types = statement_types(select.casts, store.schema(select.table).columns)
     if not select.aggregate:
         return _ordered_rows(shaped, store, indexer, types)
     if shaped.how == "value-table" and shaped.count is not None:
-        return [(shaped.count,) * len(select.items or ())]
+        one = [(shaped.count,) * len(select.items or ())]
+        return one[select.offset or 0:][:select.limit]
     if shaped.how == "value-table":
         rows = _value_rows(store, shaped)
     elif shaped.how == "index-ends":

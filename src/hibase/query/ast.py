@@ -14,11 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
+from ..codec import ColumnType
+
 __all__ = [
     "ROWKEY", "Value", "Column", "Compare", "Between", "In", "Like", "NotLike", "IsNull",
     "IsNotNull", "And", "Or", "Not", "TrueNode", "FalseNode", "TRUE", "FALSE", "Atom", "Node",
     "Select", "COMPARE_OPS", "NEGATED_OP", "FLIPPED_OP", "format_value",
-    "Agg", "OrderItem", "HavingCompare", "Param", "AGG_FUNCS",
+    "Agg", "OrderItem", "HavingCompare", "Param", "AGG_FUNCS", "SQL_TYPE_NAMES", "Casts",
 ]
 
 ROWKEY = b"ROWKEY"
@@ -33,12 +35,29 @@ FLIPPED_OP = {"=": "=", "<>": "<>", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
 """v op c <=> c FLIPPED_OP[op] v."""
 
 
+SQL_TYPE_NAMES = {"byte": "TINYINT", "short": "SMALLINT", "int": "INTEGER", "long": "BIGINT",
+                  "float": "FLOAT", "double": "DOUBLE", "string": "VARCHAR", "char": "CHAR",
+                  "bytes": "VARBINARY"}
+"""hibase's column type names as Phoenix spells them in SQL (CAST, messages)."""
+
+Casts = tuple[tuple[bytes, ColumnType], ...]
+"""A statement's ``CAST(column AS type)``s: (column name, type) pairs, one per column."""
+
+
 def format_value(v: Value) -> str:
-    """A literal as SQL-ish text: 'it''s' for str, b'..' for bytes, repr for numbers."""
+    """A literal as SQL text: 'it''s' for str, X'00ff' for bytes, the number for numbers."""
     if isinstance(v, Param):
         return str(v)
     if isinstance(v, str):
         return "'" + v.replace("'", "''") + "'"
+    if isinstance(v, (bytes, bytearray)):  # text shown as text, other bytes as hex
+        try:
+            text = bytes(v).decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None and text.isprintable():
+            return format_value(text)
+        return "X'" + bytes(v).hex().upper() + "'"
     return repr(v)
 
 
@@ -267,6 +286,7 @@ class Select:
     order_by: tuple[OrderItem, ...] = ()
     offset: int | None = None
     distinct: bool = False
+    casts: Casts = ()  # CAST(column AS type): the column read as that type in the whole statement
 
     def with_(self, **changes: object) -> "Select":
         """A copy with some fields changed (dataclasses.replace without its per-call field
@@ -274,7 +294,7 @@ class Select:
         d = {"table": self.table, "columns": self.columns, "where": self.where,
              "limit": self.limit, "explain": self.explain, "items": self.items,
              "group_by": self.group_by, "having": self.having, "order_by": self.order_by,
-             "offset": self.offset, "distinct": self.distinct}
+             "offset": self.offset, "distinct": self.distinct, "casts": self.casts}
         d.update(changes)
         return Select(**d)  # type: ignore[arg-type]
 
@@ -303,4 +323,7 @@ class Select:
             s += f" LIMIT {self.limit}"
         if self.offset is not None:
             s += f" OFFSET {self.offset}"
+        if self.casts:
+            s += " -- " + ", ".join(f"CAST({c.decode('utf-8', 'backslashreplace')} AS "
+                                    f"{SQL_TYPE_NAMES[t.name]})" for c, t in self.casts)
         return "EXPLAIN " + s if self.explain else s

@@ -7,14 +7,16 @@ from typing import Any, Iterator
 
 from .. import errors
 from .ast import ROWKEY, Select
+from .columns import statement_types, usable_specs
 from .evaluate import referenced_columns
 from .execute import execute
 from .normalize import normalize, typed
 from .params import bind
-from .parse import parse_condition, parse_select
+from .parse import MAX_STATEMENT, check_size, parse_condition, parse_select, parse_where
 from .plan import Plan, plan_query
 
-__all__ = ["parse_select", "parse_condition", "prepare", "run", "run_select", "explain", "bind"]
+__all__ = ["parse_select", "parse_condition", "parse_where", "check_size", "MAX_STATEMENT",
+           "prepare", "run", "run_select", "explain", "bind", "types_of"]
 
 RANGE_METHODS = ("auto", "scan", "walk")
 
@@ -38,6 +40,11 @@ def _normalized(where: Any, types: tuple) -> tuple[Any, list]:
     return typed_where, normalize(typed_where, dict(types))
 
 
+def types_of(select: Select, store) -> Any:
+    """The column types ``select`` reads with: declared, overridden by its CASTs."""
+    return statement_types(select.casts, store.schema(select.table).columns)
+
+
 def prepare(select: Select, store, indexer, range_method: str = "auto",
             full_scan: bool = False) -> tuple[Plan, Any]:
     """Validate and plan a query; returns (plan, normalized conjuncts or None).
@@ -47,7 +54,8 @@ def prepare(select: Select, store, indexer, range_method: str = "auto",
     if range_method not in RANGE_METHODS:
         raise errors.InvalidArgument(f"range_method must be one of {RANGE_METHODS}")
     schema = store.schema(select.table)
-    types = schema.columns
+    types = statement_types(select.casts, schema.columns)
+    _check_columns(schema, [c for c, _ in select.casts])
     if select.columns is not None:
         _check_columns(schema, select.columns)
     conjuncts = None
@@ -59,7 +67,8 @@ def prepare(select: Select, store, indexer, range_method: str = "auto",
         plan = Plan(select, [], list(select.columns) if select.columns is not None else None,
                     full_scan=True, where=where, notes=["full scan forced (full_scan=True)"])
         return plan, conjuncts
-    plan = plan_query(select, conjuncts, store, types, indexer.ready(select.table),
+    specs = usable_specs(indexer.ready(select.table), select.casts, types)
+    plan = plan_query(select, conjuncts, store, types, specs,
                       range_method, where, cached=indexer.cache is not None,
                       router=indexer.router)
     return plan, conjuncts
@@ -68,7 +77,7 @@ def prepare(select: Select, store, indexer, range_method: str = "auto",
 def run(select: Select, store, indexer, range_method: str = "auto", full_scan: bool = False
         ) -> Iterator[tuple[bytes, dict]]:
     plan, conjuncts = prepare(select, store, indexer, range_method, full_scan)
-    return execute(plan, indexer, store.schema(select.table).columns, conjuncts)
+    return execute(plan, indexer, types_of(select, store), conjuncts)
 
 
 def _shaped(select: Select) -> bool:

@@ -4,6 +4,7 @@ the residual predicates, then the union of conjuncts without duplicates."""
 from __future__ import annotations
 
 import threading
+from itertools import islice
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator
 
@@ -157,23 +158,21 @@ def execute(plan: Plan, indexer, types, conjuncts=None) -> Iterator[tuple[bytes,
         yield from full_scan(plan, indexer.store, types, conjuncts, limit)
         return
     if len(plan.steps) == 1:
-        n = 0
-        seen: set[bytes] = set()
-        for row, data in _run_step(indexer, table, plan, plan.steps[0], types):
-            if row in seen:  # IN lists on several ranges can meet one row once each
-                continue
-            seen.add(row)
-            yield row, data
-            n += 1
-            if limit is not None and n >= limit:
-                return
+        yield from islice(_unique(_run_step(indexer, table, plan, plan.steps[0], types)), limit)
         return
     found: dict[bytes, dict] = {}
     for step in plan.steps:
         for row, data in _run_step(indexer, table, plan, step, types):
             found.setdefault(row, data)
-    for i, row in enumerate(sorted(found)):
-        if limit is not None and i >= limit:
-            return
+    for row in islice(sorted(found), limit):
         yield row, found[row]
+
+
+def _unique(rows: Iterator[tuple[bytes, dict]]) -> Iterator[tuple[bytes, dict]]:
+    """Each row once: IN lists on several ranges can meet one row once each."""
+    seen: set[bytes] = set()
+    for row, data in rows:
+        if row not in seen:
+            seen.add(row)
+            yield row, data
 

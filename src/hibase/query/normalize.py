@@ -14,12 +14,13 @@ from ..codec import ColumnType, value_from_literal
 from ..errors import QueryPlanError, ValueTypeError
 from .ast import (
     FALSE, NEGATED_OP, TRUE, And, Atom, Between, Column, Compare, FalseNode, In, IsNotNull,
-    IsNull, Like, Node, Not, NotLike, Or, TrueNode, Value,
+    IsNull, Like, Node, Not, NotLike, Or, TrueNode, Value, format_value,
 )
 
 __all__ = [
     "MAX_CONJUNCTS", "Conjunct", "Rule", "RULES", "normalize", "conjuncts", "typed",
     "coerce_literal", "coerce_literals", "coerce_prefix", "desugar_between", "push_not_down", "to_dnf", "simplify",
+    "untyped_use",
 ]
 
 MAX_CONJUNCTS = 256
@@ -45,17 +46,32 @@ def _coerce(t: ColumnType | None, value: Value) -> Value:
         return value
     if isinstance(value, str):
         return value.encode("utf-8")
-    if isinstance(value, int) and not isinstance(value, bool):
-        return b"%d" % value
-    if isinstance(value, float):
-        return repr(value).encode("ascii")
     raise ValueTypeError(f"cannot compare {value!r} with a byte-string column")
+
+
+def untyped_use(column: Column, what: str) -> QueryPlanError:
+    """The error for a use of an undeclared column (or the rowkey) that needs a type: its bytes
+    would be compared as bytes, and b"996" > b"1000"."""
+    if column.is_rowkey:
+        return QueryPlanError(f"ROWKEY is bytes: {what} would compare bytes; compare it with a "
+                              "'string' or X'..' literal")
+    sql = str(column).replace(":", ".", 1)
+    return QueryPlanError(
+        f"column {column} has no declared type, so {what} would compare its bytes, not its "
+        f"values; declare its type (hibase alter-table DIR TABLE -c {column}=long, or "
+        f"db.declare_columns(table, {{'{column}': 'long'}})) or write CAST({sql} AS BIGINT) "
+        "(or DOUBLE, VARCHAR, ...)")
 
 
 def coerce_literal(column: Column, value: Value, schema_types: SchemaTypes | None) -> Value:
     """The literal as the column's value type (codec.value_from_literal); for the rowkey and for
-    undeclared columns, bytes: str as UTF-8, int as decimal text, float as repr text."""
-    return _coerce(_column_type(column, schema_types), value)
+    undeclared columns, a str literal as its UTF-8 bytes and a bytes literal as it is: what the
+    user's literal says the column holds (text or bytes). A number has no such reading (b"996"
+    sorts after b"1000"): QueryPlanError, naming the fixes."""
+    t = _column_type(column, schema_types)
+    if t is None and not isinstance(value, (str, bytes)):
+        raise untyped_use(column, f"a comparison with {format_value(value)}")
+    return _coerce(t, value)
 
 
 def coerce_literals(column: Column, values: tuple[Value, ...],
@@ -64,7 +80,11 @@ def coerce_literals(column: Column, values: tuple[Value, ...],
     literals are already the column's value kind (ints or floats for an integer column, str
     for string/char) is returned as it is, since coercing them changes nothing."""
     t = _column_type(column, schema_types)
-    if t is not None and values:
+    if t is None:
+        for v in values:
+            if not isinstance(v, (str, bytes)):
+                raise untyped_use(column, f"IN with {format_value(v)}")
+    elif values:
         kinds = set(map(type, values))
         if kinds <= _SAME_KIND.get(t.name, frozenset()):
             return tuple(values)

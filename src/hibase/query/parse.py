@@ -13,16 +13,22 @@ import re
 from typing import Any, NoReturn
 
 import sqlglot
-from sqlglot import exp
+from sqlglot import exp, tokens
 from sqlglot.errors import ParseError, TokenError
 
+from ..codec import ColumnType
 from ..errors import QueryPlanError, QuerySyntaxError
 from .ast import (
-    FALSE, FLIPPED_OP, ROWKEY, TRUE, Agg, And, Between, Column, Compare, HavingCompare, In,
-    IsNotNull, IsNull, Like, Node, Not, Or, OrderItem, Param, Select, Value,
+    FALSE, FLIPPED_OP, ROWKEY, SQL_TYPE_NAMES, TRUE, Agg, And, Between, Casts, Column, Compare,
+    HavingCompare, In, IsNotNull, IsNull, Like, Node, Not, Or, OrderItem, Param, Select, Value,
 )
 
-__all__ = ["parse_select", "parse_condition"]
+__all__ = ["parse_select", "parse_condition", "parse_where", "check_size", "MAX_STATEMENT"]
+
+MAX_STATEMENT = 1 << 20
+"""Default longest statement, in UTF-8 bytes (``connect(..., max_statement=...)`` sets another):
+sqlglot holds a statement's tokens and tree in memory many times its size (a 10 MB literal
+peaked at 2.4 GB), so a longer one is refused before any parsing."""
 
 _EXPLAIN = re.compile(r"\s*EXPLAIN\b\s*", re.IGNORECASE)
 # Limits checked by _precheck before sqlglot and _condition recurse: a level of parentheses costs
@@ -37,12 +43,21 @@ MAX_TERMS = 512    # AND / OR operands in one condition
 _STRUCTURE = re.compile(r"[()]|[nao](?:ot|nd|r)\b")
 _EXPONENT_DIGITS = re.compile(r"[+-]?\d")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_EMPTY_AGG = re.compile(r"(?<![\w.])(COUNT|SUM|MIN|MAX|AVG)\s*\(\s*\)", re.IGNORECASE)
 _COMPARE = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _SELECT_ARGS = {"expressions", "from", "from_", "where", "limit", "hint", "group", "having",
                 "order", "offset", "distinct"}
 _CLAUSE_NAMES = {"joins": "JOIN", "group": "GROUP BY", "having": "HAVING", "order": "ORDER BY",
                  "offset": "OFFSET", "distinct": "DISTINCT", "with": "WITH", "with_": "WITH",
                  "qualify": "QUALIFY", "windows": "WINDOW", "laterals": "LATERAL"}
+
+
+def check_size(sql: str, limit: int = MAX_STATEMENT) -> None:
+    """Refuse a statement longer than ``limit`` UTF-8 bytes (QuerySyntaxError at the limit)."""
+    if len(sql) * 4 > limit and len(sql.encode("utf-8", "surrogatepass")) > limit:
+        raise QuerySyntaxError(f"statement too long ({len(sql.encode('utf-8', 'surrogatepass')):,} "
+                               f"bytes; the limit is {limit:,}: connect(..., max_statement=N) "
+                               "raises it)", limit)
 
 
 # Parsing with sqlglot costs ~100-300 µs, more than an indexed lookup; statements repeat (like
@@ -76,18 +91,28 @@ def parse_select(sql: str) -> Select:
         where=_condition(where.this, offset) if where is not None else None,
         limit=_limit(tree.args.get("limit"), offset),
         explain=m is not None,
+        casts=_casts(tree, offset),
         **extra,
     )
 
 
-@functools.lru_cache(maxsize=4096)
 def parse_condition(text: str) -> Node:
-    """Parse a WHERE condition alone, e.g. ``"f.dest = 'IAH' AND f.delay > 10"``."""
+    """Parse a WHERE condition alone, e.g. ``"f.dest = 'IAH' AND f.delay > 10"``; one with a
+    CAST is refused here (``parse_where`` returns its casts too)."""
+    node, casts = parse_where(text)
+    if casts:
+        raise QueryPlanError("CAST needs the statement's casts: use parse_where")
+    return node
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_where(text: str) -> tuple[Node, Casts]:
+    """A WHERE condition alone and its ``CAST(column AS type)``s (see ``Select.casts``)."""
     tree = _parse(text, 0)
     if isinstance(tree, exp.Query):
         _unsupported("expected a condition, not a statement", tree, 0)
     _number_placeholders(tree)
-    return _condition(tree, 0)
+    return _condition(tree, 0), _casts(tree, 0)
 
 
 # -- sqlglot plumbing ------------------------------------------------------------------------
@@ -227,6 +252,12 @@ def _parse(sql: str, offset: int) -> exp.Expression:
     if bad:  # not text: would fail to encode as UTF-8 later
         raise QuerySyntaxError("lone surrogate character (not valid text)", bad.start() + offset)
     sql, lists = _literal_lists(sql)
+    empty = _EMPTY_AGG.search(_mask_quotes(sql))
+    if empty:  # COUNT(): sqlglot accepts it and keeps no position for it
+        name = empty.group(1).upper()
+        raise QuerySyntaxError(f"{name}() needs an argument: {name}(column)"
+                               + (" or COUNT(*)" if name == "COUNT" else ""),
+                               empty.start() + offset)
     _precheck(sql, offset)
     tree = _parse_sqlglot(sql, offset)
     for node in tree.find_all(exp.In) if lists else ():
@@ -237,9 +268,17 @@ def _parse(sql: str, offset: int) -> exp.Expression:
     return tree
 
 
+class _Dialect(sqlglot.Dialect):
+    """sqlglot's default dialect with Phoenix's binary literals, ``X'00ff'``."""
+
+    class Tokenizer(tokens.Tokenizer):
+        HEX_STRINGS = [("x'", "'"), ("X'", "'")]
+
+
 def _parse_sqlglot(sql: str, offset: int) -> exp.Expression:
     try:
-        trees = [t for t in sqlglot.parse(sql, error_message_context=len(sql) + 1) if t is not None]
+        trees = [t for t in sqlglot.parse(sql, read=_Dialect, error_message_context=len(sql) + 1)
+                 if t is not None]
     except ParseError as e:
         err = e.errors[0] if e.errors else {}
         pos = len(err["start_context"]) if "start_context" in err else None
@@ -357,9 +396,12 @@ def _limit(node: exp.Expression | None, offset: int) -> int | None:
 
 
 def _column(node: exp.Expression, offset: int) -> Column:
-    """``f.q`` -> b"f:q"; ``"f:q"`` -> b"f:q"; ``ROWKEY`` (any case) -> the rowkey."""
+    """``f.q`` -> b"f:q"; ``"f:q"`` -> b"f:q"; ``ROWKEY`` (any case) -> the rowkey;
+    ``CAST(f.q AS type)`` -> b"f:q" too (its type is the statement's, see _casts)."""
     while isinstance(node, exp.Paren):
         node = node.this
+    if isinstance(node, exp.Cast):
+        return _cast(node, offset)[0]
     if not isinstance(node, exp.Column):
         if isinstance(node, exp.Alias):
             _unsupported("column aliases (AS) are not supported", node, offset)
@@ -388,6 +430,12 @@ def _literal(node: exp.Expression) -> Value | None:
         node = node.this
     if isinstance(node, exp.Placeholder):
         return node.meta["hibase_param"]
+    if isinstance(node, exp.HexString):  # X'00ff': raw bytes
+        digits = node.this
+        if len(digits) % 2 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+            raise QuerySyntaxError(f"X'{digits}' needs an even number of hex digits",
+                                   node.meta.get("start"))
+        return bytes.fromhex(digits)
     if isinstance(node, exp.Neg):
         v = _literal(node.this)
         if isinstance(v, Param):
@@ -408,6 +456,46 @@ def _literal(node: exp.Expression) -> Value | None:
         raise QuerySyntaxError(f"malformed number {text!r}") from None
 
 
+# Phoenix's type names (as sqlglot reads them) -> hibase's column types
+_CAST_TYPES = {
+    "TINYINT": "byte", "SMALLINT": "short", "INT": "int", "BIGINT": "long", "FLOAT": "float",
+    "DOUBLE": "double", "VARCHAR": "string", "NVARCHAR": "string", "TEXT": "string",
+    "CHAR": "string", "NCHAR": "string", "VARBINARY": "bytes", "BINARY": "bytes",
+}
+
+
+def _cast(node: exp.Cast, offset: int) -> tuple[Column, ColumnType]:
+    """``CAST(column AS type)``: the column and its type for this statement."""
+    inner = node.this
+    while isinstance(inner, exp.Paren):
+        inner = inner.this
+    if not isinstance(inner, exp.Column):
+        _unsupported(f"CAST takes a column, not {inner.sql()!r}", node, offset)
+    column = _column(inner, offset)
+    if column.is_rowkey:
+        _unsupported("ROWKEY is bytes and cannot be CAST; compare it with a 'string' or X'..'",
+                     node, offset)
+    to = node.args.get("to")
+    name = _CAST_TYPES.get(to.this.name) if isinstance(to, exp.DataType) else None
+    if name is None:
+        known = ", ".join(dict.fromkeys(SQL_TYPE_NAMES.values()))
+        _unsupported(f"CAST to {to.sql() if to is not None else '?'} is not supported "
+                     f"(types: {known})", node, offset)
+    return column, ColumnType(name)
+
+
+def _casts(tree: exp.Expression, offset: int) -> Casts:
+    """Every ``CAST(column AS type)`` of a statement: the column is read as that type wherever
+    the statement names it. Two types for one column are refused."""
+    found: dict[bytes, ColumnType] = {}
+    for node in tree.find_all(exp.Cast):
+        column, t = _cast(node, offset)
+        if found.setdefault(column.name, t) != t:
+            _unsupported(f"{column} is CAST to both {SQL_TYPE_NAMES[found[column.name].name]} "
+                         f"and {SQL_TYPE_NAMES[t.name]}; use one type per statement", node, offset)
+    return tuple(found.items())
+
+
 def _value(node: exp.Expression, offset: int, parent: exp.Expression) -> Value:
     """A literal operand of ``parent`` (which gives the error position when ``node`` has none)."""
     v = _literal(node)
@@ -420,7 +508,8 @@ def _value(node: exp.Expression, offset: int, parent: exp.Expression) -> Value:
 
 
 def _is_column(node: exp.Expression) -> bool:
-    while isinstance(node, exp.Paren):
+    """A column, or a CAST of one."""
+    while isinstance(node, (exp.Paren, exp.Cast)):
         node = node.this
     return isinstance(node, exp.Column)
 
@@ -572,6 +661,11 @@ def _agg(node: exp.Expression, offset: int) -> Agg:
         _unsupported(f"aggregate {node.sql()!r} is not supported "
                      "(COUNT, SUM, MIN, MAX, AVG are)", node, offset)
     arg = node.this
+    if arg is None:  # COUNT(): sqlglot accepts it
+        _syntax(f"{name}() needs an argument: {name}(column)"
+                + (" or COUNT(*)" if name == "COUNT" else ""), node, offset)
+    if node.expressions:
+        _syntax(f"{name} takes one argument, not {1 + len(node.expressions)}", node, offset)
     distinct = isinstance(arg, exp.Distinct)
     if distinct:
         if len(arg.expressions) != 1:
@@ -581,8 +675,6 @@ def _agg(node: exp.Expression, offset: int) -> Agg:
         if name != "COUNT" or distinct:
             _unsupported(f"{name}(*) is not supported; name a column", node, offset)
         return Agg("COUNT")
-    if node.expressions:
-        _unsupported(f"{name} takes one column", node, offset)
     return Agg(name, _column(arg, offset), distinct)
 
 
@@ -636,7 +728,7 @@ def _shape(tree: exp.Select, sql: str, offset: int) -> dict[str, Any]:
             "order_by": order_by, "offset": out_offset, "distinct": distinct is not None}
 
 
-class _NullsLarge(sqlglot.Dialect):
+class _NullsLarge(_Dialect):
     """sqlglot's default dialect with the opposite default NULL placement: parsing ORDER BY
     under both tells a written NULLS FIRST / LAST from an unwritten one."""
 

@@ -34,7 +34,7 @@ class RowGet:
     rows: list[bytes]
 
     def describe(self) -> str:
-        shown = ", ".join(repr(r) for r in self.rows[:3]) + (" ..." if len(self.rows) > 3 else "")
+        shown = ", ".join(format_value(r) for r in self.rows[:3]) + (" ..." if len(self.rows) > 3 else "")
         return f"ROWKEY GET {len(self.rows)} row(s) [{shown}]"
 
 
@@ -140,7 +140,7 @@ class Plan:
 
     def explain(self) -> str:
         s = self.select
-        lines = [f"PLAN for {Select(s.table, s.columns, s.where, s.limit)}"]
+        lines = [f"PLAN for {Select(s.table, s.columns, s.where, s.limit, casts=s.casts)}"]
         if self.full_scan:
             lines.append(f"  FULL TABLE SCAN of {self.select.table} filtered by "
                          f"{self.where if self.where is not None else 'TRUE'}")

@@ -17,6 +17,7 @@ Other stores, and tables with several families or a TTL, take the generic scan.
 from __future__ import annotations
 
 import contextlib
+from itertools import islice
 import operator
 import os
 import pickle
@@ -296,12 +297,7 @@ def full_scan(plan, store, types, conjuncts, limit, processes: int | None = None
         rows = _generic(plan, store, types, conjuncts)
     else:
         rows = _fast(store, table, types, conjuncts, plan.columns, limit, processes)
-    n = 0
-    for row, data in rows:
-        yield row, data
-        n += 1
-        if limit is not None and n >= limit:
-            return
+    yield from islice(rows, limit)
 
 
 def _shares(store, table: str, processes: int | None, limit) -> list[list]:
