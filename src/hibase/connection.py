@@ -155,9 +155,7 @@ class Connection:
                 "cells": 0}
             if not changes:
                 return result
-            if self.indexer.shared:
-                self.indexer._refresh()  # indexes other clients made count too
-            for spec in self.indexer.specs(full):
+            for spec in self.indexer.specs(full, fresh=True):  # other clients' indexes too
                 for col in spec.columns:
                     if col in changes:
                         raise errors.SchemaError(
