@@ -13,7 +13,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 from .errors import InvalidArgument, SchemaError, ValueTypeError
 
 __all__ = [
-    "TYPE_NAMES", "ColumnType", "parse_type",
+    "TYPE_NAMES", "ColumnType", "parse_type", "type_from_name", "SQL_TYPE_ALIASES",
     "decode_cell", "cell_decoder", "encode_cell", "validate_cell",
     "encode_key", "decode_key", "encode_composite", "decode_composite",
     "escape_bytes", "escape_prefix", "unescape_bytes", "prefix_successor",
@@ -67,6 +67,36 @@ def parse_type(spec: str | ColumnType) -> ColumnType:
     if not parts or len(parts) > 2 or parts[0] not in _CODECS or parts[1:] not in ([], ["binary"]):
         raise SchemaError(f"invalid column type {spec!r}; {_VALID}")
     return ColumnType(parts[0], len(parts) == 2)
+
+
+SQL_TYPE_ALIASES: dict[str, str] = {
+    "tinyint": "byte", "smallint": "short", "integer": "int", "bigint": "long",
+    "varchar": "string", "varbinary": "bytes", "binary": "bytes"}
+"""Phoenix's SQL type names (lower case) and the hibase type each stands for; FLOAT, DOUBLE,
+CHAR and INT are hibase names already (hibase's char is one character, not Phoenix's CHAR(n))."""
+
+
+def type_from_name(spec: str | ColumnType) -> ColumnType:
+    """parse_type that also takes Phoenix's names, case-insensitively and with a length that
+    is ignored: ``"BIGINT"`` -> long, ``"VARCHAR(20)"`` -> string, ``"INTEGER binary"`` ->
+    ``int binary``. For the command line, where users write either."""
+    if isinstance(spec, ColumnType) or not isinstance(spec, str):
+        return parse_type(spec)
+    parts = spec.lower().split()
+    if parts:
+        head = parts[0]
+        base, paren, rest = head.partition("(")
+        if paren and rest.rstrip(")").strip().isdigit() and rest.endswith(")"):
+            head = base
+        if head == "binary" and len(parts) == 1:  # Phoenix BINARY, not the ' binary' suffix
+            return ColumnType("bytes")
+        parts[0] = SQL_TYPE_ALIASES.get(head, head)
+    try:
+        return parse_type(" ".join(parts))
+    except SchemaError:
+        raise SchemaError(f"invalid column type {spec!r}; {_VALID}, or a Phoenix name "
+                          "(TINYINT, SMALLINT, INTEGER, BIGINT, FLOAT, DOUBLE, VARCHAR, "
+                          "VARBINARY)") from None
 
 
 # -- errors ------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from . import errors
+from . import codec, errors
 from .cache.config import DEFAULT_CACHE, DEFAULT_POLICY, open_cache
 from .index.manager import IndexManager
 from .query import engine
@@ -71,6 +71,12 @@ def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bo
     return db
 
 
+def _shown(b: bytes) -> str:
+    """Bytes of a row or value as a short quoted text for messages."""
+    r = repr(b.decode("utf-8", "backslashreplace"))
+    return r if len(r) <= 60 else r[:56] + "...'"
+
+
 def _name(name: str | bytes) -> str:
     if isinstance(name, bytes):
         name = name.decode("utf-8", errors="replace")
@@ -124,6 +130,70 @@ class Connection:
         full = self._full(name)
         check_table_name(full)
         self.store.create_table(TableSchema.build(full, families, columns, split_size))
+
+    def declare_columns(self, table: str | bytes, columns: Mapping[Any, Any]) -> dict:
+        """Declare the types of columns of an existing table (``{"f:alt": "long"}``, the types
+        create_table's `columns` takes), or change them; from then on puts are checked and
+        queries compare their values by type.
+
+        Every stored cell of those columns is checked first, every version its family keeps
+        (reads with versions= return older versions, and deleting the newest version of a cell
+        makes the one before it current, to be indexed and compared by the type): the
+        first cell that does not parse, in rowkey order, refuses the whole call with
+        ValueTypeError naming its row, column and value (``row 'k42': f:alt = 'abc' is not a
+        long``) and nothing changes. A column declared with another type may change when its
+        cells all parse as the new type, unless an index has it among its indexed columns (its
+        keys are encoded by the old type): SchemaError naming the index; drop the index, declare,
+        create it again. Covered columns may change (the index keeps their raw cells). Writers
+        of this connection wait during the check; on HBase other clients' writes are not held
+        back (Thrift1 has no table lock), so declare before they write.
+
+        Returns ``{"columns": {"f:alt": "long", ...} (the ones that changed), "rows": rows
+        checked, "cells": cells checked}``."""
+        full = self._full(table)
+        schema = self.store.schema(full)
+        if not isinstance(columns, Mapping) or not columns:
+            raise errors.SchemaError("columns must be a non-empty dict such as {'f:alt': 'long'}")
+        wanted = TableSchema.build(full, {f.decode(): None for f in schema.families}, columns,
+                                   internal=True).columns  # checks names, families, types
+        with self.store.write_lock():
+            schema = self.store.schema(full)
+            changes = {c: t for c, t in wanted.items() if schema.columns.get(c) != t}
+            result: dict[str, Any] = {
+                "columns": {c.decode(): str(t) for c, t in changes.items()}, "rows": 0,
+                "cells": 0}
+            if not changes:
+                return result
+            for spec in self.indexer.specs(full, fresh=True):  # other clients' indexes too
+                for col in spec.columns:
+                    if col in changes:
+                        raise errors.SchemaError(
+                            f"column {col.decode()} is indexed by {spec.name!r} as "
+                            f"{schema.columns[col]}; drop the index first (its keys are "
+                            f"encoded by that type), then declare {changes[col]} and create "
+                            "it again")
+            versions = max(schema.families[c.partition(b":")[0]].max_versions for c in changes)
+            for row, cells in self.store.scan(full, columns=list(changes), versions=versions):
+                result["rows"] += 1
+                for col, stored in cells.items():
+                    ctype = changes.get(col)
+                    if ctype is None:
+                        continue
+                    for i, (ts, raw) in enumerate(stored):
+                        result["cells"] += 1
+                        try:
+                            codec.validate_cell(ctype, raw)
+                        except errors.ValueTypeError:
+                            older = (f" (an older version, timestamp {ts}, which a delete of the "
+                                     "newer ones brings back)") if i else ""
+                            article = "an" if ctype.name[0] in "aeiou" else "a"
+                            raise errors.ValueTypeError(
+                                f"row {_shown(row)}: {col.decode()} = {_shown(raw)}{older} is "
+                                f"not {article} {ctype}; nothing declared") from None
+            self.store.save_schema(TableSchema(schema.name, schema.families,
+                                               {**schema.columns, **changes},
+                                               schema.split_size, schema.enabled))
+        return result
 
     def delete_table(self, name: str | bytes, disable: bool = False) -> None:
         """Delete table `name` (str or bytes, prefixed as table()) with its rows and indexes.

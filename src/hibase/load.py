@@ -20,23 +20,30 @@ Rules:
   declared type...) is rejected with its line number and the load goes on; with `strict=True`
   the load stops there with LoadError: every row before it is written, nothing from it on.
 - Writes go through `table.batch(batch_size=...)`; a tqdm bar on stderr follows the bytes read.
+
+Loading into a new table, `detect_types(path)` reads the file once first and names a type for
+each input column (long, double, string; see its doc), `cell_types(...)` keys them by the cell
+columns the load will write, for `create_table(..., columns=...)`: what `hibase load --create`
+does, so numbers compare as numbers in SQL.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 import os
+import re
 import sys
 import time
-from typing import IO, Any, Callable, Iterator, Mapping
+from typing import IO, Any, Callable, Iterable, Iterator, Mapping
 
 from tqdm import tqdm
 
 from . import codec, errors
 
 __all__ = ["load_file", "LoadError", "RowKeyTemplate", "text_to_cell", "cell_to_text",
-           "detect_format", "FORMATS"]
+           "detect_format", "detect_types", "cell_column", "cell_types", "FORMATS"]
 
 FORMATS = ("csv", "jsonl")
 _MAX_ERRORS_KEPT = 100
@@ -134,6 +141,19 @@ def cell_to_text(ctype: codec.ColumnType | None, raw: bytes) -> bytes:
         return codec.encode_cell(codec.ColumnType(ctype.name, False), value)
     except errors.HibaseError:
         return raw
+
+
+def cell_column(name: str, families: Iterable[str], family: str | None,
+                columns_map: Mapping[str, str] | None = None) -> str | None:
+    """The cell ``family:qualifier`` that load_file stores input column `name` as: its
+    `columns_map` target; itself when it is already ``fam:qual`` for one of `families`; else
+    ``family:name`` under the default `family`; None when it has none."""
+    if columns_map and name in columns_map:
+        return columns_map[name]
+    fam, sep, qual = name.partition(":")
+    if sep and qual and fam in families:
+        return name
+    return None if family is None else f"{family}:{name}"
 
 
 def detect_format(path: str) -> str:
@@ -274,13 +294,12 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
         if col is None:
             if name in mapped:
                 col = mapped[name]
-            elif ":" in name and name.partition(":")[0] in families and name.partition(":")[2]:
-                col = name.encode("utf-8", "surrogateescape")
-            elif family is not None:
-                col = f"{family}:{name}".encode("utf-8", "surrogateescape")
             else:
-                raise _Reject(f"column {name!r} has no family: pass a default family or map it "
-                              f"(families: {', '.join(sorted(families))})")
+                cell = cell_column(name, families, family)
+                if cell is None:
+                    raise _Reject(f"column {name!r} has no family: pass a default family or "
+                                  f"map it (families: {', '.join(sorted(families))})")
+                col = cell.encode("utf-8", "surrogateescape")
             resolved[name] = col
         return col
 
@@ -354,3 +373,155 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
         if not stdin:
             fh.close()
     return finish()
+
+
+# -- type detection (for a table the load creates) ----------------------------------------------
+
+_LONG = codec.ColumnType("long")
+_DOUBLE = codec.ColumnType("double")
+_STRING = codec.ColumnType("string")
+_BYTES = codec.ColumnType("bytes")
+_LEADING_ZERO = re.compile(rb"[+-]?0[0-9]")
+
+
+class _Seen:
+    """What the values of one input column allow so far."""
+
+    __slots__ = ("values", "long", "number", "utf8")
+
+    def __init__(self) -> None:
+        self.values, self.long, self.number, self.utf8 = 0, True, True, True
+
+    def add(self, raw: bytes, text: bool = False) -> None:
+        """One stored value; `text`: a JSON string (or bool, object, array), text whatever it
+        looks like."""
+        self.values += 1
+        if self.number:
+            if text or _LEADING_ZERO.match(raw):  # 007, 02134: identifiers, not numbers
+                self.number = self.long = False
+            else:
+                if self.long:
+                    try:
+                        codec.decode_cell(_LONG, raw)
+                        return  # ASCII digits: UTF-8 too
+                    except errors.ValueTypeError:
+                        self.long = False
+                try:
+                    if math.isfinite(codec.decode_cell(_DOUBLE, raw)):
+                        return
+                except errors.ValueTypeError:
+                    pass
+                self.number = False  # nan, inf, 1e999, text
+        if self.utf8:
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                self.utf8 = False
+
+    @property
+    def type(self) -> codec.ColumnType | None:
+        if not self.values:
+            return None
+        if not self.utf8:
+            return _BYTES
+        if self.number:
+            return _LONG if self.long else _DOUBLE
+        return _STRING
+
+
+def detect_types(path: str, format: str | None = None, *, delimiter: str = ",",
+                 progress: bool = False) -> dict[str, codec.ColumnType | None]:
+    """The type of each input column of a CSV or JSON-lines file, from every value in it (one
+    pass over the whole file, so the type fits every row the load will write), keyed by input
+    column name in the order first seen; None for a column with no value at all.
+
+    - every value a decimal integer in signed 64-bit range: ``long``;
+    - every value a finite number (integers, decimals, exponents; an integer beyond 64 bits
+      too, so such a column is ``double`` and compares approximately): ``double``.
+      ``nan``, ``inf`` and ``infinity`` are not numbers here (a text column holding "inf"
+      stays text), nor are numbers written with a leading zero (``007``, ``02134``: codes,
+      whose zeros a number would drop), nor values with spaces;
+    - else ``string``, or ``bytes`` when some value is not UTF-8.
+
+    Empty CSV fields and JSON nulls make no cell and are not looked at. JSON numbers are judged
+    by the text the load stores for them (``1`` long, ``1.0`` double); JSON strings, booleans,
+    objects and arrays are text (``"42"`` is a string). Rows the load would reject (wrong
+    number of CSV fields, a line that is not a JSON object) are skipped. `progress` draws a
+    bar on stderr once the pass takes more than a second. The file cannot be stdin ("-")."""
+    if path == "-":
+        raise errors.InvalidArgument("type detection reads the file before the load; it "
+                                     "cannot read stdin twice (save it to a file)")
+    fmt = format or detect_format(path)
+    if fmt not in FORMATS:
+        raise errors.InvalidArgument(f"unknown format {fmt!r}; use one of {FORMATS}")
+    seen: dict[str, _Seen] = {}
+    stats: dict[str, Any] = {"bytes": 0}
+    counter = _Progress(stats)
+    with open(path, "rb") as fh:
+        if progress:
+            counter.bar = tqdm(total=os.fstat(fh.fileno()).st_size, unit="B", unit_scale=True,
+                               unit_divisor=1024, file=sys.stderr, mininterval=0.25, delay=1.0,
+                               leave=False, desc="detecting types")
+        try:
+            lines = _lines(fh, counter)
+            if fmt == "csv":
+                names, records = _csv_records(lines, delimiter)
+                seen = {n: _Seen() for n in names}
+                for _, record, _ in records:
+                    if record is not None:
+                        for name, raw in record.items():
+                            if raw is not None:
+                                seen[name].add(raw)
+            else:
+                for text in lines:
+                    if not text.strip():
+                        continue
+                    try:
+                        obj = json.loads(text)
+                    except ValueError:
+                        continue
+                    if not isinstance(obj, dict):
+                        continue
+                    for key, value in obj.items():
+                        col = seen.get(key)
+                        if col is None:
+                            col = seen[key] = _Seen()
+                        if value is not None:
+                            number = isinstance(value, (int, float)) and \
+                                not isinstance(value, bool)
+                            col.add(_json_value(value), text=not number)  # type: ignore[arg-type]
+        finally:
+            if counter.bar is not None:
+                counter.bar.close()
+    return {name: col.type for name, col in seen.items()}
+
+
+def _widen(a: codec.ColumnType | None, b: codec.ColumnType | None) -> codec.ColumnType | None:
+    """One type for the values of two input columns stored in the same cell column."""
+    if a is None or a == b:
+        return b
+    if b is None:
+        return a
+    if _BYTES in (a, b):
+        return _BYTES
+    if {a, b} == {_LONG, _DOUBLE}:
+        return _DOUBLE
+    return _STRING
+
+
+def cell_types(detected: Mapping[str, codec.ColumnType | None], families: Iterable[str],
+               family: str | None, columns_map: Mapping[str, str] | None = None,
+               rowkey_column: str | None = None) -> dict[str, codec.ColumnType | None]:
+    """detect_types' answer keyed by the cell columns load_file stores the input columns as
+    (`family`, `columns_map` and `rowkey_column` as load_file takes them): the rowkey column is
+    left out unless mapped, columns with no family are left out (the load refuses them), and
+    input columns landing in one cell column get one type that fits both."""
+    families = set(families)
+    out: dict[str, codec.ColumnType | None] = {}
+    for name, ctype in detected.items():
+        if name == rowkey_column and not (columns_map and name in columns_map):
+            continue
+        cell = cell_column(name, families, family, columns_map)
+        if cell is not None:
+            out[cell] = _widen(out[cell], ctype) if cell in out else ctype
+    return out

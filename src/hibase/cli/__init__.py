@@ -3,7 +3,8 @@
 One module per command group, each defining plain click commands on top of `base` (the root
 group `cli`, `main`, and the shared arguments, output formats and error handling):
 
-    store   tables, create-table, drop-table, put, get, scan, load, regions, split
+    store   tables, create-table, alter-table, drop-table, put, get, scan, load, regions,
+            split
     query   index create/build/list/drop/verify, query
     cache   cache-node
     serve   serve
@@ -22,8 +23,8 @@ from .base import cli, main, parse_bytes, show_bytes
 __all__ = ["cli", "main", "parse_bytes", "show_bytes", "COMMANDS"]
 
 COMMANDS = (
-    store.tables, store.create_table, store.drop_table, store.put, store.get, store.scan,
-    store.load, store.regions, store.split,
+    store.tables, store.create_table, store.alter_table, store.drop_table, store.put, store.get,
+    store.scan, store.load, store.regions, store.split,
     query.index, query.query,
     cache.cache_node,
     serve.serve_command,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import time
 from typing import Any, Callable, Iterator
 
@@ -79,8 +80,8 @@ _progress_option = click.option("--progress/--no-progress", default=True, show_d
 @click.argument("name")
 @click.option("--column", "-c", "columns", multiple=True, required=True, callback=_column_list,
               metavar="FAMILY:QUALIFIER",
-              help="An indexed column (declared with a type at create-table); repeat, in order, "
-                   "for a composite index.")
+              help="An indexed column (declared with a type by create-table or alter-table); "
+                   "repeat, in order, for a composite index.")
 @click.option("--cover", "covering", multiple=True, callback=_column_list,
               metavar="FAMILY:QUALIFIER",
               help="A column stored in the index rows (a covering index); repeatable.")
@@ -104,7 +105,16 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
         hibase index create data/ telecom by_cell -c f:cell_id --local
     """
     db = open_store(dir)
-    regions = len(db.table(table).regions())  # an unknown table fails before anything else
+    t = db.table(table)  # an unknown table fails before anything else
+    schema = t.schema
+    for col in columns:
+        fam = col.partition(":")[0].encode()
+        if fam in schema.families and col.encode() not in schema.columns:
+            raise click.ClickException(
+                f"cannot index {col!r}: only declared columns can be indexed; declare it "
+                f"first: hibase alter-table {shlex.quote(dir)} {shlex.quote(table)} -c "
+                f"{shlex.quote(col)}=TYPE (TYPE: long, double, string, ...)")
+    regions = len(t.regions())
     bar, close = _progress_bar(progress, f"building {name}", regions)
     t0 = time.perf_counter()
     try:

@@ -1,18 +1,24 @@
-"""Store commands: tables, create-table, drop-table, put, get, scan, load, regions, split."""
+"""Store commands: tables, create-table, alter-table, drop-table, put, get, scan, load, regions,
+split."""
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
+import shutil
 import sys
+import tempfile
 from typing import Any, Iterator
 
 import click
 from tqdm import tqdm
 
-from .. import errors
+from .. import codec, errors
 from ..connection import Connection
 from ..table import Table
-from ..load import FORMATS, LoadError, load_file, text_to_cell
+from ..load import (FORMATS, LoadError, cell_column, cell_types, detect_types, load_file,
+                    text_to_cell)
 from ..store.schema import FamilyOptions
 from .base import (cell_text, columns_option, emit, note, open_store, output_options,
                    parse_bytes, show_bytes, store_argument, table_argument)
@@ -123,8 +129,46 @@ def create_table(dir: str, table: str, families: dict, columns: dict,
             -c f:delay=double -c f:n='long binary' --split-size 64M
     """
     db = open_store(dir, create=True)
-    db.create_table(table, families, columns=columns or None, split_size=split_size)
+    db.create_table(table, families, columns=_types_of(columns) or None, split_size=split_size)
     note(f"Created table {table!r} (families: {', '.join(families)}).")
+
+
+def _types_of(columns: dict) -> dict:
+    """COL=TYPE pairs with TYPE as hibase's name for it (Phoenix's BIGINT, VARCHAR... too)."""
+    return {col: str(codec.type_from_name(spec)) for col, spec in columns.items()}
+
+
+@click.command("alter-table")
+@store_argument
+@table_argument
+@click.option("--column", "-c", "columns", multiple=True, required=True, callback=_parse_pairs,
+              metavar="FAMILY:QUALIFIER=TYPE",
+              help="Declare (or change) a column's type: char, byte, short, int, long, float, "
+                   "double, string, bytes, with ' binary' for Bytes.toBytes cells, or a Phoenix "
+                   "name (BIGINT, INTEGER, DOUBLE, VARCHAR). Repeatable.")
+def alter_table(dir: str, table: str, columns: dict) -> None:
+    """Declare the types of columns of an existing table, e.g. one loaded without them.
+
+    Declared columns are checked on every put and compare by type in queries (f.alt > 1000
+    as numbers, not as bytes); only declared columns can be indexed. Every stored cell of
+    those columns is checked first, every version the family keeps: the first one that does not
+    parse (in rowkey order) refuses the change with its row, column and value, and nothing is
+    declared. A declared column may change type the same way, unless an index has it among its
+    columns (its keys are encoded by the type): drop the index, alter, create it again.
+
+    Example:
+
+    \b
+        hibase alter-table data/ airports -c a:alt=long -c a:lat=double -c a:name=VARCHAR
+    """
+    db = open_store(dir)
+    done = db.declare_columns(table, _types_of(columns))
+    changed = ", ".join(f"{c}={t}" for c, t in done["columns"].items())
+    if not changed:
+        note(f"Nothing to change: {table!r} already declares those types.")
+        return
+    note(f"Declared {changed} on {table!r} ({done['cells']} stored cell(s) in {done['rows']} "
+         "row(s) checked).")
 
 
 @click.command("drop-table")
@@ -293,7 +337,16 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
 @click.option("--batch-size", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Cells per write batch.")
 @click.option("--create", is_flag=True,
-              help="Create the table (and store) if missing, families from --family and --map.")
+              help="Create the table (and store) if missing, families from --family and --map, "
+                   "column types detected from the data (see above).")
+@click.option("--type", "types", multiple=True, callback=_parse_pairs, metavar="COL=TYPE",
+              help="With --create: declare column COL (an input column name or "
+                   "family:qualifier) as TYPE instead of the detected one: long, double, string, "
+                   "int, bytes... or a Phoenix name (BIGINT, INTEGER, DOUBLE, VARCHAR). "
+                   "Repeatable.")
+@click.option("--no-detect", is_flag=True,
+              help="With --create: do not detect types; the columns stay undeclared (raw "
+                   "bytes, compared as bytes) except those given with --type.")
 @click.option("--strict", is_flag=True,
               help="Stop at the first bad row with exit code 1 (rows before it stay written).")
 @click.option("--delimiter", default=",", show_default=True, help="CSV field delimiter.")
@@ -305,7 +358,8 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
               help="Show a progress bar on stderr.")
 def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: str | None,
          rowkey_template: str | None, family: str | None, maps: dict, batch_size: int,
-         create: bool, strict: bool, delimiter: str, bulk: bool, progress: bool) -> None:
+         create: bool, types: dict, no_detect: bool, strict: bool, delimiter: str, bulk: bool,
+         progress: bool) -> None:
     """Load a CSV file (its header row names the columns) or JSON lines into a table, like
     HBase's ImportTsv. FILE may be - for stdin.
 
@@ -322,10 +376,20 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
     is written (the pending batch is sent), nothing from that row on. A summary ends the load:
     rows loaded, rows rejected, seconds, rows/s.
 
+    With --create, a new table's column types come from the data: the file is read once
+    before the load, and a column whose values are all integers (64-bit) is declared long, all
+    numbers (decimals, exponents) double, anything else string (bytes if not UTF-8). Empty
+    fields and nulls are not looked at; a column with no value stays undeclared; nan, inf and
+    numbers with a leading zero (007: codes) count as text, and so do JSON strings. The choice
+    is printed on stderr ("Detected types: f:alt=long, ..."). --type COL=TYPE overrides a
+    column, --no-detect skips detection. A table that exists keeps its declared types; change
+    them with `hibase alter-table`.
+
     Example:
 
     \b
         hibase load data/ calls calls.csv --rowkey '{mdn}:{ts}' --family f --create
+        hibase load data/ airports airports.csv --rowkey-column faa -f a --create --type zip=string
         hibase load data/ flights flights.jsonl --rowkey-column id --map dest=f:dest --strict
         hibase load data/ calls big.csv --rowkey '{mdn}:{ts}' --family f --bulk
     """
@@ -333,14 +397,31 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
         raise click.UsageError("give one of --rowkey-column NAME and --rowkey TEMPLATE")
     if len(delimiter) != 1:
         raise click.BadParameter("must be one character", param_hint="--delimiter")
+    if (types or no_detect) and not create:
+        raise click.UsageError("--type and --no-detect apply to the table --create makes; "
+                               "declare an existing table's columns with `hibase alter-table "
+                               f"{shlex.quote(dir)} {shlex.quote(table)} -c "
+                               "FAMILY:QUALIFIER=TYPE`")
     db = open_store(dir, create=create)
     if create and table.encode() not in db.tables():
         fams = {family} if family else set()
         fams |= {col.partition(":")[0] for col in maps.values()}
         if not fams:
             raise click.UsageError("--create needs --family or --map to know the families")
-        db.create_table(table, {f: {} for f in sorted(fams)})
+        if file == "-" and not no_detect:  # detection reads the input before the load does
+            spooled = _spool_stdin()
+            click.get_current_context().call_on_close(lambda: os.unlink(spooled.name))
+            file = spooled.name
+        columns = _column_types(file, format_, delimiter, fams, family, maps, rowkey_column,
+                                types, not no_detect, progress)
+        db.create_table(table, {f: {} for f in sorted(fams)},
+                        columns={c: str(t) for c, t in columns.items()} or None)
         note(f"Created table {table!r} (families: {', '.join(sorted(fams))}).")
+    elif types or no_detect:
+        raise click.UsageError(f"table {table!r} exists: --type and --no-detect only apply to "
+                               "a table --create makes; change its columns' types with "
+                               f"`hibase alter-table {shlex.quote(dir)} {shlex.quote(table)} "
+                               "-c FAMILY:QUALIFIER=TYPE`")
 
     def reject(line: int, message: str) -> None:
         tqdm.write(f"line {line}: {message}", file=sys.stderr)
@@ -373,6 +454,56 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
             _summary(exc.stats, stopped=True)
         raise
     _summary(stats)
+
+
+def _spool_stdin() -> Any:
+    """Standard input copied to a temporary file (removed when the command ends), so that
+    type detection and the load can both read it."""
+    out = tempfile.NamedTemporaryFile(prefix="hibase-load-", delete=False)
+    with out:
+        shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+    return out
+
+
+def _column_types(file: str, format_: str | None, delimiter: str, families: set[str],
+                  family: str | None, maps: dict, rowkey_column: str | None, types: dict,
+                  detect: bool, progress: bool) -> dict[str, codec.ColumnType]:
+    """The column types of a table `load --create` makes: detected from the file (unless
+    not `detect`), --type ones instead where given; one line on stderr says what was chosen."""
+    chosen: dict[str, codec.ColumnType | None] = {}
+    if detect:
+        detected = detect_types(file, format_, delimiter=delimiter,
+                                progress=progress and sys.stderr.isatty())
+        chosen = cell_types(detected, families, family, maps, rowkey_column)
+    given: dict[str, codec.ColumnType] = {}
+    for name, spec in types.items():
+        if name == rowkey_column and name not in maps:
+            raise click.BadParameter(f"{name}={spec}: {name!r} is the rowkey column, not "
+                                     "stored as a cell (map it with --map to keep it)",
+                                     param_hint="--type")
+        cell = cell_column(name, families, family, maps)
+        if cell is None:
+            raise click.BadParameter(f"{name}={spec}: no family for {name!r}; write "
+                                     "family:qualifier or give --family", param_hint="--type")
+        if detect and cell not in chosen:
+            known = ", ".join(sorted(chosen)) or "none"
+            raise click.BadParameter(f"{name}={spec}: the input has no column {name!r} "
+                                     f"(its columns: {known})", param_hint="--type")
+        try:
+            given[cell] = codec.type_from_name(spec)
+        except errors.SchemaError as exc:
+            raise click.BadParameter(f"{name}={spec}: {exc}", param_hint="--type") from None
+    declared = {c: t for c, t in {**chosen, **given}.items() if t is not None}
+    shown = ", ".join(f"{c}={t}{' (--type)' if c in given else ''}"
+                      for c, t in sorted(declared.items()))
+    if detect:
+        empty = sorted(c for c, t in chosen.items() if t is None and c not in given)
+        left = f"; left undeclared (no values): {', '.join(empty)}" if empty else ""
+        note(f"Detected types: {shown or 'none'}{left}")
+    else:
+        note(f"Declared types: {shown}; every other column is undeclared (--no-detect)"
+             if shown else "No types declared (--no-detect): every column is undeclared")
+    return declared
 
 
 def _summary(stats: dict, stopped: bool = False) -> None:

@@ -80,7 +80,8 @@ class IndexCatalog:
             if qual is None or col not in schema.columns:
                 raise errors.SchemaError(
                     f"cannot index {col.decode()!r}: only declared columns can be indexed "
-                    f"(declare it with columns={{'{col.decode()}': '<type>'}} at create_table)")
+                    f"(declare it first: db.declare_columns(table, "
+                    f"{{'{col.decode()}': '<type>'}}), or columns= at create_table)")
             types.append(schema.columns[col])
         cover = [_column(c) for c in _as_list(covering, "covering")]
         if len(set(cover)) != len(cover):

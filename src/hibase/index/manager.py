@@ -55,7 +55,10 @@ class IndexManager:
         return self.cache.read(spec, vkey, lambda: lookup.entries_for_value(self.store, spec,
                                                                             vkey))
 
-    def specs(self, table: str) -> list[IndexSpec]:
+    def specs(self, table: str, fresh: bool = False) -> list[IndexSpec]:
+        """The table's indexes; `fresh` first picks up other clients' changes (shared stores)."""
+        if fresh and self.shared:
+            self._refresh()
         return self.catalog.for_table(table)
 
     def ready(self, table: str) -> list[IndexSpec]:
