@@ -71,3 +71,35 @@ def test_quoted_text_does_not_count():
     sql = W + "f.a = '" + "(" * 100 + " NOT " * 100 + " 1e " + "'"
     assert parse_select(sql).where is not None
     assert parse_select(W + "f.a = 1e5 AND f.b = .5e-3 AND f.x1e = 2").where is not None
+
+
+def test_statement_size_limit(tmp_path):
+    """A statement over max_statement (default 1 MiB of UTF-8) is a QuerySyntaxError before any
+    parsing: a 10 MB literal peaked at 2.4 GB inside sqlglot."""
+    import hibase
+    from click.testing import CliRunner
+
+    from hibase.cli import cli
+    from hibase.errors import InvalidArgument, QuerySyntaxError
+
+    path = str(tmp_path / "s")
+    db = hibase.connect(path)
+    db.create_table("t", {"f": {}}, columns={"f:a": "string"})
+    big = "SELECT * FROM t WHERE f.a = '" + "x" * (2 << 20) + "'"
+    with pytest.raises(QuerySyntaxError, match="statement too long") as e:
+        db.sql(big)
+    assert e.value.position == 1 << 20
+    wide = "SELECT * FROM t WHERE f.a = '" + "\u00e9" * (600 << 10) + "'"  # 1.2 MB of UTF-8
+    with pytest.raises(QuerySyntaxError, match="too long"):
+        db.sql(wide)
+    with pytest.raises(QuerySyntaxError, match="too long"):
+        list(db.table("t").where("f.a = '" + "x" * (2 << 20) + "'"))
+    assert db.sql("SELECT * FROM t WHERE f.a = '" + "x" * (512 << 10) + "'") == []
+    db.close()
+    db = hibase.connect(path, max_statement=4 << 20)
+    assert db.sql(big) == []
+    db.close()
+    with pytest.raises(InvalidArgument, match="max_statement"):
+        hibase.connect(path, max_statement=0)
+    r = CliRunner().invoke(cli, ["query", path, big])
+    assert r.exit_code == 1 and "statement too long" in r.output and "Traceback" not in r.output

@@ -299,6 +299,20 @@ _OPS = ["=", "<>", "<", "<=", ">", ">=", "LIKE", "IN", "BETWEEN", "IS", "IS NOT"
         "NOT", "(", ")", ",", ";", "*", "+", "-", "%", "COUNT(", "JOIN", "GROUP BY", "ORDER BY"]
 
 
+# select lists and clauses after WHERE: aggregates (right and wrong argument counts), CAST,
+# GROUP BY, HAVING, ORDER BY, OFFSET
+_ITEMS = ["*", "f.a", "f.a, ROWKEY", "COUNT(*)", "COUNT()", "COUNT(f.a, f.b)", "SUM(f.a)",
+          "SUM()", "MIN(f.b, f.c)", "MAX(*)", "AVG(DISTINCT f.c)", "COUNT(DISTINCT f.a, f.b)",
+          "f.a, COUNT(*)", "f.b, SUM(f.c), MAX(f.a)", "DISTINCT f.b", "CAST(f.a AS INTEGER)",
+          "SUM(g.x)", "MAX(g.x)", "MIN(CAST(g.x AS DOUBLE))", "CAST(f.a AS DECIMAL)",
+          "COUNT(*), AVG(f.c)", "f.zz, COUNT(f.zz)"]
+_TAILS = [" GROUP BY f.a", " GROUP BY f.b, f.a", " GROUP BY g.x", " GROUP BY", " GROUP BY 1",
+          " HAVING COUNT(*) > 1", " HAVING COUNT() > 1", " HAVING SUM(f.a) >= 'x'",
+          " HAVING f.a = 2", " HAVING MAX(f.c, f.a) < 3", " ORDER BY f.a", " ORDER BY f.c DESC",
+          " ORDER BY g.x", " ORDER BY COUNT(*) DESC NULLS LAST", " ORDER BY 2", " ORDER BY",
+          " ORDER BY CAST(g.x AS BIGINT)", " LIMIT 0", " OFFSET 3", " OFFSET -1", " LIMIT 2"]
+
+
 @st.composite
 def _sql(draw):
     """Mostly well-formed conditions, mutated: tokens dropped, doubled, nested, swapped."""
@@ -317,8 +331,10 @@ def _sql(draw):
         if kind == 4:
             return f"({cond(depth + 1)})"
         return f"{cond(depth + 1)} {draw(st.sampled_from(['AND', 'OR']))} {cond(depth + 1)}"
-    tokens = f"SELECT {draw(st.sampled_from(['*', 'f.a', 'f.a, ROWKEY', 'COUNT(*)']))} FROM " \
-             f"{draw(st.sampled_from(['t', 'nosuch', 't2']))} WHERE {cond(0)}".split(" ")
+    where = f" WHERE {cond(0)}" if draw(st.integers(0, 4)) else ""
+    tail = "".join(draw(st.lists(st.sampled_from(_TAILS), max_size=3)))
+    tokens = f"SELECT {draw(st.sampled_from(_ITEMS))} FROM " \
+             f"{draw(st.sampled_from(['t', 'nosuch', 't2']))}{where}{tail}".split(" ")
     for _ in range(draw(st.integers(0, 3))):
         i = draw(st.integers(0, len(tokens)))
         action = draw(st.integers(0, 3))

@@ -7,6 +7,7 @@ SUM / AVG and ORDER BY need a type, given by CAST(col AS type) or by declaring i
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import sqlite3
@@ -407,3 +408,59 @@ def test_aggregate_argument_counts_are_syntax_errors(embedded_db, sql):
     with pytest.raises(QuerySyntaxError) as e:
         embedded_db.sql(sql)
     assert e.value.position is not None and "argument" in str(e.value)
+
+
+def test_loaded_csv_answers_the_issue_queries(tmp_path):
+    """`hibase load --create` with no type flags, then the issue's airports and flights queries:
+    the numbers equal those computed from the file (they differed when every column was bytes)."""
+    import csv
+    import random
+
+    rnd = random.Random(23)
+    path = str(tmp_path / "s")
+    ap = tmp_path / "airports.csv"
+    airports = [(f"A{i:03d}", f"Field {i}", rnd.choice([rnd.randint(-50, 9999), rnd.randint(0, 99)]),
+                 round(rnd.uniform(-60, 70), 4)) for i in range(400)]
+    with open(ap, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["faa", "name", "alt", "lat"])
+        w.writerows(airports)
+    fl = tmp_path / "flights.csv"
+    flights = [(i, rnd.choice(["IAH", "ORD", "LAX", "BOS"]),
+                rnd.choice([None, rnd.randint(-20, 1301)]), rnd.randint(80, 4983))
+               for i in range(1500)]
+    with open(fl, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "dest", "dep_delay", "distance"])
+        w.writerows([(i, d, "" if dd is None else dd, dist) for i, d, dd, dist in flights])
+    run = CliRunner().invoke
+    r = run(cli, ["load", path, "airports", str(ap), "--rowkey-column", "faa", "-f", "a",
+                  "--create", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert "a:alt=long" in r.output and "a:lat=double" in r.output
+    r = run(cli, ["load", path, "flights", str(fl), "--rowkey-column", "id", "-f", "f",
+                  "--create", "--no-progress"])
+    assert r.exit_code == 0, r.output
+
+    def one(sql):
+        r = run(cli, ["query", path, "--json", sql])
+        assert r.exit_code == 0, (sql, r.output)
+        return [json.loads(line) for line in r.output.splitlines() if line.startswith("{")]
+
+    alts = [a for _, _, a, _ in airports]
+    assert one("SELECT COUNT(*) FROM airports WHERE a.alt > 1000")[0]["COUNT(*)"] == \
+        sum(a > 1000 for a in alts)
+    assert one("SELECT COUNT(*) FROM airports WHERE a.alt > 9")[0]["COUNT(*)"] == \
+        sum(a > 9 for a in alts)
+    top = one("SELECT a.name, a.alt FROM airports WHERE a.alt > 9 ORDER BY a.alt DESC LIMIT 3")
+    assert [int(r["columns"]["a:alt"]) for r in top] == sorted(alts, reverse=True)[:3]
+    delays = [d for _, _, d, _ in flights if d is not None]
+    assert one("SELECT COUNT(*) FROM flights WHERE f.dep_delay > 60")[0]["COUNT(*)"] == \
+        sum(d > 60 for d in delays)
+    assert one("SELECT COUNT(*) FROM flights WHERE f.distance > 1000")[0]["COUNT(*)"] == \
+        sum(x > 1000 for *_, x in flights)
+    got = one("SELECT MAX(f.dep_delay), SUM(f.distance), AVG(f.dep_delay) FROM flights")[0]
+    assert float(got["MAX(f:dep_delay)"]) == max(delays)
+    assert int(got["SUM(f:distance)"]) == sum(x for *_, x in flights)
+    assert math.isclose(float(got["AVG(f:dep_delay)"]), sum(delays) / len(delays))
+    assert one("SELECT f.dest FROM flights LIMIT 0") == []

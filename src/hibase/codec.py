@@ -13,7 +13,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 from .errors import InvalidArgument, SchemaError, ValueTypeError
 
 __all__ = [
-    "TYPE_NAMES", "ColumnType", "parse_type", "type_from_name", "SQL_TYPE_ALIASES",
+    "TYPE_NAMES", "ColumnType", "parse_type", "type_from_name", "SQL_TYPE_ALIASES", "SQL_TYPE_NAMES",
     "decode_cell", "cell_decoder", "encode_cell", "validate_cell",
     "encode_key", "decode_key", "encode_composite", "decode_composite",
     "escape_bytes", "escape_prefix", "unescape_bytes", "prefix_successor",
@@ -74,6 +74,11 @@ SQL_TYPE_ALIASES: dict[str, str] = {
     "varchar": "string", "varbinary": "bytes", "binary": "bytes"}
 """Phoenix's SQL type names (lower case) and the hibase type each stands for; FLOAT, DOUBLE,
 CHAR and INT are hibase names already (hibase's char is one character, not Phoenix's CHAR(n))."""
+
+SQL_TYPE_NAMES: dict[str, str] = {
+    "byte": "TINYINT", "short": "SMALLINT", "int": "INTEGER", "long": "BIGINT", "float": "FLOAT",
+    "double": "DOUBLE", "string": "VARCHAR", "char": "CHAR", "bytes": "VARBINARY"}
+"""Each hibase type as Phoenix spells it in SQL (CAST, messages)."""
 
 
 def type_from_name(spec: str | ColumnType) -> ColumnType:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-from ..codec import ColumnType
+from ..codec import SQL_TYPE_NAMES, ColumnType
 
 __all__ = [
     "ROWKEY", "Value", "Column", "Compare", "Between", "In", "Like", "NotLike", "IsNull",
@@ -34,11 +34,6 @@ NEGATED_OP = {"=": "<>", "<>": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 FLIPPED_OP = {"=": "=", "<>": "<>", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
 """v op c <=> c FLIPPED_OP[op] v."""
 
-
-SQL_TYPE_NAMES = {"byte": "TINYINT", "short": "SMALLINT", "int": "INTEGER", "long": "BIGINT",
-                  "float": "FLOAT", "double": "DOUBLE", "string": "VARCHAR", "char": "CHAR",
-                  "bytes": "VARBINARY"}
-"""hibase's column type names as Phoenix spells them in SQL (CAST, messages)."""
 
 Casts = tuple[tuple[bytes, ColumnType], ...]
 """A statement's ``CAST(column AS type)``s: (column name, type) pairs, one per column."""
