@@ -11,9 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hibase.cache import policy as policy_module
+from hibase.cache.policies import make_policy
 from hibase.cache.policy import (
     Decision, HotscorePerRecordPolicy, HotscorePolicy, LRUPolicy, NoCache, Policy,
-    belady_hit_ratio, make_policy, simulate,
+    belady_hit_ratio, simulate,
 )
 from hibase.errors import InvalidArgument
 

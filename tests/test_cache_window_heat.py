@@ -11,8 +11,9 @@ import pytest
 from test_cache_policy import PolicyContract, hot_and_scan_trace, zipf_trace
 
 from hibase.cache import window_heat as window_heat_module
+from hibase.cache.policies import make_policy
 from hibase.cache.policy import (Decision, HotscorePolicy, LRUPolicy, belady_hit_ratio,
-                                 make_policy, simulate)
+                                 simulate)
 from hibase.cache.window_heat import WindowHeatPolicy
 from hibase.errors import InvalidArgument
 

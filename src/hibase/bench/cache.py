@@ -42,7 +42,8 @@ from typing import Any, Callable, Iterable, Sequence
 import hibase
 
 from ..cache.backend import cache_key
-from ..cache.policy import belady_hit_ratio, make_policy, simulate
+from ..cache.policies import make_policy
+from ..cache.policy import belady_hit_ratio, simulate
 from ..index import lookup
 from . import cache_scenarios
 from .datasets import C_IP, TELECOM_COLUMNS, telecom_rows, value_counts

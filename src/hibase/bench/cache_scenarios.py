@@ -29,7 +29,8 @@ import statistics
 import time
 from typing import Any, Callable, Iterable
 
-from ..cache.policy import belady_hit_ratio, make_policy, simulate
+from ..cache.policies import make_policy
+from ..cache.policy import belady_hit_ratio, simulate
 from ..errors import HibaseError
 
 __all__ = ["SCENARIOS", "POLICIES", "RATIOS", "trace", "run", "targets", "plot",

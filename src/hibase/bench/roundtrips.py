@@ -30,6 +30,7 @@ from tqdm import tqdm
 
 import hibase
 from hibase import errors
+from hibase.bench.gateway_proc import Gateway, check_backend
 
 __all__ = ["run", "measure", "summary"]
 
@@ -185,8 +186,6 @@ def run(backend: str, rows: int = 20_000, values: int = 2_000, lookups: int = 20
         caches: tuple[str, ...] = ("memory", "redis"), progress: bool = True) -> dict[str, Any]:
     """measure() on `backend`: "gateway" (started here, stopped at the end) or a thrift://
     URL; a JSON-ready report."""
-    from .query_remote import Gateway, check_backend
-
     if check_backend(backend) == "embedded":
         raise errors.InvalidArgument("the round-trip benchmark needs 'gateway' or a "
                                      "thrift:// URL")

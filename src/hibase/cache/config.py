@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import InvalidArgument
 from .backend import MemoryBackend
 from .layer import HotCache
-from .policy import POLICY_NAMES, make_policy
+from .policies import POLICY_NAMES, make_policy
 
 __all__ = ["open_cache", "DEFAULT_CACHE", "DEFAULT_POLICY", "DEFAULT_CAPACITY",
            "DEFAULT_ALPHA", "DEFAULT_COUNT_PERIOD"]

@@ -42,7 +42,8 @@ from redis.exceptions import RedisError
 from ..errors import BackendUnavailable, InvalidArgument
 from .config import DEFAULT_CAPACITY, DEFAULT_POLICY, _policy_name, policy_options
 from .membership import NODES, normalize_redis_url, parse_zk, znode_name
-from .policy import Policy, make_policy
+from .policies import make_policy
+from .policy import Policy
 from .redis_backend import (ALLOW, DATA, FILL_LIMIT, FREE, GEN, SERVICE, STATS, VISITS, _purge,
                             connect_redis)
 from .ring import Ring

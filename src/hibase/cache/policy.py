@@ -28,7 +28,7 @@ from hibase.errors import InvalidArgument
 
 __all__ = [
     "Decision", "Policy", "LRUPolicy", "HotscorePolicy", "HotscorePerRecordPolicy", "NoCache",
-    "belady_hit_ratio", "make_policy", "simulate", "POLICY_NAMES",
+    "belady_hit_ratio", "simulate", "POLICY_NAMES",
 ]
 
 POLICY_NAMES = ("window-heat", "hotscore", "hotscore-per-record", "lru", "none")
@@ -408,31 +408,6 @@ class HotscorePerRecordPolicy(HotscorePolicy):
 
     def _rank(self, score: float, size: int) -> float:
         return score / _cost(size)
-
-
-def make_policy(name: str | None, capacity: int, **options: Any) -> Policy:
-    """Build a policy by name: "window-heat" (hibase's default, cache/window_heat.py),
-    "hotscore" (as published), "hotscore-per-record", "lru", or None / "none". Options go to
-    the constructor (alpha, count_period; hotscore's fill_gaps, epsilon; window-heat's window,
-    adapt)."""
-    from .window_heat import WindowHeatPolicy  # it builds on this module
-
-    key = "none" if name is None else str(name).strip().lower().replace("_", "-")
-    classes: dict[str, type[Policy]] = {
-        "window-heat": WindowHeatPolicy, "hotscore": HotscorePolicy,
-        "hotscore-per-record": HotscorePerRecordPolicy, "lru": LRUPolicy,
-    }
-    if key == "none":
-        if options:
-            raise InvalidArgument(f"policy 'none' takes no options, got {sorted(options)}")
-        _check_int("capacity", capacity, 0)
-        return NoCache()
-    if key not in classes:
-        raise InvalidArgument(f"unknown cache policy {name!r}; choose one of {POLICY_NAMES}")
-    try:
-        return classes[key](capacity, **options)
-    except TypeError as exc:
-        raise InvalidArgument(f"bad options for policy {key!r}: {exc}") from None
 
 
 def simulate(policy: Policy, trace: Iterable[tuple[Hashable, int]], *,

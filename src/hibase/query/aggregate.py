@@ -39,6 +39,7 @@ from .evaluate import cell_value, matches_dnf, three_valued
 from .execute import execute
 from .normalize import coerce_literal, untyped_use
 from .plan import IndexLookup, Plan
+from .prepare import prepare
 
 __all__ = ["run", "explain"]
 
@@ -123,8 +124,6 @@ def _sql(column: Column) -> str:
 
 
 def _prepare(select: Select, store, indexer, range_method: str, full_scan: bool) -> _Shaped:
-    from .engine import prepare  # engine dispatches here: import at call time
-
     types = statement_types(select.casts, store.schema(select.table).columns)
     _check_typed(select, types)
     if select.aggregate:
