@@ -32,7 +32,7 @@ from .. import codec
 from ..errors import QueryPlanError
 from ..index import KeyRange, index_table, null_range, walk_values
 from .ast import (
-    ROWKEY, SQL_TYPE_NAMES, Agg, And, Column, HavingCompare, IsNull, Not, Or, OrderItem, Select,
+    ROWKEY, SQL_TYPE_NAMES, Agg, Column, HavingCompare, IsNull, OrderItem, Select, walk,
 )
 from .columns import statement_types, usable_specs
 from .evaluate import cell_value, matches_dnf, three_valued
@@ -67,15 +67,8 @@ def _exprs(select: Select) -> list:
     """Every column / aggregate the query computes: select list, ORDER BY, HAVING."""
     out = list(select.items or ())
     out += [o.expr for o in select.order_by if o.expr not in out]
-    stack = [select.having]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (And, Or)):
-            stack.extend(n.items)
-        elif isinstance(n, Not):
-            stack.append(n.item)
-        elif isinstance(n, HavingCompare) and n.expr not in out:
-            out.append(n.expr)
+    out += [n.expr for n in walk(select.having) if isinstance(n, HavingCompare)
+            and n.expr not in out]
     return out
 
 
@@ -108,14 +101,8 @@ def _check_typed(select: Select, types) -> None:
         col = o.expr if isinstance(o.expr, Column) else None
         if col is not None and not col.is_rowkey and types.get(col.name) is None:
             raise untyped_use(col, "ORDER BY")
-    stack = [select.having]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (And, Or)):
-            stack.extend(n.items)
-        elif isinstance(n, Not):
-            stack.append(n.item)
-        elif isinstance(n, HavingCompare) and isinstance(n.expr, Column):
+    for n in walk(select.having):
+        if isinstance(n, HavingCompare) and isinstance(n.expr, Column):
             coerce_literal(n.expr, n.value, types)  # raises for a number on an undeclared column
 
 

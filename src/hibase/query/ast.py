@@ -12,7 +12,7 @@ type (bytes for the rowkey and for undeclared columns).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Callable, Iterator, Union
 
 from ..codec import SQL_TYPE_NAMES, ColumnType
 
@@ -21,6 +21,7 @@ __all__ = [
     "IsNotNull", "And", "Or", "Not", "TrueNode", "FalseNode", "TRUE", "FALSE", "Atom", "Node",
     "Select", "COMPARE_OPS", "NEGATED_OP", "FLIPPED_OP", "format_value",
     "Agg", "OrderItem", "HavingCompare", "Param", "AGG_FUNCS", "SQL_TYPE_NAMES", "Casts",
+    "walk", "map_children",
 ]
 
 ROWKEY = b"ROWKEY"
@@ -206,6 +207,30 @@ FALSE = FalseNode()
 Atom = Union[Compare, In, Like, NotLike, IsNull, IsNotNull]
 """What a normalized conjunct is made of (no Between, And, Or, Not, TRUE, FALSE)."""
 Node = Union[Atom, Between, And, Or, Not, TrueNode, FalseNode]
+
+
+def walk(node: Any) -> Iterator[Any]:
+    """Every node of a condition or HAVING tree, the AND / OR / NOT nodes and the atoms under
+    them, parents before children; None (no condition) has none. The one walk of the tree."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n is None:
+            continue
+        yield n
+        if isinstance(n, (And, Or)):
+            stack.extend(reversed(n.items))
+        elif isinstance(n, Not):
+            stack.append(n.item)
+
+
+def map_children(node: Any, fn: Callable[[Any], Any]) -> Any:
+    """``node`` with ``fn`` applied to each child of an AND / OR / NOT; an atom unchanged."""
+    if isinstance(node, (And, Or)):
+        return type(node)(tuple(fn(i) for i in node.items))
+    if isinstance(node, Not):
+        return Not(fn(node.item))
+    return node
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,13 @@ matches iff the whole condition is TRUE. The rowkey and undeclared columns compa
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..codec import ColumnType, decode_cell
 from ..errors import ValueTypeError
 from .ast import (
     ROWKEY, And, Between, Column, Compare, FalseNode, In, IsNotNull, IsNull, Like, Node, Not,
-    NotLike, Or, TrueNode,
+    NotLike, Or, TrueNode, walk,
 )
 from .normalize import Conjunct, coerce_literal, coerce_literals, coerce_prefix
 
@@ -152,17 +152,14 @@ def _in_set(node: In, types: Mapping) -> frozenset:
 def referenced_columns(condition: Node | Iterable[Conjunct] | None, *,
                        include_rowkey: bool = False) -> set[bytes]:
     """The columns a condition (tree or conjunct list) reads; the rowkey only if asked."""
-    out: set[bytes] = set()
-    stack: list[Any] = [condition]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (And, Or)):
-            stack.extend(n.items)
-        elif isinstance(n, Not):
-            stack.append(n.item)
-        elif isinstance(n, (list, tuple)):
-            stack.extend(n)
-        elif hasattr(n, "column"):
-            if include_rowkey or not n.column.is_rowkey:
-                out.add(n.column.name)
-    return out
+    return {n.column.name for n in _nodes(condition)
+            if hasattr(n, "column") and (include_rowkey or not n.column.is_rowkey)}
+
+
+def _nodes(condition: Any) -> Iterator[Any]:
+    """The nodes of a tree, or of every tree in a (nested) list of conjuncts."""
+    if isinstance(condition, (list, tuple)):
+        for item in condition:
+            yield from _nodes(item)
+    else:
+        yield from walk(condition)

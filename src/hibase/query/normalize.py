@@ -14,7 +14,7 @@ from ..codec import ColumnType, value_from_literal
 from ..errors import QueryPlanError, ValueTypeError
 from .ast import (
     FALSE, NEGATED_OP, TRUE, And, Atom, Between, Column, Compare, FalseNode, In, IsNotNull,
-    IsNull, Like, Node, Not, NotLike, Or, TrueNode, Value, format_value,
+    IsNull, Like, Node, Not, NotLike, Or, TrueNode, Value, format_value, map_children,
 )
 
 __all__ = [
@@ -126,15 +126,7 @@ def typed(node: Node, schema_types: SchemaTypes | None) -> Node:
             coerce_literals(node.column, node.values, schema_types))))
     if isinstance(node, (Like, NotLike)):
         return type(node)(node.column, coerce_prefix(node.column, node.prefix, schema_types))
-    return _map_children(node, lambda n: typed(n, schema_types))
-
-
-def _map_children(node: Node, fn: Callable[[Node], Node]) -> Node:
-    if isinstance(node, (And, Or)):
-        return type(node)(tuple(fn(i) for i in node.items))
-    if isinstance(node, Not):
-        return Not(fn(node.item))
-    return node
+    return map_children(node, lambda n: typed(n, schema_types))
 
 
 # -- rules ----------------------------------------------------------------------------------
@@ -143,7 +135,7 @@ def desugar_between(node: Node) -> Node:
     """``c BETWEEN lo AND hi`` -> ``(c >= lo AND c <= hi)``."""
     if isinstance(node, Between):
         return And((Compare(node.column, ">=", node.low), Compare(node.column, "<=", node.high)))
-    return _map_children(node, desugar_between)
+    return map_children(node, desugar_between)
 
 
 def push_not_down(node: Node) -> Node:
@@ -151,7 +143,7 @@ def push_not_down(node: Node) -> Node:
     conjunction of ``<>``, NOT LIKE -> NotLike, NOT IS NULL -> IsNotNull), valid in 3VL."""
     if isinstance(node, Not):
         return _negate(node.item)
-    return _map_children(node, push_not_down)
+    return map_children(node, push_not_down)
 
 
 def _negate(node: Node) -> Node:

@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import InvalidArgument
 from .ast import (
-    And, Between, Compare, HavingCompare, In, Node, Not, Or, Param, Select, Value,
+    Between, Compare, HavingCompare, In, Node, Param, Select, Value, map_children, walk,
 )
 
 __all__ = ["bind", "params_of"]
@@ -21,14 +21,8 @@ __all__ = ["bind", "params_of"]
 def params_of(node: Any) -> list[Param]:
     """The placeholders a condition (or HAVING) tree holds, in no particular order."""
     out: list[Param] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (And, Or)):
-            stack.extend(n.items)
-        elif isinstance(n, Not):
-            stack.append(n.item)
-        elif isinstance(n, (Compare, HavingCompare)):
+    for n in walk(node):
+        if isinstance(n, (Compare, HavingCompare)):
             if isinstance(n.value, Param):
                 out.append(n.value)
         elif isinstance(n, Between):
@@ -108,12 +102,6 @@ def _sub(node: Node | None, values: dict[Param, Value]) -> Any:
 
     if node is None:
         return None
-    if isinstance(node, And):
-        return And(tuple(_sub(i, values) for i in node.items))
-    if isinstance(node, Or):
-        return Or(tuple(_sub(i, values) for i in node.items))
-    if isinstance(node, Not):
-        return Not(_sub(node.item, values))
     if isinstance(node, Compare):
         return Compare(node.column, node.op, v(node.value))
     if isinstance(node, HavingCompare):
@@ -122,4 +110,4 @@ def _sub(node: Node | None, values: dict[Param, Value]) -> Any:
         return Between(node.column, v(node.low), v(node.high))
     if isinstance(node, In):
         return In(node.column, tuple(dict.fromkeys(v(x) for x in node.values)))
-    return node
+    return map_children(node, lambda n: _sub(n, values))

@@ -89,6 +89,8 @@ class IndexLookup:
                     f"answers {_atoms(self.used)}")
         how = ("NULL LIST POINT LOOKUP" if self.spec.null_alias is not None
                and self.ranges and self.ranges[0].start == self.spec.null_alias
+               else "PARALLEL POINT LOOKUPS" if self.method == "walk" and all(
+                   is_point(self.spec, r) for r in self.ranges)
                else "VALUE-TABLE WALK + PARALLEL POINT LOOKUPS" if self.method == "walk"
                else "MERGED SCAN (smallest to largest value)" if self.method == "merge"
                else "RANGE SCAN" if any(not is_point(self.spec, r) for r in self.ranges)
@@ -446,10 +448,11 @@ def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
 
 
 def _walk_pays(lk: IndexLookup, cached: bool) -> bool:
-    """The paper's range flow (value table, then a point lookup per value) pays off when a hot
-    cache answers the point lookups; without one, the ordered index scan reads the same
-    entries with fewer seeks."""
-    return cached
+    """The paper's range flow (value table, then a point lookup per value, in parallel) pays
+    off when a hot cache answers the point lookups and there is more than one: a range, or
+    several points; without a cache the ordered index scan reads the same entries with fewer
+    seeks, and one point is one lookup either way."""
+    return cached and (len(lk.ranges) > 1 or not is_point(lk.spec, lk.ranges[0]))
 
 
 def _answered(path: Path) -> set[Atom]:
