@@ -44,8 +44,9 @@ def connect(path: str, *, create: bool = True, read_only: bool = False,
     survives: "process" (the default; the WAL reaches the OS before a write returns, so the
     process's death, kill -9 included, loses nothing) or "fsync" (the WAL is also fsynced before
     a write returns, so a power cut loses nothing; concurrent writers share fsyncs: group
-    commit); `sync=True` is the older spelling of durability="fsync"; `table_prefix` + `table_prefix_separator` name tables as
-    happybase does ("app" + "_" + name). Unknown options raise InvalidArgument."""
+    commit); `sync=True` is the older spelling of durability="fsync"; `table_prefix` +
+    `table_prefix_separator` name tables as happybase does ("app" + "_" + name). Unknown
+    options raise InvalidArgument."""
     if not isinstance(path, str) or not path:
         raise errors.InvalidArgument("connect() needs a store path such as 'data/'")
     thrift = path.startswith("thrift://")

@@ -22,15 +22,15 @@ measures per store:
 Set-up, identical where the engines allow: SQLite on disk, one ``WITHOUT ROWID`` table with the
 rowkey as ``BLOB PRIMARY KEY`` and the 10 columns as BLOBs holding the same bytes as hibase's
 cells, ``journal_mode=WAL``, ``synchronous=NORMAL``, a 256 MiB page cache (``cache_size``) to
-match hibase's 256 MiB RocksDB block cache; hibase with its defaults (``durability="process"``: neither
-store fsyncs per commit), family ``f`` with ``max_versions=1``, no declared column types. Both
-stores are loaded fresh (hibase first, then SQLite) and finalised; before closing RocksDB the
-benchmark waits for its background compactions to finish (at most 120 s). Then every file of
-both stores is read once (so the OS page cache holds both alike: without it the store loaded
-first had cold pages reclaimed on this VM) and both stores are reopened, each starting the read
-phases with an empty in-process cache. Warm-up, the same for both: ``min(2000, rows)`` untimed
-random ``row()`` reads of keys drawn apart from the timed ones. Phases then run store by store
-(hibase, SQLite) in this order: row(), rows(), scan.
+match hibase's 256 MiB RocksDB block cache; hibase with its defaults (``durability="process"``:
+neither store fsyncs per commit), family ``f`` with ``max_versions=1``, no declared column
+types. Both stores are loaded fresh (hibase first, then SQLite) and finalised; before closing
+RocksDB the benchmark waits for its background compactions to finish (at most 120 s). Then every
+file of both stores is read once (so the OS page cache holds both alike: without it the store
+loaded first had cold pages reclaimed on this VM) and both stores are reopened, each starting
+the read phases with an empty in-process cache. Warm-up, the same for both: ``min(2000, rows)``
+untimed random ``row()`` reads of keys drawn apart from the timed ones. Phases then run store by
+store (hibase, SQLite) in this order: row(), rows(), scan.
 
 Besides wall-clock figures the report gives each phase's process CPU time and the bytes it
 fetched from storage rather than the page cache (``/proc/self/io``), so that contention from
@@ -598,9 +598,7 @@ def _durability_case(path: str, level: str, threads: int, work: list[list[tuple[
     try:
         db.create_table(TABLE, {"f": {"max_versions": 1}})
         table = db.table(TABLE)
-        lock = db.store._lock
-        fsyncs0 = getattr(lock, "fsyncs", 0)
-        acked0 = getattr(lock, "acknowledged", 0)
+        stats0 = db.store.durability_stats()
 
         def writer(part: list[list[tuple[bytes, dict]]]) -> None:
             if batched:
@@ -621,8 +619,9 @@ def _durability_case(path: str, level: str, threads: int, work: list[list[tuple[
         for w in workers:
             w.join()
         wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-        fsyncs = getattr(lock, "fsyncs", 0) - fsyncs0
-        acked = getattr(lock, "acknowledged", 0) - acked0
+        stats = db.store.durability_stats()
+        fsyncs = stats["fsyncs"] - stats0["fsyncs"]
+        acked = stats["acknowledged"] - stats0["acknowledged"]
         n_rows = sum(len(rows) for rows in work)
         assert sum(1 for _ in table.scan(columns=[COLUMNS[0]])) == n_rows
     finally:

@@ -52,8 +52,9 @@ def _lines(report: dict) -> list[str]:
 def check(ctx: click.Context, dir: str, as_json: bool, progress: bool | None) -> None:
     """Verify a whole store, read-only: every file read back through its checksums (and the
     MANIFEST and the folder's table files compared; the write-ahead logs read to their last
-    record, so a torn tail that a power cut left is reported, not dropped quietly), every ready index compared with its table
-    (as `hibase index verify`), local indexes' routing filters checked for false negatives.
+    record, so a torn tail that a power cut left is reported, not dropped quietly), every
+    ready index compared with its table (as `hibase index verify`), local indexes' routing
+    filters checked for false negatives.
 
     Exit code 0 when everything checks, 1 when anything does not (each problem is printed with
     the file or index it is in), as for a store that cannot be opened at all.

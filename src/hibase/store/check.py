@@ -1,6 +1,7 @@
 """Full verification of an embedded store's files (`hibase check`): the MANIFEST's framing,
-the write-ahead logs' last records (a torn tail, wal.py), the table files on disk against those the MANIFEST lists, and every key of every column family
-read back through RocksDB's block checksums (a bad block raises instead of ending a scan)."""
+the write-ahead logs' last records (a torn tail, wal.py), the table files on disk against those
+the MANIFEST lists, and every key of every column family read back through RocksDB's block
+checksums (a bad block raises instead of ending a scan)."""
 
 from __future__ import annotations
 

@@ -56,6 +56,7 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
                  durability: str | None = None, sync: bool | None = None,
                  block_cache_mb: int = 256):
         self.path = os.fspath(path)
+        self._folder = os.path.abspath(self.path)  # asked before each write (_check_writable)
         self.read_only = read_only
         # "process": every write reaches the OS through the WAL before it is acknowledged (a
         # killed process loses nothing); "fsync": the WAL is also fsynced (a power cut loses
@@ -135,6 +136,13 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
                             access_type=access)
         except Exception as exc:
             raise self._open_error(exc) from None
+
+    def durability_stats(self) -> dict[str, Any]:
+        """{"durability", "fsyncs" (group fsyncs made since the open), "acknowledged" (writes
+        they acknowledged)}: the counters `hibase bench store --durability` reads."""
+        lock = self._lock
+        return {"durability": self.durability, "fsyncs": getattr(lock, "fsyncs", 0),
+                "acknowledged": getattr(lock, "acknowledged", 0)}
 
     def _sequence(self) -> int:
         db = self._db
@@ -231,7 +239,7 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
             raise errors.StoreReadOnly("the store was opened read-only", self.path)
         if self._db is None:
             raise errors.BackendUnavailable("the store is closed")
-        if not os.access(self.path, os.W_OK, effective_ids=True):
+        if not os.access(self._folder, os.W_OK, effective_ids=True):
             raise errors.StoreReadOnly(
                 f"cannot write {self.path!r}: the store's folder is read-only (open the store "
                 "with read_only=True to read it)", self.path)
