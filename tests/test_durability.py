@@ -326,6 +326,9 @@ def test_fsync_group_commit_shares_one_fsync(db_path):
         th.join(30)
     assert sorted(done) == ["a", "b", "c"]
     assert lock.fsyncs - fsyncs == 2 and lock.acknowledged - acked == 3
+    with db.store.write_lock():  # a holder that writes nothing waits for no fsync
+        db.table("t").row(b"a")
+    assert lock.fsyncs - fsyncs == 2
     assert synced_at[1] == before + 2 * per_put  # the second fsync began after b's and c's writes
     db.close()
     with hibase.connect(db_path) as db:

@@ -19,7 +19,7 @@ __all__ = ["SyncingLock"]
 
 class SyncingLock:
     """A re-entrant lock (used as `with lock:`) whose outermost release by a thread that wrote
-    fsyncs the WAL up to that thread's last write, sharing one fsync with every writer whose
+    under it (a reader taking it pays nothing) fsyncs the WAL up to that thread's last write, sharing one fsync with every writer whose
     write came before it began (group commit).
 
     `sequence()` is the store's latest RocksDB sequence number (0 once closed) and
@@ -37,19 +37,28 @@ class SyncingLock:
 
     def __enter__(self) -> "SyncingLock":
         self._lock.acquire()
-        self._local.depth = getattr(self._local, "depth", 0) + 1
+        local = self._local
+        depth = local.depth = getattr(local, "depth", 0) + 1
+        if depth == 1:
+            try:
+                local.start = self._sequence()
+            except BaseException:
+                local.depth = 0
+                self._lock.release()
+                raise
         return self
 
     def __exit__(self, kind: Any, *exc: Any) -> None:
-        depth = self._local.depth = self._local.depth - 1
+        local = self._local
+        depth = local.depth = local.depth - 1
         if depth:
             self._lock.release()
             return
         try:
-            upto = self._sequence()
+            upto = self._sequence()  # above start: this thread wrote (writes take the lock)
         finally:
             self._lock.release()
-        if kind is None and upto > self.synced:
+        if kind is None and upto > local.start and upto > self.synced:
             self.sync(upto)
 
     def closing(self) -> Any:
