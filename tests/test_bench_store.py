@@ -95,3 +95,28 @@ def test_run_smoke(tmp_path):
 def test_run_rejects_bad_arguments():
     with pytest.raises(ValueError):
         store.run(rows=0, progress=False)
+
+
+def test_durability_smoke(tmp_path):
+    """`hibase bench store --durability`: every level x write shape x thread count, all rows
+    written, fsyncs counted at the fsync level only (no timed assertions)."""
+    from click.testing import CliRunner
+    from hibase.cli import cli
+    out = tmp_path / "d.json"
+    got = CliRunner().invoke(cli, ["bench", "store", "--durability", "--puts", "40",
+                                   "--batches", "8", "--batch-rows", "5", "--no-progress",
+                                   "--output", str(out)])
+    assert got.exit_code == 0, got.output
+    r = json.loads(out.read_text())
+    assert r["command"].startswith("hibase bench store --durability --puts 40 --batches 8")
+    assert set(r["cases"]) == {f"{lv}/{k}/{t}t" for lv in ("process", "fsync")
+                               for k in ("put", "batch") for t in (1, 4)}
+    for name, c in r["cases"].items():
+        assert c["rows"] == 40 and c["rows_per_s"] > 0
+        if name.startswith("process"):
+            assert c["fsyncs"] == 0
+        elif name.endswith("/1t"):  # one writer: one fsync per write
+            assert c["fsyncs"] == c["writes"]
+        else:
+            assert 1 <= c["fsyncs"] <= c["writes"]
+    assert "fsync rows/s over process rows/s" in got.output

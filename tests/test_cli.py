@@ -280,6 +280,23 @@ def test_load_csv_with_rowkey_column_map_and_create(store, tmp_path):
                                      "101": {"f:ts": "2", "g:town": "Rome"}}
 
 
+def test_load_with_durability(tmp_path):
+    """--durability fsync: the load's writes are fsynced (the folder's store; HBase's WAL
+    durability is the cluster's, so a thrift:// store refuses it as a clear error)."""
+    path = tmp_path / "calls.csv"
+    path.write_text("mdn,ts\n100,1\n101,2\n")
+    store = str(tmp_path / "store")
+    run("load", store, "calls", path, "--rowkey-column", "mdn", "--family", "f", "--create",
+        "--durability", "fsync")
+    assert _rows(store, "calls") == {"100": {"f:ts": "1"}, "101": {"f:ts": "2"}}
+    result = run("load", store, "calls", path, "--rowkey-column", "mdn", "--durability",
+                 "power", code=2)
+    assert "'power' is not one of 'process', 'fsync'" in result.stderr
+    message = error("load", "thrift://127.0.0.1:1", "calls", path, "--rowkey-column", "mdn",
+                    "--durability", "fsync")
+    assert "applies to the embedded store" in message
+
+
 def test_load_strict_stops_at_the_bad_row(store, tmp_path):
     path = tmp_path / "calls.csv"
     path.write_text("id,delay\n" + "".join(f"r{i},{i}\n" for i in range(5)) + "r5,bad\n"

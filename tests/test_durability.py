@@ -259,3 +259,77 @@ def test_read_only_sees_the_store_as_of_its_opening(embedded_db, db_path):
         assert [k for k, _ in ro.table("t").scan()] == [b"a"]
     with hibase.connect(db_path, read_only=True) as ro:  # reopen to catch up
         assert [k for k, _ in ro.table("t").scan()] == [b"a", b"b"]
+
+
+# -- durability levels (issue 24) ------------------------------------------------------------
+
+def test_durability_levels_and_the_sync_alias(db_path):
+    for kwargs, level in [({}, "process"), ({"durability": "process"}, "process"),
+                          ({"durability": "fsync"}, "fsync"), ({"sync": True}, "fsync"),
+                          ({"sync": False}, "process"),
+                          ({"sync": True, "durability": "fsync"}, "fsync")]:
+        with hibase.connect(db_path, **kwargs) as db:
+            assert db.store.durability == level, kwargs
+    for kwargs in [{"durability": "power"}, {"durability": True}, {"sync": "yes"},
+                   {"sync": True, "durability": "process"}]:
+        with pytest.raises(errors.InvalidArgument):
+            hibase.connect(db_path, **kwargs)
+    with hibase.connect(db_path, durability="fsync") as db:  # no folder lock left by the above
+        db.create_table("t", {"f": {}})
+        db.table("t").put(b"r", {b"f:a": b"1"})
+    with hibase.connect(db_path) as db:
+        assert db.table("t").row(b"r") == {b"f:a": b"1"}
+
+
+def test_fsync_group_commit_shares_one_fsync(db_path):
+    """durability="fsync": a writer is acknowledged only after an fsync that began after its
+    write; writers that wrote while an fsync ran share the next one (group commit): here one
+    fsync is held until two more writers have written, and three writes take two fsyncs."""
+    db = hibase.connect(db_path, durability="fsync")
+    db.create_table("t", {"f": {}})
+    t = db.table("t")
+    s0 = db.store._sequence()
+    t.put(b"warm", {b"f:a": b"1"})
+    per_put = db.store._sequence() - s0  # RocksDB sequence numbers one put takes
+    lock = db.store._lock
+    real, started, release = lock._sync_wal, threading.Event(), threading.Event()
+    synced_at: list[int] = []
+
+    def held_sync():
+        synced_at.append(db.store._sequence())
+        if len(synced_at) == 1:
+            started.set()
+            assert release.wait(30)
+        real()
+
+    lock._sync_wal = held_sync
+    fsyncs, acked = lock.fsyncs, lock.acknowledged
+    done: list[str] = []
+
+    def put(name):
+        t.put(name.encode(), {b"f:a": b"1"})
+        done.append(name)
+
+    first = threading.Thread(target=put, args=("a",))
+    first.start()
+    assert started.wait(30)  # a's fsync is under way (and held)
+    before = db.store._sequence()
+    others = [threading.Thread(target=put, args=(n,)) for n in ("b", "c")]
+    for th in others:
+        th.start()
+    deadline = time.monotonic() + 30  # b and c have written and wait for an fsync
+    while db.store._sequence() < before + 2 * per_put and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert done == []  # nobody is acknowledged before its fsync
+    release.set()
+    for th in [first, *others]:
+        th.join(30)
+    assert sorted(done) == ["a", "b", "c"]
+    assert lock.fsyncs - fsyncs == 2 and lock.acknowledged - acked == 3
+    with db.store.write_lock():  # a holder that writes nothing waits for no fsync
+        db.table("t").row(b"a")
+    assert lock.fsyncs - fsyncs == 2
+    assert synced_at[1] == before + 2 * per_put  # the second fsync began after b's and c's writes
+    db.close()
+    with hibase.connect(db_path) as db:
+        assert sorted(k for k, _ in db.table("t").scan()) == [b"a", b"b", b"c", b"warm"]

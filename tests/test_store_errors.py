@@ -165,12 +165,25 @@ os.chmod(path, 0o755)
 
 db = hibase.connect(path)
 t = db.table("t")
-os.chmod(path, 0o555)           # read-only while open
-step("put", lambda: t.put(b"x", {b"f:a": b"1"}))
-step("flush", db.store.flush)
-step("create_table", lambda: db.create_table("u", {"f": {}}))
+os.chmod(path, 0o555)           # read-only while open: every writing call refuses up front
 step("create_index", lambda: db.create_index("t", "by_a", ["f:a"]))
-step("put again", lambda: t.put(b"y", {b"f:a": b"2"}))
+step("compact", lambda: db.compact_table("t"))
+step("put", lambda: t.put(b"x", {b"f:a": b"1"}))
+def batch():
+    with t.batch() as b:
+        b.put(b"y", {b"f:a": b"2"})
+step("batch", batch)
+step("delete", lambda: t.delete(b"r001"))
+step("counter", lambda: t.counter_inc(b"c", b"f:n"))
+step("split", lambda: db.split("t", b"r050"))
+step("disable_table", lambda: db.disable_table("t"))
+step("create_table", lambda: db.create_table("u", {"f": {}}))
+step("delete_table", lambda: db.delete_table("t", disable=True))
+step("flush", db.store.flush)
+print("rows while read-only|%d" % len(list(t.scan())), db.indexes("t"))
+os.chmod(path, 0o755)           # writable again: the store takes writes again
+step("put when writable", lambda: t.put(b"z", {b"f:a": b"3"}))
+step("create_index when writable", lambda: db.create_index("t", "by_a", ["f:a"]))
 step("close", db.close)
 """
 
@@ -187,17 +200,21 @@ def test_read_only_folder(user_dir):
     assert out["connect"].startswith("StoreReadOnly " + path), got.stdout
     assert out["read_only rows"] == "100 {b'f:a': b'7'}", got.stdout
     assert out["read_only put"].startswith("StoreReadOnly"), got.stdout
-    # made read-only while open: RocksDB's open WAL still takes a put, then every step that
-    # creates a file fails as StoreReadOnly naming it, and the store says so from then on
-    assert out["put"] == "ok"  # (RocksDB's open WAL still takes a put)
-    for step in ("flush", "create_table", "create_index", "put again", "close"):
-        assert out[step].startswith("StoreReadOnly /"), (step, got.stdout)
-    assert out["flush"].split()[1].startswith(path)
-    # nothing acknowledged is lost: reopen writable
-    os.chmod(path, 0o755)
+    # made read-only while open: RocksDB's open WAL and MANIFEST would still take a put, an
+    # index's column families, a compaction; every writing call refuses up front instead,
+    # naming the folder, writes nothing, and the store works again once the folder is writable
+    for step in ("create_index", "compact", "put", "batch", "delete", "counter", "split",
+                 "disable_table", "create_table", "delete_table", "flush"):
+        assert out[step] == f"StoreReadOnly {path}", (step, got.stdout)
+    assert out["rows while read-only"] == "100 []", got.stdout
+    for step in ("put when writable", "create_index when writable", "close"):
+        assert out[step] == "ok", (step, got.stdout)
+    # nothing refused was written, everything acknowledged is there
     with hibase.connect(path) as db:
         t = db.table("t")
-        assert len(list(t.scan())) == 101 and t.row(b"x") == {b"f:a": b"1"}
+        assert [s["name"] for s in db.indexes("t")] == ["by_a"]
+        assert t.row(b"x") == {} and t.row(b"y") == {} and t.row(b"r001") == {b"f:a": b"1"}
+        assert len(list(t.scan())) == 101 and t.row(b"z") == {b"f:a": b"3"}
         assert "u" not in db.tables()
 
 

@@ -214,6 +214,175 @@ def test_kill_9_during_index_build(tmp_path, record_property, local):
     report(record_property, trials=trials, **outcomes, inexact_after_rebuild=0)
 
 
+# -- power cut: the WAL's unsynced tail lost -------------------------------------------------
+
+POWER_WRITER = """
+import glob, os, sys, threading, hibase
+path, level, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+db = hibase.connect(path, durability=level)
+t = db.table("p")
+out = threading.Lock()
+
+def log_size():
+    logs = sorted(glob.glob(os.path.join(path, "*.log")))
+    return os.path.basename(logs[-1]), os.path.getsize(logs[-1])
+
+def say(*words):
+    with out:
+        print(*words, flush=True)
+
+if level == "fsync":  # each fsync's coverage: every byte in the log when it began is on disk
+    lock = db.store._lock
+    real = lock._sync_wal
+    def sync_wal():
+        name, size = log_size()
+        real()
+        say("synced", name, size)
+    lock._sync_wal = sync_wal
+
+def write(worker):
+    for n in range(worker, 10**9, threads):
+        rows = 1 + n % 3
+        say("intent", n, rows)
+        with t.batch() as b:
+            for j in range(rows):
+                b.put(b"b%06d-%d" % (n, j), {b"f:a": b"%d" % (n % 50), b"f:b": b"x" * (n % 700)})
+        if level == "process":  # one writer: the log ends with this batch's record
+            say("ack", n, *log_size())
+        else:
+            say("ack", n)
+
+say("start", *log_size())
+for w in range(threads):
+    threading.Thread(target=write, args=(w,)).start()
+"""
+
+BLOCK = 32768
+
+
+def _power_cut_trial(path: str, level: str, rng: random.Random) -> dict:
+    """One writer (two threads for "fsync": group commit) killed -9 mid-stream, then its WAL cut
+    as a power cut would leave it; returns what the test checks."""
+    threads = 2 if level == "fsync" else 1
+    proc = subprocess.Popen([PY, "-c", textwrap.dedent(POWER_WRITER), path, level, str(threads)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout))  # the pipe never fills
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith("start "), proc.stderr.read()
+        reader.start()
+        time.sleep(rng.uniform(0.3, 1.0))
+        os.kill(proc.pid, signal.SIGKILL)  # mid-stream: the writer is still writing
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if reader.ident:
+            reader.join(30)
+        proc.stdout.close()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+    _, log, start = first.split()
+    intents: dict[int, int] = {}
+    acked: list[int] = []
+    ends: dict[int, int] = {}  # "process": batch -> its record's end in the log
+    synced = int(start)  # "fsync": the log up to here is on disk (what the open recovered)
+    for line in lines:
+        words = line.split()
+        if not line.endswith("\n") or not words:
+            continue  # a line cut by the kill: not said
+        if words[0] == "intent":
+            intents[int(words[1])] = int(words[2])
+        elif words[0] == "ack":
+            acked.append(int(words[1]))
+            if level == "process":
+                assert words[2] == log, "the log rolled over mid-trial: make the trial shorter"
+                ends[int(words[1])] = int(words[3])
+        elif words[0] == "synced":
+            assert words[1] == log
+            synced = max(synced, int(words[2]))
+    wal = os.path.join(path, log)
+    size = os.path.getsize(wal)
+    # the power cut: the OS's unwritten buffers of the log are lost. "process" never fsyncs, so
+    # any tail may go; "fsync" can lose only what no completed fsync covered
+    cut = rng.randint(int(start), size) if level == "process" else rng.randint(synced, size)
+    with open(wal, "r+b") as f:
+        f.truncate(cut)
+    before = check_store(path)
+    with hibase.connect(path) as db:
+        t = db.table("p")
+        rows: dict[int, set[int]] = {}
+        for key, _ in t.scan():
+            n, j = key[1:].split(b"-")
+            rows.setdefault(int(n), set()).add(int(j))
+        index_ok = db.verify_index("p", "by_a")["ok"]
+    after = check_store(path)
+    return {"intents": intents, "acked": acked, "ends": ends, "start": int(start),
+            "cut": cut, "size": size, "synced": synced, "rows": rows, "wal": wal,
+            "before": before, "after": after, "index_ok": index_ok}
+
+
+@pytest.mark.parametrize("level", ["process", "fsync"])
+def test_power_cut_loses_only_what_the_level_allows(tmp_path, record_property, level):
+    """kill -9, then the write-ahead log's tail cut as a power cut leaves it. fsync: no
+    acknowledged write is lost. process: what survives is exactly the batches whose records
+    end before the cut (a prefix of the acknowledged writes: no partial batch, no write after
+    a missing one), and `hibase check` reports the torn tail before the reopen."""
+    rng = random.Random(f"power-{level}")
+    trials = scaled(3)
+    counts = {"acknowledged": 0, "lost_acknowledged": 0, "partial_batches": 0,
+              "torn_tail_reported": 0, "cut_on_a_record_boundary": 0, "bytes_cut": 0}
+    for trial in range(trials):
+        path = str(tmp_path / f"{level}{trial}")
+        with hibase.connect(path) as db:
+            db.create_table("p", {"f": {"max_versions": 1}}, columns={"f:a": "int"})
+            db.create_index("p", "by_a", ["f:a"])
+        r = _power_cut_trial(path, level, rng)
+        acked, rows, intents = r["acked"], r["rows"], r["intents"]
+        assert len(acked) > 20, r["acked"]
+        counts["acknowledged"] += len(acked)
+        counts["bytes_cut"] += r["size"] - r["cut"]
+        for n, parts in rows.items():  # every batch whole or absent
+            assert parts == set(range(intents[n])), (trial, n, parts)
+        assert r["index_ok"] and r["after"]["ok"], (trial, r["after"]["problems"])
+        if level == "fsync":
+            lost = [n for n in acked if n not in rows]
+            assert not lost, (trial, lost, r["cut"], r["synced"], r["size"])
+            assert set(rows) <= set(intents)
+            if not r["before"]["ok"]:  # the cut fell inside an unacknowledged write's record
+                assert [p["file"] for p in r["before"]["problems"]] == [r["wal"]]
+                counts["torn_tail_reported"] += 1
+        else:
+            ends = r["ends"]
+            # exactly the batches whose records end at or before the cut survive: a prefix
+            survive = sorted(n for n in acked if ends[n] <= r["cut"])
+            assert survive == list(range(len(survive)))
+            expected = set(survive)
+            in_flight = max(acked, default=-1) + 1
+            if in_flight in rows:  # the batch the kill interrupted had reached the log whole
+                expected.add(in_flight)
+                assert r["cut"] > ends.get(max(acked), r["start"]), trial
+            assert set(rows) == expected, (trial, sorted(set(rows) ^ expected))
+            counts["lost_acknowledged"] += len(acked) - len(survive)
+            boundary = r["cut"] in {r["start"], r["size"], *ends.values()} or any(
+                e < r["cut"] < e + BLOCK - e % BLOCK and BLOCK - e % BLOCK < 7
+                for e in (r["start"], *ends.values()))
+            problems = r["before"]["problems"]
+            if boundary:
+                counts["cut_on_a_record_boundary"] += 1
+                assert r["before"]["ok"], problems
+            else:
+                assert [p["file"] for p in problems] == [r["wal"]], problems
+                torn = max(e for e in (r["start"], *ends.values()) if e <= r["cut"])
+                if BLOCK - torn % BLOCK < 7:  # the next record starts in the next block
+                    torn += BLOCK - torn % BLOCK
+                assert f"at byte {torn} of {r['cut']}" in problems[0]["problem"], problems
+                counts["torn_tail_reported"] += 1
+    report(record_property, level=level, trials=trials, **counts)
+
+
 # -- concurrent readers re-checking every row --------------------------------------------------
 
 CONDITIONS = ["f.a = 3", "f.a > 1", "f.b LIKE 'a%'", "f.c > 1", "f.a IN (1, 3)",

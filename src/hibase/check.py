@@ -4,6 +4,7 @@ negatives. Read-only: it changes nothing, so it is safe on a store that looks da
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 from . import errors
@@ -24,6 +25,13 @@ def check_store(path: str, progress: Callable[[str, int], None] | None = None
     except errors.HibaseError as exc:
         problems.append({"file": getattr(exc, "path", None) or path,
                          "problem": f"cannot open: {exc}"})
+        if os.path.isdir(path):  # a damaged log fails the open: say which, and where
+            from .store.wal import wal_problems
+            try:
+                problems.extend({"file": p["file"], "problem": p["problem"]}
+                                for p in wal_problems(path))
+            except OSError:
+                pass
         report["ok"] = False
         return report
     try:

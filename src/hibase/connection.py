@@ -18,7 +18,8 @@ from .table import Table
 
 __all__ = ["Connection", "connect"]
 
-def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bool = False,
+def connect(path: str, *, create: bool = True, read_only: bool = False,
+            durability: str | None = None, sync: bool | None = None,
             table_prefix: str | None = None, table_prefix_separator: str = "_",
             cache: str | None = DEFAULT_CACHE, cache_policy: str | None = DEFAULT_POLICY,
             cache_capacity: int | None = None, hotscore_alpha: float | None = None,
@@ -40,11 +41,15 @@ def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bo
     `count_period` tune the heat (window-heat, hotscore). `db.cache_stats()` reports hits, misses, evictions...
 
     `create` (default True) makes a missing embedded store, else BackendUnavailable; `read_only`
-    opens alongside a writer and refuses writes; `sync` fsyncs every write (power loss, not
-    only a killed process); `table_prefix` + `table_prefix_separator` name tables as
-    happybase does ("app" + "_" + name); `max_statement` is the longest SQL statement or
-    condition accepted, in UTF-8 bytes (default 1 MiB; a longer one is a QuerySyntaxError
-    before parsing). Unknown options raise InvalidArgument."""
+    opens alongside a writer and refuses writes; `durability` says what an acknowledged write
+    survives: "process" (the default; the WAL reaches the OS before a write returns, so the
+    process's death, kill -9 included, loses nothing) or "fsync" (the WAL is also fsynced before
+    a write returns, so a power cut loses nothing; concurrent writers share fsyncs: group
+    commit); `sync=True` is the older spelling of durability="fsync"; `table_prefix` +
+    `table_prefix_separator` name tables as happybase does ("app" + "_" + name);
+    `max_statement` is the longest SQL statement or condition accepted, in UTF-8 bytes (default
+    1 MiB; a longer one is a QuerySyntaxError before parsing). Unknown options raise
+    InvalidArgument."""
     if not isinstance(path, str) or not path:
         raise errors.InvalidArgument("connect() needs a store path such as 'data/'")
     thrift = path.startswith("thrift://")
@@ -60,7 +65,8 @@ def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bo
         raise errors.InvalidArgument("max_statement must be a positive int (bytes)")
     hot = open_cache(cache, cache_policy, cache_capacity, hotscore_alpha, count_period)
     try:
-        store = open_store(path, create=create, read_only=read_only, sync=sync)
+        store = open_store(path, create=create, read_only=read_only, durability=durability,
+                           sync=sync)
     except BaseException:
         if hot is not None:
             hot.close()
@@ -222,8 +228,12 @@ class Connection:
 
     def _set_enabled(self, name: str | bytes, flag: bool) -> None:
         schema = self.store.schema(self._full(name))
-        schema.enabled = flag
-        self.store.save_schema(schema)
+        was, schema.enabled = schema.enabled, flag
+        try:
+            self.store.save_schema(schema)
+        except BaseException:  # not saved (a read-only folder...): the table stays as it was
+            schema.enabled = was
+            raise
 
     def compact_table(self, name: str | bytes, major: bool = False) -> None:
         """Compact table `name` (str or bytes): fold each row's segments and drop what

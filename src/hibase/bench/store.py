@@ -22,19 +22,23 @@ measures per store:
 Set-up, identical where the engines allow: SQLite on disk, one ``WITHOUT ROWID`` table with the
 rowkey as ``BLOB PRIMARY KEY`` and the 10 columns as BLOBs holding the same bytes as hibase's
 cells, ``journal_mode=WAL``, ``synchronous=NORMAL``, a 256 MiB page cache (``cache_size``) to
-match hibase's 256 MiB RocksDB block cache; hibase with its defaults (``sync=False``: neither
-store fsyncs per commit), family ``f`` with ``max_versions=1``, no declared column types. Both
-stores are loaded fresh (hibase first, then SQLite) and finalised; before closing RocksDB the
-benchmark waits for its background compactions to finish (at most 120 s). Then every file of
-both stores is read once (so the OS page cache holds both alike: without it the store loaded
-first had cold pages reclaimed on this VM) and both stores are reopened, each starting the read
-phases with an empty in-process cache. Warm-up, the same for both: ``min(2000, rows)`` untimed
-random ``row()`` reads of keys drawn apart from the timed ones. Phases then run store by store
-(hibase, SQLite) in this order: row(), rows(), scan.
+match hibase's 256 MiB RocksDB block cache; hibase with its defaults (``durability="process"``:
+neither store fsyncs per commit), family ``f`` with ``max_versions=1``, no declared column
+types. Both stores are loaded fresh (hibase first, then SQLite) and finalised; before closing
+RocksDB the benchmark waits for its background compactions to finish (at most 120 s). Then every
+file of both stores is read once (so the OS page cache holds both alike: without it the store
+loaded first had cold pages reclaimed on this VM) and both stores are reopened, each starting
+the read phases with an empty in-process cache. Warm-up, the same for both: ``min(2000, rows)``
+untimed random ``row()`` reads of keys drawn apart from the timed ones. Phases then run store by
+store (hibase, SQLite) in this order: row(), rows(), scan.
 
 Besides wall-clock figures the report gives each phase's process CPU time and the bytes it
 fetched from storage rather than the page cache (``/proc/self/io``), so that contention from
 other processes or cache misses show up as such.
+
+``run_durability()`` (``hibase bench store --durability``) measures instead what each
+durability level costs writers: single-row puts and batches, from 1 and 4 threads, under
+"process" and "fsync" (whose group commit lets concurrent writers share an fsync).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ import sqlite3
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from itertools import islice
 from operator import itemgetter
@@ -59,7 +64,7 @@ from tqdm import tqdm
 import hibase
 from hibase.bench.datasets import COLUMNS, telecom_rows
 
-__all__ = ["run", "TARGETS"]
+__all__ = ["run", "run_durability", "TARGETS"]
 
 TARGETS = {"load_rows_per_s": 50_000, "row_p50_us": 20, "scan_rows_per_s": 100_000,
            "within_2x_of_sqlite": True}
@@ -540,7 +545,8 @@ def run(rows: int = 100_000, workdir: str | None = None, seed: int = 0, reads: i
         "dataset": {"generator": "hibase.bench.datasets.telecom_rows", "columns": len(COLUMNS),
                     "avg_row_bytes": raw / n, "note": "rowkey (30 bytes) + 10 values"},
         "setup": {
-            "hibase": f"EmbeddedStore defaults (RocksDB, sync=False, 256 MiB block cache, "
+            "hibase": f"EmbeddedStore defaults (RocksDB, durability=process, 256 MiB block "
+                      f"cache, "
                       f"row bloom filters, no compression); family f max_versions=1, no "
                       f"declared types; load via table.batch(batch_size={HIBASE_BATCH}) "
                       f"(cells: one write per {HIBASE_BATCH // len(COLUMNS)} rows) + "
@@ -575,6 +581,122 @@ def run(rows: int = 100_000, workdir: str | None = None, seed: int = 0, reads: i
     if mismatches:
         raise RuntimeError(f"{mismatches} of {len(checks)} rows differ between hibase and SQLite")
     return _round(report)
+
+
+# -- durability levels: what an fsync per acknowledged write costs ----------------------------
+
+DURABILITY_THREADS = (1, 4)
+
+
+def _durability_case(path: str, level: str, threads: int, work: list[list[tuple[bytes, dict]]],
+                     batched: bool) -> dict[str, Any]:
+    """Write `work` (one list of (key, data) per write) into a fresh store at `level` from
+    `threads` threads (write i by thread i % threads); rows/s and writes/s over the wall time
+    from the first write to the last acknowledgement."""
+    shutil.rmtree(path, ignore_errors=True)
+    db = hibase.connect(path, durability=level, cache=None)
+    try:
+        db.create_table(TABLE, {"f": {"max_versions": 1}})
+        table = db.table(TABLE)
+        stats0 = db.store.durability_stats()
+
+        def writer(part: list[list[tuple[bytes, dict]]]) -> None:
+            if batched:
+                for rows in part:
+                    with table.batch() as b:
+                        for key, data in rows:
+                            b.put(key, data)
+            else:
+                for rows in part:
+                    for key, data in rows:
+                        table.put(key, data)
+
+        parts = [work[i::threads] for i in range(threads)]
+        workers = [threading.Thread(target=writer, args=(part,)) for part in parts]
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        stats = db.store.durability_stats()
+        fsyncs = stats["fsyncs"] - stats0["fsyncs"]
+        acked = stats["acknowledged"] - stats0["acknowledged"]
+        n_rows = sum(len(rows) for rows in work)
+        assert sum(1 for _ in table.scan(columns=[COLUMNS[0]])) == n_rows
+    finally:
+        db.close()
+    shutil.rmtree(path, ignore_errors=True)
+    return {"writes": len(work), "rows": n_rows, "seconds": wall, "cpu_s": cpu,
+            "writes_per_s": len(work) / wall, "rows_per_s": n_rows / wall,
+            "fsyncs": fsyncs if level == "fsync" else 0,
+            "writes_per_fsync": (acked / fsyncs) if fsyncs else None}
+
+
+def run_durability(puts: int = 4000, batches: int = 400, batch_rows: int = 100,
+                   workdir: str | None = None, seed: int = 0, progress: bool = False
+                   ) -> dict[str, Any]:
+    """Put throughput under each durability level ("process": the WAL reaches the OS;
+    "fsync": it is fsynced before a write returns, concurrent writers sharing fsyncs): `puts`
+    single-row puts and `batches` batches of `batch_rows` rows, from 1 and from 4 writer
+    threads, each case in a fresh store (telecom rows, 10 columns)."""
+    started = time.perf_counter()
+    machine = _machine()
+    singles = [[row] for row in islice(telecom_rows(puts, seed), puts)]
+    rows = list(islice(telecom_rows(batches * batch_rows, seed + 1), batches * batch_rows))
+    grouped = [rows[i:i + batch_rows] for i in range(0, len(rows), batch_rows)]
+    own = workdir is None
+    base = tempfile.mkdtemp(prefix="hibase-bench-durability-") if own else workdir
+    os.makedirs(base, exist_ok=True)
+    cases: dict[str, dict[str, Any]] = {}
+    steps = [(level, kind, threads) for level in ("process", "fsync")
+             for kind in ("put", "batch") for threads in DURABILITY_THREADS]
+    bar = tqdm(total=len(steps), desc="durability", file=sys.stderr, disable=not progress,
+               leave=False)
+    try:
+        for level, kind, threads in steps:
+            gc.collect()
+            cases[f"{level}/{kind}/{threads}t"] = _durability_case(
+                os.path.join(base, f"{level}-{kind}-{threads}"), level, threads,
+                singles if kind == "put" else grouped, kind == "batch")
+            bar.update(1)
+    finally:
+        bar.close()
+        if own:
+            shutil.rmtree(base, ignore_errors=True)
+    cost = {f"{kind}/{threads}t": cases[f"fsync/{kind}/{threads}t"]["rows_per_s"]
+            / cases[f"process/{kind}/{threads}t"]["rows_per_s"]
+            for kind in ("put", "batch") for threads in DURABILITY_THREADS}
+    group = {kind: cases[f"fsync/{kind}/4t"]["rows_per_s"] / cases[f"fsync/{kind}/1t"]["rows_per_s"]
+             for kind in ("put", "batch")}
+    machine["loadavg_end"] = _loadavg()
+    return _round({
+        "benchmark": "durability",
+        "puts": puts, "batches": batches, "batch_rows": batch_rows, "seed": seed,
+        "machine": machine,
+        "setup": {
+            "store": "EmbeddedStore, fresh folder per case, one table (family f max_versions=1, "
+                     "no indexes, no cache); telecom rows (10 columns, ~"
+                     f"{sum(len(k) + sum(map(len, d.values())) for [(k, d)] in singles) // puts}"
+                     " bytes each), generated before timing",
+            "levels": {"process": "WAL written to the OS before a write returns (survives "
+                                  "kill -9)",
+                       "fsync": "WAL also fsynced (FlushWAL(sync)) before a write returns "
+                                "(survives a power cut); writers share fsyncs (group commit)"},
+            "put": "table.put(key, row): one atomic write per row",
+            "batch": f"with table.batch(): {batch_rows} rows per atomic write",
+            "threads": "writes dealt round-robin to N threads of one connection; wall time "
+                       "from the first write to the last acknowledgement",
+            "writes_per_fsync": "acknowledged writes per fsync (fsync level): above 1 is "
+                                "group commit at work",
+        },
+        "cases": cases,
+        "fsync_cost": {"meaning": "fsync rows/s over process rows/s, same shape (1 = free)",
+                       **cost},
+        "group_commit": {"meaning": "fsync level: rows/s with 4 writer threads over 1 thread",
+                         **group},
+        "elapsed_s": time.perf_counter() - started,
+    })
 
 
 def _round(obj: Any) -> Any:

@@ -143,6 +143,16 @@ def store_argument(f: Callable) -> Callable:
     return click.argument("dir", metavar="DIR", type=click.Path(file_okay=False))(f)
 
 
+def durability_option(f: Callable) -> Callable:
+    """--durability process|fsync (as `durability`) for commands that write: what an
+    acknowledged write survives (connect()'s durability)."""
+    return click.option("--durability", type=click.Choice(["process", "fsync"]),
+                        default="process", show_default=True,
+                        help="process: a write is acknowledged once the OS has it (survives "
+                             "kill -9); fsync: once it is on disk (survives a power cut; "
+                             "slower, see `hibase bench store --durability`).")(f)
+
+
 def table_argument(f: Callable) -> Callable:
     """A table name (as `table`)."""
     return click.argument("table", metavar="TABLE")(f)
@@ -171,14 +181,16 @@ def columns_option(f: Callable) -> Callable:
 
 
 def open_store(path: str, *, read_only: bool = False, create: bool = False,
-               cache: str | None = None) -> Connection:
+               cache: str | None = None, durability: str | None = None) -> Connection:
     """Connect to the store folder for the running command; closed when the command ends.
 
     Read-only opens work while another process writes; only commands that make tables
     (create=True) create a missing folder, others say there is no store. `cache` is
     connect()'s hot-cache option; by default None (no cache): an in-process cache dies with
-    the command, so it would only cost (and steer range queries to value-table walks)."""
-    db = connect(path, create=create and not read_only, read_only=read_only, cache=cache)
+    the command, so it would only cost (and steer range queries to value-table walks).
+    `durability`: connect()'s (--durability of the commands that write)."""
+    db = connect(path, create=create and not read_only, read_only=read_only, cache=cache,
+                 durability=durability)
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
         ctx.call_on_close(db.close)

@@ -164,21 +164,55 @@ def _scbf_summary(r: dict) -> list[str]:
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--workdir", type=click.Path(file_okay=False), metavar="DIR",
               help="Put (and keep) the stores under DIR (default: a temporary folder).")
+@click.option("--durability", "durability", is_flag=True,
+              help="Measure instead what each durability level (process, fsync) costs "
+                   "writers: single puts and batches, from 1 and 4 threads.")
+@click.option("--puts", type=click.IntRange(min=4), default=4000, show_default=True,
+              help="With --durability: single-row puts per case.")
+@click.option("--batches", type=click.IntRange(min=4), default=400, show_default=True,
+              help="With --durability: batches per case.")
+@click.option("--batch-rows", type=click.IntRange(min=1), default=100, show_default=True,
+              help="With --durability: rows per batch.")
 @bench_options
-def bench_store(rows: int, reads: int, seed: int, workdir: str | None, as_json: bool,
+def bench_store(rows: int, reads: int, seed: int, workdir: str | None, durability: bool,
+                puts: int, batches: int, batch_rows: int, as_json: bool,
                 output: str | None, progress: bool) -> None:
     """The embedded store against SQLite on the same telecom rows: bulk load, random row()
-    reads, multi-gets, full scan, bytes on disk.
+    reads, multi-gets, full scan, bytes on disk. With --durability: put throughput under
+    each durability level instead.
 
     Example:
 
     \b
         hibase bench store --rows 100000
         hibase bench store --rows 1000000 --json --output store-1m.json
+        hibase bench store --durability --output benchmarks/durability.json
     """
     from ..bench import store as mod
+    if durability:
+        report = mod.run_durability(puts=puts, batches=batches, batch_rows=batch_rows,
+                                    workdir=workdir, seed=seed, progress=progress)
+        report = {"command": f"hibase bench store --durability --puts {puts} --batches "
+                             f"{batches} --batch-rows {batch_rows} --seed {seed}"
+                             + (f" --output {output}" if output else ""), **report}
+        finish_bench(report, as_json, output, _durability_summary)
+        return
     report = mod.run(rows=rows, workdir=workdir, seed=seed, reads=reads, progress=progress)
     finish_bench(report, as_json, output, _store_summary)
+
+
+def _durability_summary(r: dict) -> list[str]:
+    lines = [f"durability: {r['puts']:,} single puts, {r['batches']:,} batches of "
+             f"{r['batch_rows']} rows, per case (fresh store each)",
+             f"{'case':<20}{'rows/s':>12}{'writes/s':>12}{'fsyncs':>9}{'writes/fsync':>14}"]
+    for name, c in r["cases"].items():
+        lines.append(f"{name:<20}{_fmt(c['rows_per_s']):>12}{_fmt(c['writes_per_s']):>12}"
+                     f"{_fmt(c['fsyncs']):>9}{_fmt(c['writes_per_fsync']):>14}")
+    cost = ", ".join(f"{k} {_fmt(v)}" for k, v in r["fsync_cost"].items() if k != "meaning")
+    group = ", ".join(f"{k} {_fmt(v)}" for k, v in r["group_commit"].items() if k != "meaning")
+    lines.append(f"fsync rows/s over process rows/s: {cost}")
+    lines.append(f"fsync with 4 threads over 1 thread: {group}")
+    return lines
 
 
 @bench.command("scbf")

@@ -20,6 +20,9 @@ def _lines(report: dict) -> list[str]:
         out.append(f"files: {files['files']} table files, {files['bytes']:,} bytes, "
                    f"{files['keys']:,} keys in {files['column_families']} column families read "
                    "back through their checksums"
+                   + (f"; {files['wal_files']} write-ahead log"
+                      f"{'s' if files['wal_files'] != 1 else ''} read to the end"
+                      if files.get("wal_files") is not None else "")
                    + (f" (process {files['writer_pid']} writes to it: the folder's files were "
                       "not compared with the MANIFEST)" if files.get("writer_pid") else ""))
     for r in report["indexes"]:
@@ -48,8 +51,10 @@ def _lines(report: dict) -> list[str]:
 @click.pass_context
 def check(ctx: click.Context, dir: str, as_json: bool, progress: bool | None) -> None:
     """Verify a whole store, read-only: every file read back through its checksums (and the
-    MANIFEST and the folder's table files compared), every ready index compared with its table
-    (as `hibase index verify`), local indexes' routing filters checked for false negatives.
+    MANIFEST and the folder's table files compared; the write-ahead logs read to their last
+    record, so a torn tail that a power cut left is reported, not dropped quietly), every
+    ready index compared with its table (as `hibase index verify`), local indexes' routing
+    filters checked for false negatives.
 
     Exit code 0 when everything checks, 1 when anything does not (each problem is printed with
     the file or index it is in), as for a store that cannot be opened at all.

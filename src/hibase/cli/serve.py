@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from .base import durability_option
+
 __all__ = ["serve_command"]
 
 
@@ -47,11 +49,12 @@ __all__ = ["serve_command"]
 @click.option("--scanner-timeout", type=click.FloatRange(min=0, min_open=True), default=600.0,
               show_default=True, metavar="SECONDS",
               help="Drop a scanner no call has used for this long.")
+@durability_option
 def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: int | None,
                   framed: bool, compact: bool,
                   workers: int, max_connections: int, idle_timeout: float, read_timeout: float,
                   max_message: int, max_string: int, max_items: int,
-                  scanner_timeout: float) -> None:
+                  scanner_timeout: float, durability: str) -> None:
     """Serve the store in DIR (created if missing) to network clients until SIGTERM or
     Ctrl-C, then stop accepting, finish running calls and close the store.
 
@@ -71,11 +74,13 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: in
         hibase serve --thrift data/
         hibase serve --thrift --host 0.0.0.0 --port 9091 --framed --compact data/
         hibase serve --thrift --port 9090 --thrift2-port 9095 data/
+        hibase serve --thrift --durability fsync data/
         hibase serve --thrift --idle-timeout 30 --max-connections 2000 --max-message 8388608 data/
         python -c "import happybase; print(happybase.Connection('127.0.0.1').tables())"
     """
     if not thrift:
         raise click.UsageError("choose a front end: --thrift (HBase's Thrift1 interface)")
+    from ..connection import connect
     from ..server.thrift import ThriftServer, serve
     from ..server.wire import Limits
 
@@ -92,8 +97,10 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: in
                        f"thrift://{h}:{p}?thrift2_port={p2}")
         click.get_text_stream("stdout").flush()
 
+    # the default opens the folder inside serve(); another level opens it here, closed below
+    store = dir if durability == "process" else connect(dir, durability=durability)
     try:
-        serve(dir, host=host, port=port, transport=transport, protocol=protocol,
+        serve(store, host=host, port=port, transport=transport, protocol=protocol,
               workers=workers, scanner_timeout=scanner_timeout, ready=ready,
               thrift2_port=thrift2_port,
               idle_timeout=idle_timeout, read_timeout=read_timeout,
@@ -101,4 +108,7 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: in
               limits=Limits(max_message=max_message, max_string=max_string, max_items=max_items))
     except KeyboardInterrupt:  # pragma: no cover - serve() turns SIGINT into a clean stop
         pass
+    finally:
+        if store is not dir:
+            store.close()
     click.echo("Stopped; store closed.", err=True)

@@ -20,8 +20,8 @@ from ..table import Table
 from ..load import (FORMATS, LoadError, cell_column, cell_types, detect_types, load_file,
                     text_to_cell)
 from ..store.schema import FamilyOptions
-from .base import (cell_text, columns_option, emit, note, open_store, output_options,
-                   parse_bytes, show_bytes, store_argument, table_argument)
+from .base import (cell_text, columns_option, durability_option, emit, note, open_store,
+                   output_options, parse_bytes, show_bytes, store_argument, table_argument)
 
 
 # -- tables ------------------------------------------------------------------------------------
@@ -356,10 +356,11 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
                    "queries do not use those indexes.")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Show a progress bar on stderr.")
+@durability_option
 def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: str | None,
          rowkey_template: str | None, family: str | None, maps: dict, batch_size: int,
          create: bool, types: dict, no_detect: bool, strict: bool, delimiter: str, bulk: bool,
-         progress: bool) -> None:
+         progress: bool, durability: str) -> None:
     """Load a CSV file (its header row names the columns) or JSON lines into a table, like
     HBase's ImportTsv. FILE may be - for stdin.
 
@@ -392,6 +393,7 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
         hibase load data/ airports airports.csv --rowkey-column faa -f a --create --type zip=string
         hibase load data/ flights flights.jsonl --rowkey-column id --map dest=f:dest --strict
         hibase load data/ calls big.csv --rowkey '{mdn}:{ts}' --family f --bulk
+        hibase load data/ calls calls.csv --rowkey '{mdn}:{ts}' --family f --durability fsync
     """
     if (rowkey_column is None) == (rowkey_template is None):
         raise click.UsageError("give one of --rowkey-column NAME and --rowkey TEMPLATE")
@@ -402,7 +404,7 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
                                "declare an existing table's columns with `hibase alter-table "
                                f"{shlex.quote(dir)} {shlex.quote(table)} -c "
                                "FAMILY:QUALIFIER=TYPE`")
-    db = open_store(dir, create=create)
+    db = open_store(dir, create=create, durability=durability)
     if create and table.encode() not in db.tables():
         fams = {family} if family else set()
         fams |= {col.partition(":")[0] for col in maps.values()}

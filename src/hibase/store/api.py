@@ -14,6 +14,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, ContextManager, Iterator, Protocol, runtime_checkable
 
+from .. import errors
 from .base import Mutation, Region, SplitListener
 
 __all__ = ["Capabilities", "BaseStore", "Store", "KeyValueStore", "KVRangeReader", "open_store",
@@ -143,15 +144,43 @@ def is_remote_url(path: str | os.PathLike) -> bool:
     return isinstance(path, str) and path.startswith("thrift://")
 
 
+DURABILITY = ("process", "fsync")
+
+
+def durability_level(durability: str | None = None, sync: bool | None = None) -> str:
+    """The durability level asked for: `durability` ("process", the default: an acknowledged
+    write survives the process's death, kill -9 included; "fsync": it survives a power cut) or
+    the older `sync` flag (True is "fsync", False "process"). InvalidArgument otherwise."""
+    if sync is not None and not isinstance(sync, bool):
+        raise errors.InvalidArgument(f"sync must be True or False, not {sync!r} "
+                                     "(or use durability='process' | 'fsync')")
+    if durability is not None and durability not in DURABILITY:
+        raise errors.InvalidArgument(f"durability must be 'process' or 'fsync', not "
+                                     f"{durability!r}")
+    implied = None if sync is None else ("fsync" if sync else "process")
+    if durability is not None and implied is not None and durability != implied:
+        raise errors.InvalidArgument(f"sync={sync} contradicts durability={durability!r} "
+                                     "(sync is the older spelling: pass durability alone)")
+    return durability or implied or "process"
+
+
 def open_store(path: str | os.PathLike, *, create: bool = True, read_only: bool = False,
-               sync: bool = False, block_cache_mb: int | None = None) -> Any:
+               durability: str | None = None, sync: bool | None = None,
+               block_cache_mb: int | None = None) -> Any:
     """The store at `path`: HBase through Thrift1 for a thrift:// URL (its options in the
-    URL's query string), else the embedded RocksDB store in that folder."""
+    URL's query string), else the embedded RocksDB store in that folder. `durability` (or the
+    older `sync`, see durability_level) applies to the embedded store; HBase's WAL durability
+    is the cluster's, so only the default "process" is accepted for it."""
+    level = durability_level(durability, sync)
     if is_remote_url(path):
+        if level != "process":
+            raise errors.InvalidArgument(
+                f"durability={level!r} applies to the embedded store; HBase's WAL durability "
+                "is set on the cluster (hbase.wal.hsync, a table's DURABILITY)")
         from .hbase import HBaseStore  # imported here: the embedded store works without it
 
         return HBaseStore(str(path), create=create, read_only=read_only)
     from .embedded import EmbeddedStore
 
     extra = {} if block_cache_mb is None else {"block_cache_mb": block_cache_mb}
-    return EmbeddedStore(path, create=create, read_only=read_only, sync=sync, **extra)
+    return EmbeddedStore(path, create=create, read_only=read_only, durability=level, **extra)

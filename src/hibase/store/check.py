@@ -1,6 +1,7 @@
 """Full verification of an embedded store's files (`hibase check`): the MANIFEST's framing,
-the table files on disk against those the MANIFEST lists, and every key of every column family
-read back through RocksDB's block checksums (a bad block raises instead of ending a scan)."""
+the write-ahead logs' last records (a torn tail, wal.py), the table files on disk against those
+the MANIFEST lists, and every key of every column family read back through RocksDB's block
+checksums (a bad block raises instead of ending a scan)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any, Callable
 
 from .. import errors
 from .rocks import check_manifest, checked_items, translate
+from .wal import wal_problems
 
 __all__ = ["verify_files"]
 
@@ -51,7 +53,8 @@ def _column_families(store: Any) -> list[tuple[str, Any]]:
 def verify_files(store: Any, progress: Callable[[str, int], None] | None = None
                  ) -> dict[str, Any]:
     """Check every file of an open EmbeddedStore; returns {"ok", "files", "bytes", "keys",
-    "column_families", "problems": [{"file", "problem"}]}. `progress(what, keys)` is called
+    "column_families", "wal_files" (logs read to their last record; None beside a live
+    writer), "problems": [{"file", "problem"}]}. `progress(what, keys)` is called
     as each column family is read."""
     problems: list[dict[str, str]] = []
     try:
@@ -60,6 +63,11 @@ def verify_files(store: Any, progress: Callable[[str, int], None] | None = None
         problems.append({"file": exc.path or store.path, "problem": str(exc)})
     live = {f["name"].lstrip("/"): f for f in store._db.live_files()}
     writer = _writer_pid(store.path)
+    wal_files = None
+    if not writer:  # a live writer's log can be mid-record: only a still log is judged
+        wal_files = sum(1 for n in os.listdir(store.path) if n.endswith(".log"))
+        problems.extend({"file": p["file"], "problem": p["problem"]}
+                        for p in wal_problems(store.path))
     # a writer flushes and compacts meanwhile: the folder's files then differ from those of
     # the MANIFEST as this read-only open saw it, which proves nothing
     on_disk = live.keys() if writer else {n for n in os.listdir(store.path) if _SST.match(n)}
@@ -84,7 +92,7 @@ def verify_files(store: Any, progress: Callable[[str, int], None] | None = None
         keys += n
         if progress is not None:
             progress(what, n)
-    return {"ok": not problems, "files": len(live), "writer_pid": writer,
+    return {"ok": not problems, "files": len(live), "writer_pid": writer, "wal_files": wal_files,
             "bytes": sum(int(f.get("size", 0)) for f in live.values()), "keys": keys,
             "column_families": len(families), "problems": problems}
 

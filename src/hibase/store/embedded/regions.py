@@ -227,6 +227,7 @@ class Regions:
     def flush(self) -> None:
         """Flush memtables to SST files (used before measuring size on disk)."""
         with self._lock:
+            self._check_writable()
             self._db.flush()
             for name in self._tables:
                 for view, _, _ in self._tables[name].fams.values():

@@ -21,8 +21,9 @@ import rocksdict as rd
 
 from ... import errors
 from .. import cells as C
-from ..api import BaseStore, Capabilities
+from ..api import BaseStore, Capabilities, durability_level
 from ..base import CountDelta, Mutation, Region, SplitListener, decode_count, encode_count, now_ms
+from .groupcommit import SyncingLock
 from .kv import KeyValueTables
 from ..rocks import (
     check_manifest, checked_items, close_all, create_column_family, mapped, shadow_folder,
@@ -52,12 +53,19 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
 
     @mapped
     def __init__(self, path: str | os.PathLike, *, create: bool = True, read_only: bool = False,
-                 sync: bool = False, block_cache_mb: int = 256):
+                 durability: str | None = None, sync: bool | None = None,
+                 block_cache_mb: int = 256):
         self.path = os.fspath(path)
+        self._folder = os.path.abspath(self.path)  # asked before each write (_check_writable)
         self.read_only = read_only
+        # "process": every write reaches the OS through the WAL before it is acknowledged (a
+        # killed process loses nothing); "fsync": the WAL is also fsynced (a power cut loses
+        # nothing acknowledged), writers that commit meanwhile sharing one fsync
+        self.durability = durability_level(durability, sync)
         self._engine_error: errors.HibaseError | None = None  # the first fatal one (rocks.py)
         self._shadow: str | None = None
-        self._lock = threading.RLock()
+        self._db: Any = None
+        self._lock: Any = threading.RLock()
         self._split_listeners: list[SplitListener] = []
         if not os.path.isdir(self.path):
             if not create or read_only:
@@ -68,9 +76,11 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
                 raise self._open_error(exc) from None
         self._cache = rd.Cache(block_cache_mb * 1024 * 1024)
         self._db = self._open()
-        wo = rd.WriteOptions()
-        wo.sync = sync  # the WAL reaches the OS on every write, so a killed process loses nothing
-        self._db.set_write_options(wo)
+        # Writes never wait for the disk inside RocksDB (WriteOptions.sync stays False): with
+        # durability="fsync" the writer lock fsyncs the WAL as its holder leaves (group commit,
+        # groupcommit.py), so the lock is not held across the disk's wait.
+        if self.durability == "fsync" and not read_only:
+            self._lock = SyncingLock(self._sequence, self._sync_wal)
         self._tables: dict[str, _Table] = {}
         self._kv: dict[str, tuple[Any, Any]] = {}
         try:
@@ -127,6 +137,24 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
         except Exception as exc:
             raise self._open_error(exc) from None
 
+    def durability_stats(self) -> dict[str, Any]:
+        """{"durability", "fsyncs" (group fsyncs made since the open), "acknowledged" (writes
+        they acknowledged)}: the counters `hibase bench store --durability` reads."""
+        lock = self._lock
+        return {"durability": self.durability, "fsyncs": getattr(lock, "fsyncs", 0),
+                "acknowledged": getattr(lock, "acknowledged", 0)}
+
+    def _sequence(self) -> int:
+        db = self._db
+        return 0 if db is None else db.latest_sequence_number()
+
+    @mapped
+    def _sync_wal(self) -> None:
+        """fsync the WAL files (durability="fsync"); called by the writer lock, not under it."""
+        db = self._db
+        if db is not None:
+            db.flush_wal(True)
+
     def _open_error(self, exc: Exception) -> errors.HibaseError:
         err = translate(exc, self.path)
         if type(err) is errors.BackendError:  # no more precise kind: say it could not open
@@ -158,19 +186,29 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
     @mapped
     def close(self) -> None:
         with self._lock:
-            if self._db is not None:
-                # family views hold the database open: close them before it (no local names
-                # a handle: the traceback of a failed close must not keep one, or its LOCK)
-                views = [v for t in self._tables.values() for v, _, _ in t.fams.values()]
-                views += [v for v, _ in self._kv.values()] + [self._db]
-                self._db = None  # type: ignore[assignment]  # closed even when closing fails
-                self._tables.clear()
-                self._kv.clear()
-                try:
-                    close_all(views)
-                finally:
-                    if self._shadow is not None:
-                        shutil.rmtree(self._shadow, ignore_errors=True)
+            if self._db is not None and isinstance(self._lock, SyncingLock):
+                with self._lock.closing():  # no group fsync runs on the handle as it closes
+                    try:
+                        self._db.flush_wal(True)  # what this thread wrote under the lock
+                    finally:
+                        self._close()
+            else:
+                self._close()
+
+    def _close(self) -> None:
+        if self._db is not None:
+            # family views hold the database open: close them before it (no local names
+            # a handle: the traceback of a failed close must not keep one, or its LOCK)
+            views = [v for t in self._tables.values() for v, _, _ in t.fams.values()]
+            views += [v for v, _ in self._kv.values()] + [self._db]
+            self._db = None  # type: ignore[assignment]  # closed even when closing fails
+            self._tables.clear()
+            self._kv.clear()
+            try:
+                close_all(views)
+            finally:
+                if self._shadow is not None:
+                    shutil.rmtree(self._shadow, ignore_errors=True)
 
     @property
     def closed(self) -> bool:
@@ -192,10 +230,19 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
         return self.table(name).schema
 
     def _check_writable(self) -> None:
+        """Raise before any write when the store cannot take it: opened read-only, closed, or
+        its folder made read-only since the open. RocksDB's open WAL and MANIFEST would still
+        take writes there (a put, an index's new column families, a compaction), and then the
+        first file it has to create fails: every writing call refuses up front instead, and
+        works again once the folder is writable."""
         if self.read_only:
             raise errors.StoreReadOnly("the store was opened read-only", self.path)
         if self._db is None:
             raise errors.BackendUnavailable("the store is closed")
+        if not os.access(self._folder, os.W_OK, effective_ids=True):
+            raise errors.StoreReadOnly(
+                f"cannot write {self.path!r}: the store's folder is read-only (open the store "
+                "with read_only=True to read it)", self.path)
 
     @mapped
     def create_table(self, schema: TableSchema) -> None:
