@@ -11,7 +11,8 @@ from .cache.config import DEFAULT_CACHE, DEFAULT_POLICY, open_cache
 from .index.manager import IndexManager
 from .query import engine
 from .query.ast import Select
-from .store.api import Store, open_store
+from .store.api import Store
+from .store.backends import open_store
 from .store.base import Mutation
 from .store.schema import TableSchema, check_row, check_table_name
 from .table import Table

@@ -12,7 +12,7 @@ import msgpack
 
 def main() -> int:
     job = json.loads(sys.stdin.read())
-    from ..store.api import open_store
+    from ..store.backends import open_store
     from .build import expected_entries
     from .spec import IndexSpec
 

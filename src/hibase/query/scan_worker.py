@@ -13,11 +13,11 @@ import msgpack
 def main() -> int:
     job = pickle.loads(sys.stdin.buffer.read())
     from ..codec import ColumnType
-    from ..store.embedded import EmbeddedStore
+    from ..store.backends import open_store
     from .scan import scan_share
 
     types = {c: ColumnType(name, binary) for c, (name, binary) in job["types"].items()}
-    store = EmbeddedStore(job["path"], read_only=True, block_cache_mb=32)
+    store = open_store(job["path"], read_only=True, block_cache_mb=32)
     try:
         pack = msgpack.Packer(use_bin_type=True).pack
         with open(job["out"], "wb", buffering=1 << 20) as f:

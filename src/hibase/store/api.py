@@ -1,6 +1,6 @@
 """The store interface the index and query layers program against: what every backend offers,
-what only some do (a capabilities record, read instead of probing for methods), and the one
-place a URL or folder becomes a store (`open_store`).
+what only some do (a capabilities record, read instead of probing for methods), and how a URL
+or folder is told apart (`store/backends.py` opens it).
 
 Both backends (store/embedded/: RocksDB in a folder; store/hbase/: HBase through Thrift1)
 derive from `BaseStore`, whose defaults are the embedded store's answers to the questions only a
@@ -17,8 +17,8 @@ from typing import Any, ContextManager, Iterator, Protocol, runtime_checkable
 from .. import errors
 from .base import Mutation, Region, SplitListener
 
-__all__ = ["Capabilities", "BaseStore", "Store", "KeyValueStore", "KVRangeReader", "open_store",
-           "is_remote_url"]
+__all__ = ["Capabilities", "BaseStore", "Store", "KeyValueStore", "KVRangeReader",
+           "is_remote_url", "durability_level", "DURABILITY"]
 
 
 @dataclass(frozen=True)
@@ -162,25 +162,3 @@ def durability_level(durability: str | None = None, sync: bool | None = None) ->
         raise errors.InvalidArgument(f"sync={sync} contradicts durability={durability!r} "
                                      "(sync is the older spelling: pass durability alone)")
     return durability or implied or "process"
-
-
-def open_store(path: str | os.PathLike, *, create: bool = True, read_only: bool = False,
-               durability: str | None = None, sync: bool | None = None,
-               block_cache_mb: int | None = None) -> Any:
-    """The store at `path`: HBase through Thrift1 for a thrift:// URL (its options in the
-    URL's query string), else the embedded RocksDB store in that folder. `durability` (or the
-    older `sync`, see durability_level) applies to the embedded store; HBase's WAL durability
-    is the cluster's, so only the default "process" is accepted for it."""
-    level = durability_level(durability, sync)
-    if is_remote_url(path):
-        if level != "process":
-            raise errors.InvalidArgument(
-                f"durability={level!r} applies to the embedded store; HBase's WAL durability "
-                "is set on the cluster (hbase.wal.hsync, a table's DURABILITY)")
-        from .hbase import HBaseStore  # imported here: the embedded store works without it
-
-        return HBaseStore(str(path), create=create, read_only=read_only)
-    from .embedded import EmbeddedStore
-
-    extra = {} if block_cache_mb is None else {"block_cache_mb": block_cache_mb}
-    return EmbeddedStore(path, create=create, read_only=read_only, durability=level, **extra)

@@ -1,0 +1,34 @@
+"""The one place a folder or a thrift:// URL becomes a store (Connection and the build
+workers open stores here). Above store/api.py, so the protocol imports no backend."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .. import errors
+from .api import durability_level, is_remote_url
+
+__all__ = ["open_store"]
+
+
+def open_store(path: str | os.PathLike, *, create: bool = True, read_only: bool = False,
+               durability: str | None = None, sync: bool | None = None,
+               block_cache_mb: int | None = None) -> Any:
+    """The store at `path`: HBase through Thrift1 for a thrift:// URL (its options in the
+    URL's query string), else the embedded RocksDB store in that folder. `durability` (or the
+    older `sync`, see durability_level) applies to the embedded store; HBase's WAL durability
+    is the cluster's, so only the default "process" is accepted for it."""
+    level = durability_level(durability, sync)
+    if is_remote_url(path):
+        if level != "process":
+            raise errors.InvalidArgument(
+                f"durability={level!r} applies to the embedded store; HBase's WAL durability "
+                "is set on the cluster (hbase.wal.hsync, a table's DURABILITY)")
+        from .hbase import HBaseStore  # imported here: the embedded store works without it
+
+        return HBaseStore(str(path), create=create, read_only=read_only)
+    from .embedded import EmbeddedStore
+
+    extra = {} if block_cache_mb is None else {"block_cache_mb": block_cache_mb}
+    return EmbeddedStore(path, create=create, read_only=read_only, durability=level, **extra)
