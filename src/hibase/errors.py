@@ -3,7 +3,8 @@
     HibaseError
     ├── BackendError            the storage engine or a server failed
     │   ├── BackendUnavailable  cannot reach / open the backend
-    │   │   └── StoreLocked     another process holds the store folder for writing
+    │   │   ├── StoreLocked     another process holds the store folder for writing
+    │   │   └── MissingExtra    a part of hibase whose packages are not installed (has .extra)
     │   ├── StoreFull           no space left on the store's device (has .path)
     │   ├── StoreReadOnly       the store, or a file it must write, is read-only (has .path)
     │   └── StoreCorrupted      a store file fails its checksum, is truncated or missing (.path)
@@ -32,7 +33,7 @@
 from __future__ import annotations
 
 __all__ = [
-    "HibaseError", "BackendError", "BackendUnavailable", "StoreLocked",
+    "HibaseError", "BackendError", "BackendUnavailable", "StoreLocked", "MissingExtra",
     "StoreFull", "StoreReadOnly", "StoreCorrupted",
     "NotFound", "TableNotFound", "FamilyNotFound", "ColumnNotFound", "IndexNotFound",
     "TableDisabled", "AlreadyExists", "TableExists", "IndexExists",
@@ -52,6 +53,15 @@ class BackendError(HibaseError):
 
 class BackendUnavailable(BackendError):
     """The backend cannot be reached or opened."""
+
+
+class MissingExtra(BackendUnavailable):
+    """A part of hibase whose packages are not installed: `extra` names the pip extra
+    (``pip install 'hibase[hbase]'``)."""
+
+    def __init__(self, message: str, extra: str):
+        super().__init__(message)
+        self.extra = extra
 
 
 class StoreLocked(BackendUnavailable):

@@ -31,10 +31,10 @@ from typing import Any, Callable, Iterable
 
 from ..cache.policies import make_policy
 from ..cache.policy import belady_hit_ratio, simulate
-from ..errors import HibaseError
+from ..extras import require
 
 __all__ = ["SCENARIOS", "POLICIES", "RATIOS", "trace", "run", "targets", "plot",
-           "summary_lines", "MissingPlotting", "check_plotting"]
+           "summary_lines", "check_plotting"]
 
 POLICIES = ("lru", "hotscore", "window-heat")
 RATIOS = (0.05, 0.1, 0.2, 0.5)
@@ -51,20 +51,9 @@ ONLINE_LABEL = {"lru": "LRU", "hotscore": "hotscore (as published)",
                 "window-heat": "window-heat (default)", "belady": "Belady's MIN"}
 
 
-class MissingPlotting(HibaseError):
-    """matplotlib is not installed."""
-
-
-PLOTTING_HINT = ("plots need matplotlib: pip install 'hibase[bench]' (or pip install "
-                 "'matplotlib>=3.7,<4'), or leave out --plots")
-
-
 def check_plotting() -> None:
-    """Raise MissingPlotting (with how to install it) unless matplotlib can be imported."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise MissingPlotting(PLOTTING_HINT) from None
+    """Raise MissingExtra (with how to install it) unless matplotlib can be imported."""
+    require("bench", "plots (--plots)")
 
 
 def _cum(n: int, s: float) -> list[float]:

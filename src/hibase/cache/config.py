@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InvalidArgument
+from ..extras import require
 from .backend import MemoryBackend
 from .layer import HotCache
 from .policies import POLICY_NAMES, make_policy
@@ -93,6 +94,7 @@ def open_cache(cache: Any = DEFAULT_CACHE, cache_policy: Any = DEFAULT_POLICY,
             raise InvalidArgument(
                 "with cache='zk://...' the cache-node services run the policy: set it on them "
                 "(hibase cache-node --policy/--capacity/--alpha/--count-period)")
+        require("cache", "the Redis cache (cache='zk://...')")
         from .membership import ZooKeeperMembership
         from .redis_backend import RedisBackend
         membership = ZooKeeperMembership(spec)
@@ -105,6 +107,7 @@ def open_cache(cache: Any = DEFAULT_CACHE, cache_policy: Any = DEFAULT_POLICY,
     if scheme == "memory":
         backend: Any = MemoryBackend()
     elif scheme == "redis":
+        require("cache", "the Redis cache (cache='redis://...')")
         from .membership import StaticMembership
         from .redis_backend import RedisBackend
         backend = RedisBackend(StaticMembership(spec.split(",")))

@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 import click
 
+from ..extras import require
+
 from .base import HibaseGroup
 
 __all__ = ["bench", "bench_options", "finish_bench", "demo"]
@@ -238,6 +240,8 @@ def bench_scbf(probes: int, seed: int, as_json: bool, output: str | None,
 
 def _backend_option(ctx: click.Context, param: click.Parameter, value: str) -> str:
     from ..errors import InvalidArgument
+    if value != "embedded":
+        require("hbase", f"--backend {value}")
     try:
         from ..bench import query_remote
         return query_remote.check_backend(value)
@@ -529,6 +533,7 @@ def bench_paper(backend: str, scale: str, out: str, seed: int, progress: bool) -
             raise click.BadParameter(f"expected embedded or thrift://host:port, got {backend!r}",
                                      param_hint="--backend")
         _backend_option(click.get_current_context(), None, backend)  # type: ignore[arg-type]
+    require("bench", "hibase bench paper (its plots)")
     from ..bench import paper
     from ..bench.paper.report import headline
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from ..extras import require
+
 __all__ = ["cache_node"]
 
 
@@ -49,6 +51,7 @@ def cache_node(redis_url: str, zk: str, policy: str, capacity: int, alpha: float
         hibase cache-node --redis redis://127.0.0.1:6379 --zk 127.0.0.1:2181/hibase
         # clients: hibase.connect("data/", cache="zk://127.0.0.1:2181/hibase")
     """
+    require("cache", "hibase cache-node")
     from ..cache.node import CacheNodeService
 
     service = CacheNodeService(redis_url, zk, policy=policy, capacity=capacity, alpha=alpha,

@@ -7,6 +7,8 @@ import json
 
 import click
 
+from ..extras import require
+
 from .base import HibaseGroup
 
 __all__ = ["cluster"]
@@ -60,6 +62,7 @@ def start(dir: str, redis_nodes: int, thrift_port: int | None, zk_port: int | No
     \b
         hibase cluster start .cluster --redis-nodes 3
     """
+    require("cluster", "hibase cluster")
     from ..cluster import HBaseCluster
 
     c = HBaseCluster(dir, redis_nodes=redis_nodes, thrift_port=thrift_port, zk_port=zk_port,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..extras import require
 from .base import durability_option
 
 __all__ = ["serve_command"]
@@ -80,6 +81,7 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: in
     """
     if not thrift:
         raise click.UsageError("choose a front end: --thrift (HBase's Thrift1 interface)")
+    require("hbase", "the Thrift gateway (hibase serve --thrift)")
     from ..connection import connect
     from ..server.thrift import ThriftServer, serve
     from ..server.wire import Limits

@@ -10,6 +10,7 @@ import threading
 from types import ModuleType
 
 from .. import errors
+from ..extras import require
 
 __all__ = ["load_idl"]
 
@@ -25,11 +26,8 @@ def load_idl() -> ModuleType:
         loaded = sys.modules.get(_IDL_MODULE)
         if loaded is not None and hasattr(loaded, "Hbase"):
             return loaded
-        try:
-            import thriftpy2
-        except ImportError:  # pragma: no cover - a declared dependency
-            raise errors.BackendUnavailable(
-                "the Thrift gateway needs thriftpy2: pip install 'thriftpy2>=0.4.20'") from None
+        require("hbase", "the Thrift gateway")
+        import thriftpy2
         spec = importlib.util.find_spec("happybase")
         path = None
         if spec is not None and spec.submodule_search_locations:

@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from .. import errors
+from ..extras import require
 from .api import durability_level, is_remote_url
 
 __all__ = ["open_store"]
@@ -25,6 +26,7 @@ def open_store(path: str | os.PathLike, *, create: bool = True, read_only: bool 
             raise errors.InvalidArgument(
                 f"durability={level!r} applies to the embedded store; HBase's WAL durability "
                 "is set on the cluster (hbase.wal.hsync, a table's DURABILITY)")
+        require("hbase", "a thrift:// store (HBase through Thrift)")
         from .hbase import HBaseStore  # imported here: the embedded store works without it
 
         return HBaseStore(str(path), create=create, read_only=read_only)
