@@ -195,6 +195,25 @@ def test_updates_keep_a_rows_segments_bounded_and_reads_exact(embedded_db):
     assert t.row(b"hot")[b"f:a"] == b"3000"
 
 
+def test_a_batch_writing_a_row_twice_folds_it_once(embedded_db, monkeypatch):
+    """A fold writes a base nothing older survives: it must not land above a segment of the
+    same row written earlier in the same batch (that segment would be lost)."""
+    monkeypatch.setattr(embedded.store, "FOLD_AT", 2)  # every write to a written row folds
+    db = embedded_db
+    db.create_table("b2", {"f": {"max_versions": 2}, "g": {}})
+    t = db.table("b2")
+    t.put(b"r", {b"f:a": b"0", b"g:x": b"0"}, timestamp=10)
+    t.put(b"r", {b"f:a": b"1"}, timestamp=11)
+    from hibase.store.base import Mutation
+    db.mutate([Mutation("put", "b2", b"r", {b"f:b": b"first"}, 12),
+               Mutation("put", "b2", b"r", {b"f:a": b"2", b"g:x": b"2"}, 13),
+               Mutation("delete", "b2", b"r", [b"g:x"], 13),
+               Mutation("put", "b2", b"r", {b"f:c": b"last"}, 14)])
+    assert t.row(b"r") == {b"f:a": b"2", b"f:b": b"first", b"f:c": b"last"}
+    assert t.cells(b"r", b"f:a", versions=3) == [b"2", b"1"]
+    assert row_keys(db, "b2", b"f", b"r") <= 3
+
+
 def test_upkeep_flushes_and_compacts_after_writes_stop(embedded_db, monkeypatch):
     """After writes stop, the background upkeep flushes the memtables (the WAL goes) and
     compacts the ranges folds deleted from: no tombstone is left in the family's SST files,

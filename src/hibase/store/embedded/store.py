@@ -56,12 +56,20 @@ FOLD_RATIO = 8
 # reaches FOLD_AT, so a put of a new row still reads nothing. A row left unfolded by FOLD_RATIO
 # gets a negative count: checked again after about as many writes as the ratio needs.
 _BUCKETS = 1 << 16
-_COUNT_MIN, _COUNT_MAX = -30_000, 30_000
+_COUNT_MIN = -30_000
 
 
 # HBase compression names -> RocksDB's (a mutable column-family option, re-applied on open)
 _COMPRESSION = {"NONE": "kNoCompression", "GZ": "kZlibCompression", "SNAPPY": "kSnappyCompression",
                 "LZ4": "kLZ4Compression", "ZSTD": "kZSTD", "BZIP2": "kBZip2Compression"}
+
+
+def _written_before(prepared: list, i: int, m: Mutation, fam: bytes) -> bool:
+    """Whether a mutation before the i-th of `prepared` wrote family `fam` of m's row."""
+    for t, p, segments in prepared[:i]:
+        if p.row == m.row and p.table == m.table and any(f == fam for f, _ in segments):
+            return True
+    return False
 
 
 class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
@@ -362,38 +370,40 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
             row_prefix, segment_key = C.row_prefix, C.segment_key
             counts, mask = self._since_fold, _BUCKETS - 1
             iters: dict[int, Any] = {}  # one iterator per family folded into, opened lazily
-            batch_rows: set[tuple[int, bytes]] = set()  # (family, row) written by this batch
             deleted: dict[int, list] = {}  # per family: [view, deletes, lowest, highest key]
-            for t, m, segments in prepared:
+            for i, (t, m, segments) in enumerate(prepared):
                 prefix = row_prefix(m.row)
+                h = hash(prefix)
+                fams = t.fams
                 written = 0
                 for fam, value in segments:
                     key = segment_key(prefix, seq)
                     seq += 1
-                    view, handle, fo = t.fams[fam]
-                    hid = id(handle)
-                    b = (hash(prefix) ^ hid) & mask
+                    entry = fams[fam]  # (view, handle, options): one tuple per family
+                    b = (h ^ id(entry)) & mask
                     n = counts[b] + 1
-                    if n >= FOLD_AT:
-                        if (hid, prefix) in batch_rows:  # its newer segment is in this batch:
-                            n = FOLD_AT - 1              # not folded under it (checked next time)
+                    if n >= FOLD_AT:  # the rare path: read the row, fold it when it is due
+                        if _written_before(prepared, i, m, fam):  # its older segment is in
+                            n = FOLD_AT - 1  # this batch: not folded above it (next time)
                         else:
-                            it = iters.get(hid)
+                            view, handle, fo = entry
+                            it = iters.get(id(handle))
                             if it is None:
-                                it = iters[hid] = view.iter()
+                                it = iters[id(handle)] = view.iter()
                             value, n, freed = self._fold_pending(it, wb, handle, view, fo,
                                                                  prefix, value, deleted, seq)
                             written -= freed
-                    counts[b] = n if n < _COUNT_MAX else _COUNT_MAX
-                    batch_rows.add((hid, prefix))
-                    wb.put(key, value, handle)
+                    counts[b] = n
+                    wb.put(key, value, entry[1])
                     written += len(key) + len(value)
                 region = t.region_of(m.row)
-                if id(region) not in sizes:
+                if id(region) not in grown:
                     sizes[id(region)] = (region, region.size)
+                    grown[id(region)] = (t, region)
                 # folds make `written` negative: the count follows the bytes stored
-                region.size = max(region.size + written, 0)
-                grown[id(region)] = (t, region)
+                region.size += written
+                if region.size < 0:
+                    region.size = 0
             for name, key, value in self._resolve_counts(kv_writes):
                 handle = self._kv_handle(name)
                 if value is None:
