@@ -59,6 +59,27 @@ def test_segment_keys_sort_as_rows_then_newest_first(a, b, sa, sb):
         assert (ka < kb) == (sa > sb)  # within a row, the newest segment first
 
 
+@settings(max_examples=200, deadline=None)
+@given(puts=st.lists(st.tuples(st.integers(1, 6), st.dictionaries(
+           st.sampled_from([b"f:a", b"f:b", b"f:c"]), st.binary(max_size=2), min_size=1)),
+           min_size=1, max_size=7),
+       fold_at=st.integers(0, 7), marker=st.booleans(),
+       wanted=st.sampled_from([None, frozenset([b"f:a"]), frozenset([b"f:b", b"f:c"])]))
+def test_merge_latest_fast_path_equals_the_general_merge(puts, fold_at, marker, wanted):
+    """merge_latest / merge_values of rows written by puts (the oldest folded, as writes fold
+    them; a delete marker takes the general path) answer as merge_segments does."""
+    segs = [C.pack([C.PUT, ts, list(data), list(data.values())]) for ts, data in puts]
+    segs.reverse()  # newest first
+    if fold_at < len(segs):
+        base = C.fold(C.merge_segments(segs[fold_at:], None), 2, -1)
+        segs = segs[:fold_at] + ([base] if base else [])
+    if marker:
+        segs.insert(len(segs) // 2, C.pack([C.DELETE_COLUMNS, 3, [b"f:a"]]))
+    general = {q: max(vs) for q, vs in C.merge_segments(segs, wanted).items()}
+    assert C.merge_latest(segs, wanted) == general
+    assert C.merge_values(segs, wanted) == {q: tv[1] for q, tv in general.items()}
+
+
 def test_merge_segments_markers_hide_only_older_segments():
     P = C.pack
     newest_first = [

@@ -138,6 +138,35 @@ def merge_segments(segments: Iterable[bytes], wanted: frozenset[bytes] | None
     return cells
 
 
+def _latest_unmarked(segments: list[bytes], wanted: frozenset[bytes] | None
+                     ) -> dict[bytes, tuple[int, bytes]] | None:
+    """merge_latest of segments holding no delete marker (None if one does): the newest
+    timestamp of each cell wins, the newer segment at equal timestamps (it is seen first)."""
+    out: dict[bytes, tuple[int, bytes]] = {}
+    get = out.get
+    for raw in segments:
+        seg = unpack(raw)
+        kind = seg[0]
+        if kind == PUT:
+            ts = seg[1]
+            for q, v in zip(seg[2], seg[3]):
+                if wanted is not None and q not in wanted:
+                    continue
+                cur = get(q)
+                if cur is None or ts > cur[0]:
+                    out[q] = (ts, v)
+        elif kind == FOLDED:  # versions newest first: the first is the cell's newest
+            for q, flat in zip(seg[1], seg[2]):
+                if wanted is not None and q not in wanted:
+                    continue
+                cur = get(q)
+                if cur is None or flat[0] > cur[0]:
+                    out[q] = (flat[0], flat[1])
+        else:
+            return None
+    return out
+
+
 def merge_latest(segments: list[bytes], wanted: frozenset[bytes] | None
                  ) -> dict[bytes, tuple[int, bytes]]:
     """{qualifier: (ts, value)} of the newest visible version of each cell: what most reads
@@ -153,6 +182,10 @@ def merge_latest(segments: list[bytes], wanted: frozenset[bytes] | None
             if wanted is None:
                 return {q: (f[0], f[1]) for q, f in zip(seg[1], seg[2])}
             return {q: (f[0], f[1]) for q, f in zip(seg[1], seg[2]) if q in wanted}
+    elif len(segments) <= 8:  # an updated row (writes fold it at 5 segments): no versions kept
+        out = _latest_unmarked(segments, wanted)
+        if out is not None:
+            return out
     return {q: max(vs) for q, vs in merge_segments(segments, wanted).items()}
 
 
@@ -170,6 +203,10 @@ def merge_values(segments: list[bytes], wanted: frozenset[bytes] | None = None
             if wanted is None:
                 return {q: f[1] for q, f in zip(seg[1], seg[2])}
             return {q: f[1] for q, f in zip(seg[1], seg[2]) if q in wanted}
+    elif len(segments) <= 8:
+        out = _latest_unmarked(segments, wanted)
+        if out is not None:
+            return {q: tv[1] for q, tv in out.items()}
     return {q: max(vs)[1] for q, vs in merge_segments(segments, wanted).items()}
 
 

@@ -16,6 +16,7 @@ dropping a column family wait for it through _maint_lock (lock order: _lock, the
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 import weakref
@@ -35,6 +36,18 @@ def _bottom_too() -> rd.CompactOptions:
     co = rd.CompactOptions()
     co.set_bottommost_level_compaction(rd.BottommostLevelCompaction.force_optimized())
     return co
+
+
+_running: "weakref.WeakSet[Maintenance]" = weakref.WeakSet()  # stores with an upkeep thread
+
+
+@atexit.register
+def _stop_all() -> None:
+    """At exit, let a running upkeep finish before the interpreter (and RocksDB) goes away."""
+    for store in list(_running):
+        store._stop_maintenance()
+        with store._maint_lock:
+            pass
 
 
 def _loop(ref: Any, stop: threading.Event) -> None:
@@ -82,6 +95,7 @@ class Maintenance:
                 target=_loop, args=(weakref.ref(self), self._maint_stop),
                 name=f"hibase-upkeep-{id(self):x}", daemon=True)
             self._maint_thread.start()
+            _running.add(self)
 
     def _maybe_maintain(self) -> None:
         if self._dirty and time.monotonic() - self._last_write >= IDLE_S:

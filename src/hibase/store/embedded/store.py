@@ -56,7 +56,7 @@ FOLD_RATIO = 8
 # reaches FOLD_AT, so a put of a new row still reads nothing. A row left unfolded by FOLD_RATIO
 # gets a negative count: checked again after about as many writes as the ratio needs.
 _BUCKETS = 1 << 16
-_COUNT_MIN = -30_000
+_WAIT_MAX = 128  # (rows sharing the bucket wait too)
 
 
 # HBase compression names -> RocksDB's (a mutable column-family option, re-applied on open)
@@ -64,12 +64,13 @@ _COMPRESSION = {"NONE": "kNoCompression", "GZ": "kZlibCompression", "SNAPPY": "k
                 "LZ4": "kLZ4Compression", "ZSTD": "kZSTD", "BZIP2": "kBZip2Compression"}
 
 
-def _written_before(prepared: list, i: int, m: Mutation, fam: bytes) -> bool:
-    """Whether a mutation before the i-th of `prepared` wrote family `fam` of m's row."""
-    for t, p, segments in prepared[:i]:
-        if p.row == m.row and p.table == m.table and any(f == fam for f, _ in segments):
-            return True
-    return False
+def _first_writes(prepared: list) -> dict[tuple[str, bytes, bytes], int]:
+    """{(table, row, family): index of the first mutation of `prepared` writing it}."""
+    first: dict[tuple[str, bytes, bytes], int] = {}
+    for i, (_, m, segments) in enumerate(prepared):
+        for fam, _ in segments:
+            first.setdefault((m.table, m.row, fam), i)
+    return first
 
 
 class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
@@ -371,6 +372,7 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
             counts, mask = self._since_fold, _BUCKETS - 1
             iters: dict[int, Any] = {}  # one iterator per family folded into, opened lazily
             deleted: dict[int, list] = {}  # per family: [view, deletes, lowest, highest key]
+            first = None  # _first_writes(prepared), made when a fold is first considered
             for i, (t, m, segments) in enumerate(prepared):
                 prefix = row_prefix(m.row)
                 h = hash(prefix)
@@ -383,8 +385,10 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
                     b = (h ^ id(entry)) & mask
                     n = counts[b] + 1
                     if n >= FOLD_AT:  # the rare path: read the row, fold it when it is due
-                        if _written_before(prepared, i, m, fam):  # its older segment is in
-                            n = FOLD_AT - 1  # this batch: not folded above it (next time)
+                        if first is None:
+                            first = _first_writes(prepared) if len(prepared) > 1 else {}
+                        if first and first[(m.table, m.row, fam)] < i:  # an older segment of
+                            n = FOLD_AT - 1  # the row is in this batch: not folded above it
                         else:
                             view, handle, fo = entry
                             it = iters.get(id(handle))
@@ -450,7 +454,7 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
         rest = len(value) + sum(map(len, segs)) - big
         if rest * FOLD_RATIO < big:  # a few small changes to a big row: not worth a rewrite yet
             wait = (big // FOLD_RATIO - rest) // max(rest // (n - 1), 1) + 1
-            return value, max(FOLD_AT - wait, _COUNT_MIN), 0
+            return value, FOLD_AT - min(wait, _WAIT_MAX), 0
         ttl = fo.time_to_live
         floor = now_ms() - ttl * 1000 if ttl != FOREVER else -1
         folded = C.fold(C.merge_segments([value] + segs, None), fo.max_versions, floor)
