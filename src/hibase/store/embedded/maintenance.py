@@ -24,6 +24,8 @@ from typing import Any
 
 import rocksdict as rd
 
+from ..rocks import mapped
+
 __all__ = ["Maintenance", "IDLE_S"]
 
 IDLE_S = 1.0  # seconds without writes before the upkeep runs
@@ -101,6 +103,8 @@ class Maintenance:
         if self._dirty and time.monotonic() - self._last_write >= IDLE_S:
             self._maintain()
 
+    @mapped  # a failure (full disk...) is recorded as the store's first fatal error: the
+    # writes RocksDB then refuses report it, not a bare "previous error"
     def _maintain(self) -> None:
         """Flush every memtable, then compact the ranges dense with deletes (see the module
         docstring)."""
