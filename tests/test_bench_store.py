@@ -120,3 +120,31 @@ def test_durability_smoke(tmp_path):
         else:
             assert 1 <= c["fsyncs"] <= c["writes"]
     assert "fsync rows/s over process rows/s" in got.output
+
+
+def test_updates_benchmark_smoke(tmp_path):
+    from hibase.bench import updates
+    report = updates.run(rows=20, rounds=6, single_updates=120, progress=False,
+                         workdir=str(tmp_path))
+    json.dumps(report)  # JSON-ready
+    assert set(report["meets_targets"]) == {"many_rows", "one_row"}
+    for name, rows, n in (("many_rows", 20, 120), ("one_row", 1, 120)):
+        s = report[name]
+        assert s["rows"] == rows and s["updates"] == n
+        assert s["rows_wrong"] == 0 and s["index_checked"] and s["verify_index"]["ok"]
+        for k in ("put_us", "row_us"):
+            assert s["first_round"][k] > 0 and s["last_round"][k] > 0
+        assert s["disk_bytes"] > 0 and s["fresh_bytes"] > s["empty_bytes"] > 0
+        assert s["live_bytes"] > 0 and math.isfinite(s["disk_over_fresh"])
+        # no timed assertion: the stored segments are bounded whatever the speed
+        assert s["segment_keys"] <= rows * 5
+        assert set(report["meets_targets"][name]) == set(updates.TARGETS)
+    assert len(report["many_rows"]["per_round"]) == 6
+    assert len(report["one_row"]["per_round"]) == 2  # rounds of 100 updates (and 20)
+    assert not list(tmp_path.iterdir())  # its stores are removed
+
+
+def test_updates_benchmark_rejects_bad_arguments():
+    from hibase.bench import updates
+    with pytest.raises(ValueError):
+        updates.run(rows=0, progress=False)

@@ -58,7 +58,7 @@ def store(backend):
 
 COMMANDS = [["index"], ["index", "create"], ["index", "list"], ["index", "drop"],
             ["index", "build"], ["index", "verify"], ["query"], ["demo"], ["bench"],
-            ["bench", "store"], ["bench", "scbf"], ["bench", "query"]]
+            ["bench", "store"], ["bench", "updates"], ["bench", "scbf"], ["bench", "query"]]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)

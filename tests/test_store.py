@@ -59,6 +59,27 @@ def test_segment_keys_sort_as_rows_then_newest_first(a, b, sa, sb):
         assert (ka < kb) == (sa > sb)  # within a row, the newest segment first
 
 
+@settings(max_examples=200, deadline=None)
+@given(puts=st.lists(st.tuples(st.integers(1, 6), st.dictionaries(
+           st.sampled_from([b"f:a", b"f:b", b"f:c"]), st.binary(max_size=2), min_size=1)),
+           min_size=1, max_size=7),
+       fold_at=st.integers(0, 7), marker=st.booleans(),
+       wanted=st.sampled_from([None, frozenset([b"f:a"]), frozenset([b"f:b", b"f:c"])]))
+def test_merge_latest_fast_path_equals_the_general_merge(puts, fold_at, marker, wanted):
+    """merge_latest / merge_values of rows written by puts (the oldest folded, as writes fold
+    them; a delete marker takes the general path) answer as merge_segments does."""
+    segs = [C.pack([C.PUT, ts, list(data), list(data.values())]) for ts, data in puts]
+    segs.reverse()  # newest first
+    if fold_at < len(segs):
+        base = C.fold(C.merge_segments(segs[fold_at:], None), 2, -1)
+        segs = segs[:fold_at] + ([base] if base else [])
+    if marker:
+        segs.insert(len(segs) // 2, C.pack([C.DELETE_COLUMNS, 3, [b"f:a"]]))
+    general = {q: max(vs) for q, vs in C.merge_segments(segs, wanted).items()}
+    assert C.merge_latest(segs, wanted) == general
+    assert C.merge_values(segs, wanted) == {q: tv[1] for q, tv in general.items()}
+
+
 def test_merge_segments_markers_hide_only_older_segments():
     P = C.pack
     newest_first = [
@@ -109,7 +130,8 @@ def test_wide_row_single_cell_put_writes_one_small_segment(embedded_db):
                                                                  b"f:q00008": b"v8"}
 
 
-def test_many_segments_fold_on_read_and_read_the_same(embedded_db):
+def test_many_segments_fold_on_read_and_read_the_same(embedded_db, monkeypatch):
+    monkeypatch.setattr(embedded.store, "FOLD_AT", 1000)  # writes leave the folding to reads
     embedded_db.create_table("m", {"f": {"max_versions": 2}, "g": {}})
     t = embedded_db.table("m")
     n = embedded.COMPACT_AFTER + 5
@@ -132,6 +154,104 @@ def test_many_segments_fold_on_read_and_read_the_same(embedded_db):
     # writes after the fold land in front of it
     t.put(b"r", {b"f:q1": b"newest"}, timestamp=1000)
     assert t.cells(b"r", b"f:q1") == [b"newest", b"v17"]
+
+
+def row_keys(db, table: str, family: bytes, row: bytes) -> int:
+    """Keys of one row in a family's RocksDB column family (live keys: iteration skips
+    tombstones)."""
+    prefix = C.row_prefix(row)
+    return sum(1 for k in all_segment_keys(db, table, family) if k.startswith(prefix))
+
+
+def test_updates_keep_a_rows_segments_bounded_and_reads_exact(embedded_db):
+    """Issue 24: a row updated thousands of times, never read, keeps at most FOLD_AT segments
+    per family (writes fold it), and reads stay exact: versions over max_versions, deletes of
+    columns and of the row, TTL, explicit timestamps."""
+    db = embedded_db
+    db.create_table("h", {"f": {"max_versions": 3}, "g": {"time_to_live": 3600}})
+    t = db.table("h")
+    base = now_ms() - 10_000
+    old = now_ms() - 7_200_000  # two hours ago: past g's TTL
+    t.put(b"cold", {b"f:a": b"cold"}, timestamp=base)
+    b_puts: list[int] = []  # timestamps of f:b puts since its last delete
+    peak = 0
+    for i in range(1, 3001):
+        t.put(b"hot", {b"f:a": b"%d" % i, b"g:x": b"%d" % i}, timestamp=base + i)
+        if i % 10 == 0:
+            t.put(b"hot", {b"f:b": b"b%d" % i}, timestamp=base + i)
+            b_puts.append(base + i)
+        if i % 7 == 0:
+            t.delete(b"hot", columns=[b"f:b"])
+            b_puts = []
+        if i % 50 == 0:
+            t.put(b"hot", {b"g:old": b"expired"}, timestamp=old + i)  # never visible
+        if i % 250 == 0:  # a put with an older timestamp: the newer versions keep it hidden
+            t.put(b"hot", {b"f:a": b"late"}, timestamp=base)
+        for fam in (b"f", b"g"):
+            peak = max(peak, row_keys(db, "h", fam, b"hot"))
+    assert peak <= embedded.store.FOLD_AT
+    assert row_keys(db, "h", b"f", b"cold") == 1
+    assert t.cells(b"hot", b"f:a", versions=5, include_timestamp=True) == [
+        (b"3000", base + 3000), (b"2999", base + 2999), (b"2998", base + 2998)]
+    want_b = [(b"b%d" % (ts - base), ts) for ts in sorted(b_puts, reverse=True)][:3]
+    assert t.cells(b"hot", b"f:b", versions=5, include_timestamp=True) == want_b
+    assert t.cells(b"hot", b"g:x", versions=5) == [b"3000", b"2999", b"2998"]  # 3: default
+    assert t.cells(b"hot", b"g:old") == []
+    # a timestamp reaches the versions kept (max_versions), not the ones folded away
+    assert t.row(b"hot", timestamp=base + 2999, columns=[b"f:a", b"g:x"]) == {
+        b"f:a": b"2998", b"g:x": b"2998"}
+    assert t.row(b"hot", timestamp=base + 1500, columns=[b"f:a"]) == {}
+    assert t.row(b"hot") == {b"f:a": b"3000", b"g:x": b"3000",
+                             **({b"f:b": want_b[0][0]} if want_b else {})}
+    assert t.row(b"cold") == {b"f:a": b"cold"}
+    # a row put and deleted over and over stays bounded too, and absent
+    for i in range(1000):
+        t.put(b"gone", {b"f:a": b"%d" % i})
+        t.delete(b"gone")
+        assert row_keys(db, "h", b"f", b"gone") <= embedded.store.FOLD_AT
+    assert t.row(b"gone") == {}
+    assert [k for k, _ in t.scan()] == [b"cold", b"hot"]
+    db.compact_table("h")  # a major compaction drops what is left of the deleted row
+    assert row_keys(db, "h", b"f", b"gone") == 0
+    assert t.row(b"hot")[b"f:a"] == b"3000"
+
+
+def test_a_batch_writing_a_row_twice_folds_it_once(embedded_db, monkeypatch):
+    """A fold writes a base nothing older survives: it must not land above a segment of the
+    same row written earlier in the same batch (that segment would be lost)."""
+    monkeypatch.setattr(embedded.store, "FOLD_AT", 2)  # every write to a written row folds
+    db = embedded_db
+    db.create_table("b2", {"f": {"max_versions": 2}, "g": {}})
+    t = db.table("b2")
+    t.put(b"r", {b"f:a": b"0", b"g:x": b"0"}, timestamp=10)
+    t.put(b"r", {b"f:a": b"1"}, timestamp=11)
+    from hibase.store.base import Mutation
+    db.mutate([Mutation("put", "b2", b"r", {b"f:b": b"first"}, 12),
+               Mutation("put", "b2", b"r", {b"f:a": b"2", b"g:x": b"2"}, 13),
+               Mutation("delete", "b2", b"r", [b"g:x"], 13),
+               Mutation("put", "b2", b"r", {b"f:c": b"last"}, 14)])
+    assert t.row(b"r") == {b"f:a": b"2", b"f:b": b"first", b"f:c": b"last"}
+    assert t.cells(b"r", b"f:a", versions=3) == [b"2", b"1"]
+    assert row_keys(db, "b2", b"f", b"r") <= 3
+
+
+def test_upkeep_flushes_and_compacts_after_writes_stop(embedded_db, monkeypatch):
+    """After writes stop, the background upkeep flushes the memtables (the WAL goes) and
+    compacts the ranges folds deleted from: no tombstone is left in the family's SST files,
+    with no compact_table."""
+    monkeypatch.setattr(embedded.maintenance, "IDLE_S", 0.05)
+    db = embedded_db
+    db.create_table("u", {"f": {"max_versions": 1}})
+    t = db.table("u")
+    for i in range(2000):
+        t.put(b"r%d" % (i % 5), {b"f:a": b"%d" % i})
+    assert db.store.wait_maintenance(30)
+    view = db.store.table("u").fams[b"f"][0]
+    props = view.property_value("rocksdb.aggregated-table-properties")
+    assert "# deletions=0;" in props, props
+    assert view.property_int_value("rocksdb.num-entries-active-mem-table") == 0
+    assert [t.row(b"r%d" % r)[b"f:a"] for r in range(5)] == [b"%d" % (1995 + r)
+                                                             for r in range(5)]
 
 
 def test_compact_table(embedded_db):
@@ -306,6 +426,8 @@ class Model:
               ("put", b"a", {b"f:x": b"2"}, 3), ("read", b"a")], fold=False)
 def test_store_matches_reference_model(db, monkeypatch, ops, fold):
     monkeypatch.setattr(embedded.reads, "COMPACT_AFTER", 2 if fold else 16)  # where rows fold
+    # and where writes fold: fold=True folds on every write to a row that has a segment
+    monkeypatch.setattr(embedded.store, "FOLD_AT", 2 if fold else 4)
     if b"m" not in db.tables():
         db.create_table("m", {"f": {"max_versions": 2}, "g": {"max_versions": 1}})
     t = db.table("m")
@@ -430,11 +552,34 @@ def test_a_region_that_cannot_split_is_not_remeasured_on_every_write(embedded_db
         return measure(self, tab, region)
 
     monkeypatch.setattr(embedded.EmbeddedStore, "_middle_row", counting)
-    for i in range(3000):  # ~100 KB into one row, never read: thousands of segments
-        t.put(b"row", {b"f:q": b"value %d" % i})
+    for i in range(3000):  # ~100 KB into one row, never read: thousands of cells
+        t.put(b"row", {b"f:q%d" % i: b"value %d" % i})
     assert len(t.regions()) == 1
     assert 0 < len(calls) < 150, "a write must not rescan its region each time"
-    assert t.row(b"row") == {b"f:q": b"value 2999"}
+    got = t.row(b"row")
+    assert len(got) == 3000 and got[b"f:q2999"] == b"value 2999"
+
+
+def test_updates_in_place_do_not_remeasure_a_region(embedded_db, monkeypatch):
+    """Issue 24: a region's running size follows the bytes stored (folds subtract what they
+    delete), so rows updated over and over never make it rescan itself."""
+    # stored: ~20 KB live, under 100 KB with every row's unfolded segments; written: 1 MB
+    embedded_db.create_table("upd", {"f": {"max_versions": 1}}, split_size=256 * 1024)
+    t = embedded_db.table("upd")
+    calls = []
+    measure = embedded.EmbeddedStore._middle_row
+
+    def counting(self, tab, region):
+        calls.append(region.start)
+        return measure(self, tab, region)
+
+    monkeypatch.setattr(embedded.EmbeddedStore, "_middle_row", counting)
+    for r in range(60):  # 200 rows of ~60 bytes
+        for i in range(200):
+            t.put(b"k%03d" % i, {b"f:a": b"round %02d %040d" % (r, i)})
+    assert calls == [] and len(t.regions()) == 1
+    assert embedded_db.store.table("upd").regions[0].size < 128 * 1024
+    assert t.row(b"k007") == {b"f:a": b"round 59 %040d" % 7}
 
 
 def test_admin_split_and_reads_across_it(embedded_db):

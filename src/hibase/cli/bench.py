@@ -72,7 +72,8 @@ def demo(rows: int, dir_: str | None, keep: bool, backend: str | None, seed: int
 
 @click.group(cls=HibaseGroup)
 def bench() -> None:
-    """Benchmarks: the store, the split counting Bloom filter, indexed queries, scans.
+    """Benchmarks: the store, row updates, the split counting Bloom filter, indexed queries,
+    scans.
 
     Each prints a short summary, or the whole JSON report with --json; --output FILE also
     writes the JSON to FILE. They create their own temporary stores.
@@ -215,6 +216,38 @@ def _durability_summary(r: dict) -> list[str]:
     lines.append(f"fsync rows/s over process rows/s: {cost}")
     lines.append(f"fsync with 4 threads over 1 thread: {group}")
     return lines
+
+
+@bench.command("updates")
+@click.option("--rows", type=click.IntRange(min=1), default=500, show_default=True,
+              help="Rows updated in rounds (every row once a round).")
+@click.option("--rounds", type=click.IntRange(min=1), default=120, show_default=True,
+              help="Update rounds over the rows.")
+@click.option("--single-updates", type=click.IntRange(min=1), default=10_000,
+              show_default=True, help="Updates of one row (the second scenario).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--workdir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Put the temporary stores under DIR.")
+@bench_options
+def bench_updates(rows: int, rounds: int, single_updates: int, seed: int,
+                  workdir: str | None, as_json: bool, output: str | None,
+                  progress: bool) -> None:
+    """A row's history: the same rows updated over and over (max_versions=1, one index).
+    Median put and row() latency in the first and last round and their ratios, and bytes on
+    disk after writes stop (after the store's background upkeep, no compact_table) against the
+    same final rows written once into a fresh store; then the same for one row updated
+    SINGLE_UPDATES times.
+
+    Example:
+
+    \b
+        hibase bench updates
+        hibase bench updates --json --output benchmarks/updates.json
+    """
+    from ..bench import updates as mod
+    report = mod.run(rows=rows, rounds=rounds, single_updates=single_updates, seed=seed,
+                     workdir=workdir, progress=progress)
+    finish_bench(report, as_json, output, mod.summary)
 
 
 @bench.command("scbf")

@@ -14,6 +14,11 @@ Segment values are msgpack lists:
     [DELETE_COLUMNS, upto_ts, [qualifier...]]   versions with ts <= upto_ts, written earlier
     [DELETE_FAMILY, upto_ts]
     [FOLDED, [qualifier...], [[ts, value, ts, value...]...]]   versions newest first
+
+A FOLDED segment is a row's *base*: it is only ever written with every older segment of the row
+deleted in the same batch, so a reader stops at it (`is_base`) and never walks the deleted keys
+behind it (RocksDB keeps them as tombstones until it compacts them away). A fold that leaves
+nothing still writes an empty base (`EMPTY_BASE`) so later segments of the row stop there too.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from .schema import split_column
 __all__ = [
     "PUT", "DELETE_COLUMNS", "DELETE_FAMILY", "FOLDED", "ALL_VERSIONS", "TERM",
     "row_prefix", "segment_key", "row_of_key", "merge_segments", "merge_latest", "merge_values", "fold", "pack", "mutation_segments",
-    "unpack",
+    "unpack", "is_base", "EMPTY_BASE",
 ]
 
 PUT, DELETE_COLUMNS, DELETE_FAMILY, FOLDED = 0, 1, 2, 3
@@ -37,6 +42,13 @@ _SEQ_MAX = (1 << 64) - 1
 
 pack = msgpack.Packer(use_bin_type=True).pack
 unpack = msgpack.unpackb
+EMPTY_BASE = pack([FOLDED, [], []])  # a fold that left nothing: still a base readers stop at
+
+
+def is_base(segment: bytes) -> bool:
+    """Whether a segment is a FOLDED base (its kind is the msgpack fixint at byte 1): nothing
+    of the row older than it is live."""
+    return segment[1] == FOLDED
 
 
 def row_prefix(row: bytes) -> bytes:
@@ -70,6 +82,7 @@ def merge_segments(segments: Iterable[bytes], wanted: frozenset[bytes] | None
     cells: dict[bytes, list[tuple[int, bytes]]] = {}
     family_del = -1
     column_del: dict[bytes, int] = {}
+    # (loops, not all(generator): this is every read's and every indexed write's inner loop)
     for raw in segments:
         seg = unpack(raw)
         kind = seg[0]
@@ -85,8 +98,12 @@ def merge_segments(segments: Iterable[bytes], wanted: frozenset[bytes] | None
                 versions = cells.get(q)
                 if versions is None:
                     cells[q] = [(ts, v)]
-                elif all(t != ts for t, _ in versions):
-                    versions.append((ts, v))
+                else:
+                    for t, _ in versions:
+                        if t == ts:
+                            break
+                    else:
+                        versions.append((ts, v))
         elif kind == DELETE_COLUMNS:
             upto = seg[1]
             for q in seg[2]:
@@ -98,17 +115,56 @@ def merge_segments(segments: Iterable[bytes], wanted: frozenset[bytes] | None
             for q, flat in zip(seg[1], seg[2]):
                 if wanted is not None and q not in wanted:
                     continue
-                floor = max(family_del, column_del.get(q, -1))
+                floor = family_del
+                if column_del:
+                    floor = max(floor, column_del.get(q, -1))
                 versions = cells.get(q)
+                if versions is None and floor < 0:  # the common case: nothing to compare
+                    cells[q] = ([(flat[0], flat[1])] if len(flat) == 2
+                                else list(zip(flat[::2], flat[1::2])))
+                    continue
                 for i in range(0, len(flat), 2):
                     ts = flat[i]
                     if ts <= floor:
                         continue
                     if versions is None:
                         versions = cells[q] = [(ts, flat[i + 1])]
-                    elif all(t != ts for t, _ in versions):
+                        continue
+                    for t, _ in versions:
+                        if t == ts:
+                            break
+                    else:
                         versions.append((ts, flat[i + 1]))
     return cells
+
+
+def _latest_unmarked(segments: list[bytes], wanted: frozenset[bytes] | None
+                     ) -> dict[bytes, tuple[int, bytes]] | None:
+    """merge_latest of segments holding no delete marker (None if one does): the newest
+    timestamp of each cell wins, the newer segment at equal timestamps (it is seen first)."""
+    out: dict[bytes, tuple[int, bytes]] = {}
+    get = out.get
+    for raw in segments:
+        seg = unpack(raw)
+        kind = seg[0]
+        if kind == PUT:
+            ts = seg[1]
+            for q, v in zip(seg[2], seg[3]):
+                if wanted is not None and q not in wanted:
+                    continue
+                cur = get(q)
+                if cur is None or ts > cur[0]:
+                    out[q] = (ts, v)
+        elif kind == FOLDED:  # versions newest first: the first is the cell's newest
+            for q, flat in zip(seg[1], seg[2]):
+                if wanted is not None and q not in wanted:
+                    continue
+                cur = get(q)
+                if cur is None or flat[0] > cur[0]:
+                    out[q] = (flat[0], flat[1])
+        else:
+            return None
+    return out
 
 
 def merge_latest(segments: list[bytes], wanted: frozenset[bytes] | None
@@ -122,6 +178,14 @@ def merge_latest(segments: list[bytes], wanted: frozenset[bytes] | None
             if wanted is None:
                 return {q: (ts, v) for q, v in zip(seg[2], seg[3])}
             return {q: (ts, v) for q, v in zip(seg[2], seg[3]) if q in wanted}
+        if seg[0] == FOLDED:  # a folded row alone: its versions are newest first
+            if wanted is None:
+                return {q: (f[0], f[1]) for q, f in zip(seg[1], seg[2])}
+            return {q: (f[0], f[1]) for q, f in zip(seg[1], seg[2]) if q in wanted}
+    elif len(segments) <= 8:  # an updated row (writes fold it at 5 segments): no versions kept
+        out = _latest_unmarked(segments, wanted)
+        if out is not None:
+            return out
     return {q: max(vs) for q, vs in merge_segments(segments, wanted).items()}
 
 
@@ -135,6 +199,14 @@ def merge_values(segments: list[bytes], wanted: frozenset[bytes] | None = None
             if wanted is None:
                 return dict(zip(seg[2], seg[3]))
             return {q: v for q, v in zip(seg[2], seg[3]) if q in wanted}
+        if seg[0] == FOLDED:  # a folded row alone: its versions are newest first
+            if wanted is None:
+                return {q: f[1] for q, f in zip(seg[1], seg[2])}
+            return {q: f[1] for q, f in zip(seg[1], seg[2]) if q in wanted}
+    elif len(segments) <= 8:
+        out = _latest_unmarked(segments, wanted)
+        if out is not None:
+            return {q: tv[1] for q, tv in out.items()}
     return {q: max(vs)[1] for q, vs in merge_segments(segments, wanted).items()}
 
 
@@ -143,7 +215,14 @@ def fold(cells: dict[bytes, list[tuple[int, bytes]]], max_versions: int,
     """One FOLDED segment holding the live versions of merged cells, or None if nothing lives."""
     quals, flats = [], []
     for q in sorted(cells):
-        versions = sorted(cells[q], reverse=True)[:max_versions]
+        versions = cells[q]
+        if len(versions) == 1:  # the common case, kept short
+            ts, v = versions[0]
+            if ts >= ttl_floor:
+                quals.append(q)
+                flats.append([ts, v])
+            continue
+        versions = sorted(versions, reverse=True)[:max_versions]
         flat: list = []
         for ts, v in versions:
             if ts >= ttl_floor:

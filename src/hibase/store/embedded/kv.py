@@ -74,9 +74,10 @@ class KeyValueTables:
             if name not in self._kv:
                 return
             self._db.delete(b"kv/" + name.encode())
-            view, _ = self._kv.pop(name)
-            view.close()
-            self._db.drop_column_family("k/" + name)
+            with self._maint_lock:  # type: ignore[attr-defined]  # not while an upkeep runs
+                view, _ = self._kv.pop(name)
+                view.close()
+                self._db.drop_column_family("k/" + name)
 
     def _kv_view(self, name: str) -> Any:
         try:

@@ -69,6 +69,10 @@ class Regions:
             ttl = fo.time_to_live
             floor = now_ms() - ttl * 1000 if ttl != FOREVER else -1
             folded = C.fold(C.merge_segments(segs, None), fo.max_versions, floor)
+            if folded is None and not single:
+                # a base readers stop at, rather than a row of tombstones later puts of the
+                # row would read through (a major compaction drops it)
+                folded = C.EMPTY_BASE
             if folded == segs[0] and len(keys) == 1:
                 return
             wb = rd.WriteBatch(raw_mode=True)
@@ -79,6 +83,11 @@ class Regions:
             else:
                 wb.put(keys[0], folded, handle)  # keeps the newest segment's place in order
             self._db.write(wb)
+            region = t.region_of(row)  # the running size follows the bytes stored
+            freed = sum(len(k) + len(v) for k, v in zip(keys, segs))
+            region.size = max(region.size - freed + (len(keys[0]) + len(folded) if folded else 0), 0)
+            self._note_writes({id(handle): [view, len(keys) - (folded is not None),
+                                            keys[0], keys[-1]]})
 
     @mapped
     def compact(self, table: str) -> int:
@@ -98,7 +107,9 @@ class Regions:
                     if n > 1 or lone_dead:
                         rows.append(cur)
                     cur, n = prefix, 0
-                    lone_dead = ttl or value[1] in markers  # [kind, ...]: a msgpack fixarray
+                    # [kind, ...]: a msgpack fixarray; an empty base is what a fold left of a
+                    # deleted row
+                    lone_dead = ttl or value[1] in markers or value == C.EMPTY_BASE
                 n += 1
             if n > 1 or lone_dead:
                 rows.append(cur)

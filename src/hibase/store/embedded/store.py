@@ -9,6 +9,7 @@ reads run concurrently and see either all or none of any write.
 
 from __future__ import annotations
 
+import array
 import json
 import os
 import shutil
@@ -29,14 +30,34 @@ from ..rocks import (
     check_manifest, checked_items, close_all, create_column_family, mapped, shadow_folder,
     translate, writable,
 )
-from ..schema import TableSchema
+from ..schema import FOREVER, TableSchema
 
-from .reads import Reads, _segments_at
+from .maintenance import Maintenance
+from .reads import Reads, _row_segments, _segments_at
 from .regions import Regions
 from .tables import Table as _Table
 from .tables import cf_name as _cf_name
 
-__all__ = ["EmbeddedStore"]
+__all__ = ["EmbeddedStore", "FOLD_AT"]
+
+# A write that would give a row's family this many segments folds them, and itself, into one
+# (in the write's own batch): reads and the write path's read of the old row then cost the same
+# after the 1st and the 10,000th update of a row. After a fold the next one comes at FOLD_AT,
+# FOLD_AT - 1 or FOLD_AT - 2 segments, picked by the write's sequence number: rows updated in
+# step (every row once a round) do not all fold in the same round (HBase jitters its
+# compactions for the same reason)...
+FOLD_AT = 5
+# ...unless its other segments together hold under 1/FOLD_RATIO of the bytes of its biggest
+# (a wide row changed a few cells at a time): then a put stays O(cells written), amortized,
+# instead of rewriting the row every few puts; a read costs at most (1 + 1/FOLD_RATIO) x the
+# row's bytes.
+FOLD_RATIO = 8
+# Writes since the last fold are counted per row in this many buckets (by hash: rows sharing a
+# bucket only make a row's check come early); a row is read to decide only when its bucket
+# reaches FOLD_AT, so a put of a new row still reads nothing. A row left unfolded by FOLD_RATIO
+# gets a negative count: checked again after about as many writes as the ratio needs.
+_BUCKETS = 1 << 16
+_WAIT_MAX = 128  # (rows sharing the bucket wait too)
 
 
 # HBase compression names -> RocksDB's (a mutable column-family option, re-applied on open)
@@ -44,7 +65,16 @@ _COMPRESSION = {"NONE": "kNoCompression", "GZ": "kZlibCompression", "SNAPPY": "k
                 "LZ4": "kLZ4Compression", "ZSTD": "kZSTD", "BZIP2": "kBZip2Compression"}
 
 
-class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
+def _first_writes(prepared: list) -> dict[tuple[str, bytes, bytes], int]:
+    """{(table, row, family): index of the first mutation of `prepared` writing it}."""
+    first: dict[tuple[str, bytes, bytes], int] = {}
+    for i, (_, m, segments) in enumerate(prepared):
+        for fam, _ in segments:
+            first.setdefault((m.table, m.row, fam), i)
+    return first
+
+
+class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
     """A store folder: tables, regions and cells on RocksDB."""
 
     # one writer process; reads opened together under the write lock see one instant
@@ -67,6 +97,8 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
         self._db: Any = None
         self._lock: Any = threading.RLock()
         self._split_listeners: list[SplitListener] = []
+        self._since_fold = array.array("h", [0]) * _BUCKETS
+        self._init_maintenance()
         if not os.path.isdir(self.path):
             if not create or read_only:
                 raise errors.BackendUnavailable(f"no store at {self.path!r}")
@@ -114,6 +146,9 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
         table.set_block_cache(self._cache)
         table.set_bloom_filter(10, False)
         opts.set_block_based_table_factory(table)
+        # SST files dense with tombstones (folded rows, moved index entries) are compacted by
+        # RocksDB itself: 5,000 deletes in 10,000 consecutive entries, or half the file
+        opts.add_compact_on_deletion_collector_factory(10_000, 5_000, 0.5)
         return opts
 
     def _open(self) -> rd.Rdict:
@@ -185,7 +220,8 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
 
     @mapped
     def close(self) -> None:
-        with self._lock:
+        self._stop_maintenance()
+        with self._lock, self._maint_lock:  # a running upkeep finishes first
             if self._db is not None and isinstance(self._lock, SyncingLock):
                 with self._lock.closing():  # no group fsync runs on the handle as it closes
                     try:
@@ -276,9 +312,10 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
             for r in t.regions:
                 wb.delete(b"region/" + name.encode() + b"/" + r.start)
             self._db.write(wb)
-            del self._tables[name]
-            for fam in t.schema.families:
-                self._db.drop_column_family(_cf_name(name, fam))
+            with self._maint_lock:
+                del self._tables[name]
+                for fam in t.schema.families:
+                    self._db.drop_column_family(_cf_name(name, fam))
 
     @mapped
     def put_meta(self, key: bytes, value: bytes | None) -> None:
@@ -367,30 +404,70 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
     @mapped
     def commit(self, prepared: list[tuple[Any, Mutation, list]],
                kv_writes: list[tuple[str, bytes, bytes | None]] = ()) -> None:  # type: ignore[assignment]
-        """Write prepared segments and raw key-value writes in one atomic batch."""
+        """Write prepared segments and raw key-value writes in one atomic batch.
+
+        A segment that would be its row's FOLD_AT-th in a family (about: see FOLD_AT) is
+        written folded with the row's older segments (which the batch deletes) instead: see
+        _fold_pending."""
         with self._lock:
             self._check_writable()
             wb = rd.WriteBatch(raw_mode=True)
             seq = self._db.latest_sequence_number() + 1
             grown: dict[int, tuple[_Table, Region]] = {}
-            added: list[tuple[Region, int]] = []
+            sizes: dict[int, tuple[Region, int]] = {}  # region sizes before this batch
             row_prefix, segment_key = C.row_prefix, C.segment_key
-            for t, m, segments in prepared:
+            counts, mask = self._since_fold, _BUCKETS - 1
+            iters: dict[int, Any] = {}  # one iterator per family folded into, opened lazily
+            deleted: dict[int, list] = {}  # per family: [view, deletes, lowest, highest key]
+            first = None  # _first_writes(prepared), made when a fold is first considered
+            for i, (t, m, segments) in enumerate(prepared):
                 prefix = row_prefix(m.row)
+                h = hash(prefix)
+                fams = t.fams
                 written = 0
                 for fam, value in segments:
                     key = segment_key(prefix, seq)
                     seq += 1
-                    wb.put(key, value, t.fams[fam][1])
+                    entry = fams[fam]  # (view, handle, options): one tuple per family
+                    b = (h ^ id(entry)) & mask
+                    n = counts[b] + 1
+                    if n >= FOLD_AT:  # the rare path: read the row, fold it when it is due
+                        if first is None:
+                            first = _first_writes(prepared) if len(prepared) > 1 else {}
+                        if first and first[(m.table, m.row, fam)] < i:  # an older segment of
+                            n = FOLD_AT - 1  # the row is in this batch: not folded above it
+                        else:
+                            view, handle, fo = entry
+                            it = iters.get(id(handle))
+                            if it is None:
+                                it = iters[id(handle)] = view.iter()
+                            value, n, freed = self._fold_pending(it, wb, handle, view, fo,
+                                                                 prefix, value, deleted, seq)
+                            written -= freed
+                    counts[b] = n
+                    wb.put(key, value, entry[1])
                     written += len(key) + len(value)
                 region = t.region_of(m.row)
+                if id(region) not in grown:
+                    sizes[id(region)] = (region, region.size)
+                    grown[id(region)] = (t, region)
+                # folds make `written` negative: the count follows the bytes stored
                 region.size += written
-                grown[id(region)] = (t, region)
-                added.append((region, written))
+                if region.size < 0:
+                    region.size = 0
             for name, key, value in self._resolve_counts(kv_writes):
                 handle = self._kv_handle(name)
                 if value is None:
                     wb.delete(key, handle)
+                    d = deleted.get(id(handle))
+                    if d is None:
+                        deleted[id(handle)] = [self._kv[name][0], 1, key, key]
+                    else:
+                        d[1] += 1
+                        if key < d[2]:
+                            d[2] = key
+                        if key > d[3]:
+                            d[3] = key
                 else:
                     wb.put(key, value, handle)
             for t, region in grown.values():
@@ -399,9 +476,48 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, BaseStore):
             try:
                 self._db.write(wb)
             except BaseException:  # nothing was written (disk full...): sizes as they were
-                for region, written in added:
-                    region.size -= written
+                for region, size in sizes.values():
+                    region.size = size
+                if iters:  # counts of folds that did not happen: check those rows again
+                    self._since_fold = array.array("h", [FOLD_AT - 1]) * _BUCKETS
                 raise
+            self._note_writes(deleted)
             for t, region in grown.values():
                 if region.size > t.schema.split_size and region in t.regions:
                     self._split_by_size(t, region)
+
+    def _fold_pending(self, it: Any, wb: Any, handle: Any, view: Any, fo: Any, prefix: bytes,
+                      value: bytes, deleted: dict[int, list], seq: int
+                      ) -> tuple[bytes, int, int]:
+        """The segment to write for `value`, a new segment of the row at `prefix` whose count
+        says it is time to fold: the row's segments folded with it (their keys deleted in `wb`,
+        noted in `deleted`), else `value` itself (the row has no other segment, or FOLD_RATIO).
+        Returns (segment, the row's count after the write, bytes of segments deleted)."""
+        keys, segs = _row_segments(it, prefix)
+        n = len(segs) + 1
+        if n < 2:
+            return value, n, 0
+        big = max(len(value), max(map(len, segs)))
+        rest = len(value) + sum(map(len, segs)) - big
+        if rest * FOLD_RATIO < big:  # a few small changes to a big row: not worth a rewrite yet
+            wait = (big // FOLD_RATIO - rest) // max(rest // (n - 1), 1) + 1
+            return value, FOLD_AT - min(wait, _WAIT_MAX), 0
+        ttl = fo.time_to_live
+        floor = now_ms() - ttl * 1000 if ttl != FOREVER else -1
+        folded = C.fold(C.merge_segments([value] + segs, None), fo.max_versions, floor)
+        freed = 0
+        for key, seg in zip(keys, segs):
+            wb.delete(key, handle)
+            freed += len(key) + len(seg)
+        d = deleted.get(id(handle))
+        if d is None:
+            deleted[id(handle)] = [view, len(keys), keys[0], keys[-1]]
+        else:
+            d[1] += len(keys)
+            if keys[0] < d[2]:
+                d[2] = keys[0]
+            if keys[-1] > d[3]:
+                d[3] = keys[-1]
+        # the next fold at FOLD_AT - jitter segments: start the count that much higher
+        jitter = min((seq * 0x9E3779B1 >> 20) % 3, FOLD_AT - 2)  # seq's steps may be even
+        return folded if folded is not None else C.EMPTY_BASE, 1 + jitter, freed
