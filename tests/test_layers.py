@@ -15,7 +15,7 @@ ROOT = SRC / "hibase"
 # lower number = lower layer; equal numbers are siblings that must not import each other
 LAYERS = {
     "errors": 0, "extras": 0.5, "codec": 1, "store": 2, "index": 3, "cache": 3, "query": 4,
-    "table": 5, "connection": 5.1, "client": 5.2,  # client re-exports the two
+    "table": 5, "connection": 5.1,
     "hibase": 6,  # the package itself re-exports connect, Connection, Table, Batch
     "server": 7, "cluster": 7, "load": 8, "check": 8, "bench": 8, "demo": 9, "cli": 10,
     "__main__": 11,

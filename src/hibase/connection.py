@@ -271,9 +271,8 @@ class Connection:
         by method since connect, retries included; {} on the embedded store, which makes
         none), `store_calls_total`, and `cache` (cache_stats()). Compare two readings to
         count the round trips of an operation."""
-        calls_of = getattr(self.store, "call_stats", None)
-        calls = calls_of() if calls_of is not None else {}
-        return {"backend": "hbase" if calls_of is not None else "embedded",
+        calls = self.store.call_stats()
+        return {"backend": self.store.kind,
                 "store_calls": calls, "store_calls_total": sum(calls.values()),
                 "cache": self.cache_stats()}
 

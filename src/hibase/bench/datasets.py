@@ -343,8 +343,3 @@ def values_with_counts(n: int, seed: int = 0, column: bytes | Sequence[bytes] = 
                     "count": 0 if best is None else best[1]})
     return out
 
-
-def row_size(row: tuple[bytes, dict[bytes, bytes]]) -> int:
-    """Bytes of the rowkey plus the values (column names excluded)."""
-    key, data = row
-    return len(key) + sum(len(v) for v in data.values())

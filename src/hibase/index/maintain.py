@@ -2,7 +2,7 @@
 value-table writes that keep every global index (and, through local.py, every local index and its
 per-region counts) equal to a rebuild from the table.
 
-The store merges a row's pending segments over its stored ones (`row_states`), so the newest value
+The store merges a row's pending segments over its stored ones (`row_states_many`), so the newest value
 of each indexed column before and after the batch is exact for every kind of write (puts,
 deletes of rows / columns / families / versions, several mutations of one row in one batch).
 Callers hold the store's write lock from here until the commit, which makes the read-modify-write

@@ -13,12 +13,12 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from .. import codec
 from ..index import (IndexSpec, KeyRange, count_points, count_routed, count_values, key_range,
                      null_range, plan_route)
-from .ast import (ROWKEY, And, Atom, Compare, In, IsNotNull, IsNull, Like, Select,
+from .ast import (ROWKEY, Atom, Compare, In, IsNotNull, IsNull, Like, Select,
                   format_value)
 
 __all__ = ["Plan", "RowGet", "RowRange", "IndexLookup", "Intersect", "FullScan", "plan_query"]
@@ -489,7 +489,3 @@ def _needs_fetch(path: Path, residual: list[Atom], columns: list[bytes] | None) 
     need = set(columns) | {a.column.name for a in residual}
     return not need <= have
 
-
-def conjunct_filter(residual: list[Atom]) -> Callable | None:
-    """The residual predicate of one conjunct as a node for the evaluator (None: nothing)."""
-    return And(tuple(residual)) if residual else None  # type: ignore[return-value]

@@ -45,6 +45,7 @@ class BaseStore:
     no split made behind its back, index entries and rows committed in one batch."""
 
     capabilities = Capabilities()
+    kind = "embedded"  # the backend's name, for reports ("hbase": through Thrift)
     read_only: bool = False
     # set by the index layer on stores with verified_index_writes (row_of / resolve)
     index_hooks: Any = None
@@ -71,6 +72,10 @@ class BaseStore:
     def raw_index(self) -> ContextManager[None]:
         """Inside the block index tables read as stored (verify/repair): they always do here."""
         return nullcontext()
+
+    def call_stats(self) -> dict[str, int]:
+        """Remote calls made so far, by method: none in process."""
+        return {}
 
     # the stores below provide _lock (an RLock), prepare() and commit()
     _lock: Any

@@ -208,10 +208,6 @@ class Regions:
         t.starts = [r.start for r in t.regions]
         return True
 
-    def family_handle(self, table: str, family: bytes) -> Any:
-        """The RocksDB column-family handle of a table's family (for split listeners)."""
-        return self.table(table).fams[family][1]
-
     def rocksdb_views(self, kv: bool = True, table: str | None = None) -> dict[str, Any]:
         """The RocksDB column-family views of the store by name, for benchmarks and
         diagnostics (properties, sizes): "table/family" for table families (only `table`'s if

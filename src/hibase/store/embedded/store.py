@@ -337,7 +337,7 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
     # -- writes ------------------------------------------------------------------------------
     def prepare(self, mutations: list[Mutation]) -> list[tuple[Any, Mutation, list]]:
         """Encode mutations into (table, mutation, [(family, segment)]) without writing, so a
-        layer above can compute what they change (row_states) before commit()."""
+        layer above can compute what they change (row_states_many) before commit()."""
         default_ts = now_ms()
         out = []
         for m in mutations:
@@ -346,17 +346,12 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
             out.append((t, m, list(C.mutation_segments(t.fams, m, ts))))
         return out
 
-    def row_states(self, table: str, row: bytes, columns: list[bytes],
-                   pending: dict[bytes, list[bytes]]) -> tuple[dict, dict]:
-        """Newest values of `columns` ({col: (ts, value)}) before and after the `pending`
-        segments (per family, newest first) land on `row`; TTL is not applied."""
-        return self.row_states_many(table, [(row, pending)], columns)[0]
-
     @mapped
     def row_states_many(self, table: str, items: list[tuple[bytes, dict[bytes, list[bytes]]]],
                         columns: list[bytes] | None) -> list[tuple[dict, dict]]:
-        """row_states for many (row, pending) pairs, one iterator per family for all;
-        columns None: every column of every family."""
+        """Newest values of `columns` ({col: (ts, value)}; None: every column of every family)
+        before and after each row's pending segments (per family, newest first) land; TTL is
+        not applied. One iterator per family for all the rows."""
         t = self.table(table)
         by_fam: dict[bytes, set[bytes] | None] = {}
         if columns is None:

@@ -38,7 +38,7 @@ What Thrift1 cannot do, and how this backend copes:
 - no server-side coprocessors or row locks: index upkeep is client-side; `write_lock()` is a
   process-local lock, so writers in *different* processes to the same rows are not serialized
   (as Phoenix without its coprocessors); the verified protocol keeps readers right meanwhile;
-- reads are HBase's (the server applies max versions, TTL, delete markers); `row_states`
+- reads are HBase's (the server applies max versions, TTL, delete markers); `row_states_many`
   computes the value after pending mutations by merging them over the stored versions with
   hibase's merge (a later delete marker hides older-written cells; a put after a delete in the
   same batch stays visible, HBase 2's "new version behavior").
@@ -101,6 +101,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
     # reads that see each row as of its own read
     capabilities = Capabilities(shared=True, follows_splits=True, verified_index_writes=True,
                                 snapshot_reads=False)
+    kind = "hbase"
 
     def __init__(self, url: str, *, create: bool = True, read_only: bool = False, **_: Any):
         import happybase  # imported here: the embedded store works without it
@@ -440,9 +441,6 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
     def disk_size(self) -> int:
         """Unknown through Thrift1 (HBase's own metrics have it): 0."""
         return 0
-
-    def family_handle(self, table: str, family: bytes) -> Any:
-        raise errors.BackendError("family handles (split batches) do not exist on HBase")
 
     @property
     def closed(self) -> bool:

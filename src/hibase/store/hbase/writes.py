@@ -26,7 +26,7 @@ def _deletes_with_ts(pending: dict[bytes, list[bytes]]) -> bool:
 
 
 class Writes:
-    """prepare / row_states / commit (see the module docstring)."""
+    """prepare / row_states_many / commit (see the module docstring)."""
 
     def prepare(self, mutations: list[Mutation]) -> list[tuple[Any, Mutation, list]]:
         """(table, mutation with its timestamp fixed, segments): segments in the embedded
@@ -56,10 +56,6 @@ class Writes:
                     self._last_auto, self._after_delete = ts, ts + 1
             out.append((t, m, segments))
         return out
-
-    def row_states(self, table: str, row: bytes, columns: list[bytes],
-                   pending: dict[bytes, list[bytes]]) -> tuple[dict, dict]:
-        return self.row_states_many(table, [(row, pending)], columns)[0]
 
     def row_states_many(self, table: str, items: list[tuple[bytes, dict[bytes, list[bytes]]]],
                         columns: list[bytes] | None) -> list[tuple[dict, dict]]:
