@@ -139,8 +139,9 @@ class Store(KeyValueStore, Protocol):
 
 
 def is_remote_url(path: str | os.PathLike) -> bool:
-    """A thrift://host:port URL (HBase, or hibase's gateway) rather than a store folder."""
-    return isinstance(path, str) and path.startswith("thrift://")
+    """A thrift://host:port (or TLS: thrifts://) URL (HBase, or hibase's gateway) rather than
+    a store folder."""
+    return isinstance(path, str) and path.startswith(("thrift://", "thrifts://"))
 
 
 def open_store(path: str | os.PathLike, *, create: bool = True, read_only: bool = False,
