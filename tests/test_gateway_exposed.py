@@ -13,6 +13,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import warnings
 
 import happybase
@@ -273,6 +274,43 @@ def test_tls_end_to_end_and_who_is_kept_out(tmp_path, certs, caplog):
         # the server still serves well-behaved TLS clients
         with hibase.connect(_url(server, scheme="thrifts", tls_ca=certs["ca"])) as db:
             assert db.tables() == [b"flights"]
+
+
+def test_tls_big_calls_many_clients_and_silent_sockets(embedded_db, certs, caplog):
+    """Over TLS: calls far larger than one read (decrypted bytes wait inside the SSL object,
+    where the selector cannot see them) and several clients at once are served; a socket that
+    never starts its handshake is closed after the read timeout, one log line."""
+    from hibase.store.hbase.gateway import client_tls_context, tls_pool
+
+    with ThriftServer(embedded_db, port=0, read_timeout=0.5, idle_timeout=60,
+                      tls_cert=certs["gw"], tls_key=certs["key"]) as server:
+        with caplog.at_level(logging.WARNING, logger="hibase.server.thrift"):
+            silent = socket.create_connection(server.address, timeout=20)
+            pool = tls_pool(4, client_tls_context(certs["ca"]), host="127.0.0.1",
+                            port=server.address[1], timeout=TIMEOUT_MS)
+            with pool.connection() as hb:
+                hb.create_table("t", {"f": {}})
+                big = {b"f:v": bytes(range(256)) * 12_000}  # ~3 MB: many TLS records
+                hb.table("t").put(b"big", big)
+                assert hb.table("t").row(b"big") == big
+
+            def work(i: int) -> None:
+                with pool.connection() as c:
+                    t = c.table("t")
+                    for j in range(30):
+                        t.put(b"r%d-%02d" % (i, j), {b"f:a": b"%d" % j})
+                    assert len(list(t.scan(row_prefix=b"r%d-" % i))) == 30
+
+            threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+            with pool.connection() as hb:
+                assert len(list(hb.table("t").scan(columns=[b"f:a"]))) == 120
+            assert silent.recv(10) == b""  # closed, after ~0.5 s (the sweep runs each second)
+            silent.close()
+        assert any("no TLS handshake after 0.5 s" in r.getMessage() for r in caplog.records)
 
 
 # -- hibase's own tables -------------------------------------------------------------------

@@ -471,17 +471,27 @@ class ThriftServer:
         try:
             conn.sock.do_handshake()
         except ssl.SSLWantReadError:
+            self._want_write(conn, False)
             return False
-        except ssl.SSLWantWriteError:  # rare on a handshake's small records: try on next data
+        except ssl.SSLWantWriteError:  # the client is slow to read: wait until it can take more
+            self._want_write(conn, True)
             return False
         except (OSError, ValueError) as exc:  # not TLS (a plain client), a bad certificate...
             log.warning("closing connection from %s: TLS handshake failed (%s)", _peer(conn),
                         getattr(exc, "reason", None) or exc)
             self._close(conn)
             return False
+        self._want_write(conn, False)
         conn.handshaking = False
         conn.last = time.monotonic()
         return True
+
+    def _want_write(self, conn: "_Conn", on: bool) -> None:
+        """Wake for conn when it can be written too (a handshake waiting to send), or not."""
+        if conn.want_write != on:
+            conn.want_write = on
+            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if on else 0)
+            self._sel.modify(conn.sock, events, conn)
 
     def _on_readable(self, conn: "_Conn") -> None:
         if conn.handshaking and not self._handshake(conn):
@@ -664,7 +674,7 @@ _READ_PER_EVENT = 4 * 1024 * 1024  # then let other connections have a turn
 class _Conn:
     """One client connection: its socket, the bytes of a call not yet complete, its clock."""
     __slots__ = ("sock", "peer", "buf", "need", "call", "started", "last", "busy", "closed",
-                 "handshaking", "trusted")
+                 "handshaking", "want_write", "trusted")
 
     def __init__(self, sock: socket.socket, peer: Any):
         self.sock, self.peer = sock, peer
@@ -674,6 +684,7 @@ class _Conn:
         self.started = self.last = time.monotonic()
         self.busy = self.closed = False
         self.handshaking = False  # TLS: the handshake is not done yet
+        self.want_write = False  # ... and waits to send (registered for EVENT_WRITE too)
         self.trusted = False  # said hello: may write hibase's own tables (policy.py)
 
 
