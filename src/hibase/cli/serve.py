@@ -50,7 +50,7 @@ __all__ = ["serve_command"]
 @click.option("--read-only", is_flag=True,
               help="Refuse every write and DDL call (puts, deletes, increments, create/delete/"
                    "enable/disable/compact) with an IOError; reads work. The store is opened "
-                   "read-only, so this can run beside a writer of DIR.")
+                   "read-only, so this can run beside a writer of DIR (serving DIR as it was at start).")
 @click.option("--allow", "allow", multiple=True, metavar="CIDR",
               help="Accept connections only from this network (repeatable, e.g. --allow "
                    "10.0.0.0/8 --allow 2001:db8::/32); others are closed before any call is "

@@ -181,7 +181,10 @@ class ThriftServer:
     threads running complete calls, one Handler.
 
     `store` is a store folder (opened here and closed by stop()) or an open Connection (left
-    open). Port 0 picks a free port; `address` tells which once started."""
+    open). Port 0 picks a free port; `address` tells which once started. `read_only` refuses
+    every write and DDL call (a folder is opened read-only); `allow`: the networks clients may
+    connect from (CIDR strings; default loopback; None: any); `token`: what hibase clients'
+    hello must carry to write hibase's own tables; `tls_cert`/`tls_key`: PEM files, TLS 1.2+."""
 
     def __init__(self, store: str | os.PathLike | Connection, host: str = "127.0.0.1",
                  port: int = DEFAULT_PORT, transport: str = "buffered", protocol: str = "binary",
