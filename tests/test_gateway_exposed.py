@@ -426,11 +426,15 @@ def test_serve_command_options(tmp_path, certs):
     proc = subprocess.Popen(
         [sys.executable, "-m", "hibase", "serve", "--thrift", "--port", "0", "--read-only",
          "--allow", "127.0.0.1/32", "--tls-cert", certs["gw"], "--tls-key", certs["key"],
-         path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         "--thrift2-port", "0", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
     try:
         line = proc.stdout.readline()
         m = re.search(r" on ([\d.]+):(\d+) \(.*TLS, read-only", line)
-        assert m, line + proc.stderr.read()
+        if not m:  # kill first: reading stderr waits for the server to end
+            proc.kill()
+            raise AssertionError(line + proc.stderr.read())
+        assert "hibase clients: thrifts://" in proc.stdout.readline()
         assert "127.0.0.1/32" in proc.stdout.readline()
         port = int(m.group(2))
         from hibase.store.hbase.gateway import client_tls_context, tls_pool

@@ -133,6 +133,9 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: in
             click.echo(f"Thrift2 (getScannerResults) on {h}:{p2}; hibase clients: "
                        f"{scheme}://{h}:{p}?thrift2_port={p2}")
         click.echo(f"Clients allowed from {' '.join(allow or DEFAULT_ALLOW)}.")
+        if not allow and host not in ("127.0.0.1", "localhost", "::1"):
+            click.echo(f"Note: listening on {host}, but only loopback clients may connect; "
+                       "open networks with --allow CIDR.", err=True)
         click.get_text_stream("stdout").flush()
 
     try:
