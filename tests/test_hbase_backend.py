@@ -29,8 +29,13 @@ def test_url_options(tmp_path):
                                        "protocol": "binary", "timeout": 30000, "pool_size": 8,
                                        "retries": 3, "region_check_ms": 1000,
                                        "catalog_lease_ms": 1000, "prefix": "",
-                                       "thrift2_port": None}
+                                       "thrift2_port": None, "tls": False, "tls_ca": None,
+                                       "token": None}
     assert parse_url("thrift://h?prefix=t1")["prefix"] == "t1"
+    # TLS: thrifts:// or tls=1 (hibase serve --tls-cert), a private CA, the gateway's token
+    assert parse_url("thrifts://h")["tls"] and parse_url("thrift://h?tls=1")["tls"]
+    o = parse_url("thrifts://h:9443?tls_ca=/ca.pem&token=s3")
+    assert (o["port"], o["tls_ca"], o["token"]) == (9443, "/ca.pem", "s3")
     assert parse_url("thrift://h:9090?thrift2_port=9095")["thrift2_port"] == 9095
     o = parse_url("thrift://127.0.0.1:9091?transport=framed&protocol=compact&timeout=5000")
     assert (o["port"], o["transport"], o["protocol"], o["timeout"]) == (
@@ -39,7 +44,8 @@ def test_url_options(tmp_path):
                 "thrift://h?timeout=0", "thrift://h/path", "thrift://h?region_check_ms=-1",
                 "thrift://h?catalog_lease_ms=-5", "thrift://h?prefix=a:b",
                 "thrift://h?thrift2_port=0", "thrift://h?thrift2_port=70000",
-                "thrift://h?thrift2_port=x"):
+                "thrift://h?thrift2_port=x", "thrift://h?tls=yes", "thrifts://h?tls=0",
+                "thrift://h?tls_ca=/ca.pem", "http://h"):
         with pytest.raises(errors.InvalidArgument):
             parse_url(bad)
     with pytest.raises(errors.BackendUnavailable):

@@ -28,7 +28,8 @@ def connect(path: str, *, create: bool = True, read_only: bool = False,
             **options: Any) -> "Connection":
     """Open (creating if missing) the store at `path`: a folder for the embedded store, or
     "thrift://host:9090[?transport=framed&protocol=compact&timeout=ms&pool_size=n&retries=n
-    &catalog_lease_ms=n&thrift2_port=n]" for HBase through its Thrift1 gateway
+    &catalog_lease_ms=n&thrift2_port=n]" for HBase through its Thrift1 gateway (thrifts://, or
+    tls=1 with tls_ca=FILE: over TLS, e.g. to `hibase serve --tls-cert`)
     (hibase.store.hbase; thrift2_port: HBase's Thrift2 server, which answers an index lookup's
     short scan in one call instead of three).
     `db.stats()` counts the store's round trips.
@@ -53,7 +54,7 @@ def connect(path: str, *, create: bool = True, read_only: bool = False,
     InvalidArgument."""
     if not isinstance(path, str) or not path:
         raise errors.InvalidArgument("connect() needs a store path such as 'data/'")
-    thrift = path.startswith("thrift://")
+    thrift = path.startswith(("thrift://", "thrifts://"))
     if "://" in path and not thrift:
         scheme = path.split("://", 1)[0]
         raise errors.BackendUnavailable(

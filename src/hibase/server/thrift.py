@@ -23,6 +23,13 @@ connections are closed at once instead of waiting in a backlog. Scanners are num
 server, closed by scannerClose or dropped after `scanner_timeout` seconds unused. stop()
 (SIGTERM under serve()) stops accepting, lets running calls finish, closes the connections and
 scanners, then closes the store when the server opened it.
+
+Exposing it (policy.py): only clients from `allow` (default loopback) are accepted, others are
+closed at accept; `read_only` refuses every write and DDL call with an IOError (and opens the
+store read-only); `tls_cert`/`tls_key` wrap every accepted socket in TLS 1.2+ (the handshake
+runs in the loop, without blocking it, within `read_timeout`); hibase's own tables (hibase_meta,
+index tables) are created, dropped or written only over connections that said hibase's hello
+(with `token` when one is set).
 """
 
 from __future__ import annotations
@@ -32,20 +39,23 @@ import os
 import selectors
 import signal
 import socket
+import ssl
 import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from .. import errors
 from ..connection import Connection, connect
 from . import wire
 from ..store.base import LATEST_TIMESTAMP
+from ..store.hbase.gateway import load_hello_idl
 from ..store.hbase.thrift2 import load_idl2
 from .handler import Handler
 from .handler2 import Thrift2Handler
 from .idl import load_idl
+from .policy import DEFAULT_ALLOW, HELLO, Policy
 
 __all__ = ["ThriftServer", "Handler", "serve", "load_idl", "DEFAULT_PORT", "INTERFACES",
            "TRANSPORTS",
@@ -61,11 +71,23 @@ PROTOCOLS = ("binary", "compact")
 
 # -- errors on the wire ------------------------------------------------------------------------
 
+def _with_hello(service: Any) -> Any:
+    """The Hbase service plus hibase's hello call (store/hbase/gateway.py), which the
+    processor answers itself."""
+    hello = load_hello_idl().HibaseGateway
+    return type(service.__name__, (service,), {
+        "thrift_services": list(service.thrift_services) + [HELLO],
+        HELLO + "_args": getattr(hello, HELLO + "_args"),
+        HELLO + "_result": getattr(hello, HELLO + "_result")})
+
+
 def _make_processor(service: Any, handler: Any, io_error: type, illegal: type | None = None,
-                    exists: type | None = None) -> Any:
+                    exists: type | None = None, policy: Policy | None = None,
+                    thrift2: bool = False) -> Any:
     """A processor of `service` calling `handler`; `io_error`, `illegal`, `exists`: the IDL's
     IOError / IllegalArgument / AlreadyExists classes (Thrift1's names, or Thrift2's TIOError
-    and TIllegalArgument)."""
+    and TIllegalArgument). `policy`: calls it refuses are answered with `io_error` before the
+    handler sees them (policy.py); the hello call marks the caller's connection trusted."""
     from thriftpy2.thrift import TApplicationException, TProcessor
 
     declared = tuple(c for c in (io_error, illegal, exists) if c is not None)
@@ -74,11 +96,23 @@ def _make_processor(service: Any, handler: Any, io_error: type, illegal: type | 
         """thriftpy2's processor, but every failure answers the call: hibase errors become the
         IDL exceptions the call declares, unexpected ones a TApplicationException."""
 
-        def process(self, iprot: Any, oprot: Any) -> None:
-            api, seqid, result, call = self.process_in(iprot)
+        def process(self, iprot: Any, oprot: Any, caller: Any = None) -> None:
+            api, seqid, result, call, args = self._read(iprot)
             if isinstance(result, TApplicationException):
                 return self.send_exception(oprot, api, result, seqid)
             try:
+                if api == HELLO:
+                    ok = policy is None or policy.hello(args.token)
+                    if caller is not None:
+                        caller.trusted = ok or caller.trusted
+                        if not ok:
+                            log.warning("hello with a wrong token from %s", _peer(caller))
+                    result.success = ok
+                    return self.send_result(oprot, api, result, seqid)
+                if policy is not None:
+                    why = policy.refusal(api, args, bool(caller and caller.trusted), thrift2)
+                    if why is not None:
+                        raise io_error(message=why)
                 result.success = call()
             except TApplicationException as exc:
                 return self.send_exception(oprot, api, exc, seqid)
@@ -90,6 +124,27 @@ def _make_processor(service: Any, handler: Any, io_error: type, illegal: type | 
                         f"{type(exc).__name__}: {exc}"), seqid)
             if not result.oneway:
                 self.send_result(oprot, api, result, seqid)
+
+        def _read(self, iprot: Any) -> tuple:
+            """thriftpy2's process_in, keeping the arguments for the policy."""
+            from thriftpy2.thrift import TType
+
+            api, _, seqid = iprot.read_message_begin()
+            if api not in self._service.thrift_services:
+                iprot.skip(TType.STRUCT)
+                iprot.read_message_end()
+                return api, seqid, TApplicationException(
+                    TApplicationException.UNKNOWN_METHOD, f"unknown method {api!r}"), None, None
+            args = getattr(self._service, api + "_args")()
+            args.read(iprot)
+            iprot.read_message_end()
+            result = getattr(self._service, api + "_result")()
+            names = [item[1] for item in args.thrift_spec.values()]
+
+            def call() -> Any:
+                return getattr(self._handler, api)(*(args.__dict__[k] for k in names))
+
+            return api, seqid, result, call, args
 
         @staticmethod
         def _declared(exc: Exception, result: Any) -> bool:
@@ -126,14 +181,20 @@ class ThriftServer:
     threads running complete calls, one Handler.
 
     `store` is a store folder (opened here and closed by stop()) or an open Connection (left
-    open). Port 0 picks a free port; `address` tells which once started."""
+    open). Port 0 picks a free port; `address` tells which once started. `read_only` refuses
+    every write and DDL call (a folder is opened read-only); `allow`: the networks clients may
+    connect from (CIDR strings; default loopback; None: any); `token`: what hibase clients'
+    hello must carry to write hibase's own tables; `tls_cert`/`tls_key`: PEM files, TLS 1.2+."""
 
     def __init__(self, store: str | os.PathLike | Connection, host: str = "127.0.0.1",
                  port: int = DEFAULT_PORT, transport: str = "buffered", protocol: str = "binary",
                  workers: int = 32, scanner_timeout: float = 600.0, backlog: int = 1024,
                  idle_timeout: float = 60.0, read_timeout: float = 60.0,
                  max_connections: int = 4096, limits: wire.Limits | None = None,
-                 interface: str = "thrift1"):
+                 interface: str = "thrift1", read_only: bool = False,
+                 allow: Iterable[str] | None = DEFAULT_ALLOW, token: str | None = None,
+                 tls_cert: str | os.PathLike | None = None,
+                 tls_key: str | os.PathLike | None = None):
         if transport not in TRANSPORTS:
             raise errors.InvalidArgument(f"transport must be one of {TRANSPORTS}, not "
                                          f"{transport!r}")
@@ -159,13 +220,22 @@ class ThriftServer:
                                          f"{interface!r}")
         self.interface = interface
         self.idl = load_idl()
+        try:
+            self.policy = Policy(read_only, allow, token)
+        except ValueError as exc:
+            raise errors.InvalidArgument(str(exc)) from None
+        self._tls: ssl.SSLContext | None = None
+        if tls_cert is not None or tls_key is not None:
+            self._tls = server_tls_context(tls_cert, tls_key)
         if isinstance(store, Connection):
             if store.table_prefix:
                 raise errors.InvalidArgument(
                     "serve a Connection without table_prefix (Thrift clients add their own)")
             self.connection, self._owns_store = store, False
         elif isinstance(store, (str, os.PathLike)):
-            self.connection, self._owns_store = connect(os.fspath(store)), True
+            # read-only: the store too, so this gateway can run beside a writer of it
+            self.connection = connect(os.fspath(store), read_only=self.policy.read_only)
+            self._owns_store = True
         else:
             raise errors.InvalidArgument(
                 f"serve a store folder or a Connection, not {type(store).__name__}")
@@ -177,13 +247,15 @@ class ThriftServer:
         self._scanner = wire.MessageScanner(protocol, limits)
         self.handler = Handler(self.connection, self.idl, scanner_timeout)
         if interface == "thrift1":
-            self._processor = _make_processor(self.idl.Hbase, self.handler, self.idl.IOError,
-                                              self.idl.IllegalArgument, self.idl.AlreadyExists)
+            self._processor = _make_processor(_with_hello(self.idl.Hbase), self.handler,
+                                              self.idl.IOError, self.idl.IllegalArgument,
+                                              self.idl.AlreadyExists, self.policy)
         else:  # the Thrift2 calls hibase serves, answered through the Thrift1 handler
             idl2 = load_idl2()
             self.handler = Thrift2Handler(self.handler, idl2)
             self._processor = _make_processor(idl2.THBaseService, self.handler, idl2.TIOError,
-                                              idl2.TIllegalArgument)
+                                              idl2.TIllegalArgument, policy=self.policy,
+                                              thrift2=True)
         self._trans_factory, self._proto_factory = _factories(transport, protocol)
         self._sock: socket.socket | None = None
         self._sel = selectors.DefaultSelector()
@@ -196,6 +268,7 @@ class ThriftServer:
         self._inflight = 0
         self._inflight_lock = threading.Lock()
         self._refused, self._refused_logged = 0, float("-inf")
+        self._denied: dict[str, float] = {}  # address -> when its refusal was last logged
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
@@ -237,8 +310,12 @@ class ThriftServer:
         self._acceptor = threading.Thread(target=self._loop, name="hibase-thrift-loop",
                                           daemon=True)
         self._acceptor.start()
-        log.info("HBase %s gateway on %s:%d (%s, %s)", self.interface.capitalize(), self.host,
-                 self.port, self.transport, self.protocol)
+        p = self.policy
+        log.info("HBase %s gateway on %s:%d (%s, %s%s%s%s; clients from %s)",
+                 self.interface.capitalize(), self.host, self.port, self.transport,
+                 self.protocol, ", TLS" if self._tls else "", ", read-only" if p.read_only else "",
+                 ", token" if p.token else "",
+                 "anywhere" if p.allow is None else " ".join(map(str, p.allow)))
         return self
 
     def serve_forever(self) -> None:
@@ -355,20 +432,80 @@ class ThriftServer:
                     self._refused_logged = now
                 client.close()
                 continue
+            host = peer[0] if isinstance(peer, tuple) and peer else ""
+            if client.family in (socket.AF_INET, socket.AF_INET6) and \
+                    not self.policy.allowed(host):
+                self._deny(client, host)
+                continue
             client.setblocking(False)
             if client.family in (socket.AF_INET, socket.AF_INET6):
                 client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            handshaking = False
+            if self._tls is not None:
+                try:
+                    client = self._tls.wrap_socket(client, server_side=True,
+                                                   do_handshake_on_connect=False)
+                except OSError as exc:
+                    log.warning("closing connection from %s: %s", host, exc)
+                    client.close()
+                    continue
+                handshaking = True
             conn = _Conn(client, peer)
+            conn.handshaking = handshaking
             with self._inflight_lock:
                 self._conns[client] = conn
             self._sel.register(client, selectors.EVENT_READ, conn)
 
+    def _deny(self, client: socket.socket, host: str) -> None:
+        """Close a connection from outside the allow-list before reading anything (one log
+        line per address per 10 s)."""
+        client.close()
+        now = time.monotonic()
+        if now - self._denied.get(host, float("-inf")) >= 10.0:
+            if len(self._denied) > 10_000:
+                self._denied.clear()
+            self._denied[host] = now
+            log.warning("refused a connection from %s: not in the allowed networks (%s)", host,
+                        " ".join(map(str, self.policy.allow or ())))
+
+    def _handshake(self, conn: "_Conn") -> bool:
+        """Advance a TLS handshake without blocking; True once done (False: waiting, or failed
+        and closed)."""
+        try:
+            conn.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self._want_write(conn, False)
+            return False
+        except ssl.SSLWantWriteError:  # the client is slow to read: wait until it can take more
+            self._want_write(conn, True)
+            return False
+        except (OSError, ValueError) as exc:  # not TLS (a plain client), a bad certificate...
+            log.warning("closing connection from %s: TLS handshake failed (%s)", _peer(conn),
+                        getattr(exc, "reason", None) or exc)
+            self._close(conn)
+            return False
+        self._want_write(conn, False)
+        conn.handshaking = False
+        conn.last = time.monotonic()
+        return True
+
+    def _want_write(self, conn: "_Conn", on: bool) -> None:
+        """Wake for conn when it can be written too (a handshake waiting to send), or not."""
+        if conn.want_write != on:
+            conn.want_write = on
+            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if on else 0)
+            self._sel.modify(conn.sock, events, conn)
+
     def _on_readable(self, conn: "_Conn") -> None:
+        if conn.handshaking and not self._handshake(conn):
+            return
         got = 0
-        while got < _READ_PER_EVENT:
+        tls = self._tls is not None
+        while got < _READ_PER_EVENT or tls and conn.sock.pending():
             try:
                 data = conn.sock.recv(_RECV)
-            except (BlockingIOError, InterruptedError):
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError,
+                    ssl.SSLWantWriteError):
                 break
             except OSError:
                 return self._close(conn)
@@ -429,7 +566,8 @@ class ThriftServer:
             itrans, otrans = self._buffer(call), self._buffer()
             out_prot = self._proto_factory.get_protocol(otrans)
             try:
-                self._processor.process(self._proto_factory.get_protocol(itrans), out_prot)
+                self._processor.process(self._proto_factory.get_protocol(itrans), out_prot,
+                                        conn)
             except Exception as exc:  # the call parsed as a message but not as its arguments
                 log.warning("closing connection from %s: bad call (%s: %s)", _peer(conn),
                             type(exc).__name__, exc)
@@ -482,7 +620,12 @@ class ThriftServer:
         for conn in conns:
             if conn.busy:
                 continue
-            if conn.buf and now - conn.started > self.read_timeout:
+            if conn.handshaking:
+                if now - conn.started > self.read_timeout:
+                    log.warning("closing connection from %s: no TLS handshake after %g s",
+                                _peer(conn), self.read_timeout)
+                    self._close(conn)
+            elif conn.buf and now - conn.started > self.read_timeout:
                 self._reject(conn, wire.WireError(
                     f"call not complete after {self.read_timeout:g} s", *conn.call))
             elif not conn.buf and now - conn.last > self.idle_timeout:
@@ -533,7 +676,8 @@ _READ_PER_EVENT = 4 * 1024 * 1024  # then let other connections have a turn
 
 class _Conn:
     """One client connection: its socket, the bytes of a call not yet complete, its clock."""
-    __slots__ = ("sock", "peer", "buf", "need", "call", "started", "last", "busy", "closed")
+    __slots__ = ("sock", "peer", "buf", "need", "call", "started", "last", "busy", "closed",
+                 "handshaking", "want_write", "trusted")
 
     def __init__(self, sock: socket.socket, peer: Any):
         self.sock, self.peer = sock, peer
@@ -542,11 +686,31 @@ class _Conn:
         self.call: tuple[str, int] = ("", 0)  # name and seqid of a call partly read
         self.started = self.last = time.monotonic()
         self.busy = self.closed = False
+        self.handshaking = False  # TLS: the handshake is not done yet
+        self.want_write = False  # ... and waits to send (registered for EVENT_WRITE too)
+        self.trusted = False  # said hello: may write hibase's own tables (policy.py)
 
 
 def _peer(conn: _Conn) -> str:
     p = conn.peer
     return f"{p[0]}:{p[1]}" if isinstance(p, tuple) and len(p) >= 2 else str(p)
+
+
+def server_tls_context(cert: str | os.PathLike | None,
+                       key: str | os.PathLike | None) -> ssl.SSLContext:
+    """The gateway's TLS context: TLS 1.2 or newer, its certificate chain (PEM) and key."""
+    if cert is None or key is None:
+        raise errors.InvalidArgument("TLS needs both a certificate and its key (tls_cert, "
+                                     "tls_key)")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        ctx.load_cert_chain(os.fspath(cert), os.fspath(key))
+    except (OSError, ssl.SSLError) as exc:
+        raise errors.InvalidArgument(
+            f"cannot load the TLS certificate {os.fspath(cert)!r} and key "
+            f"{os.fspath(key)!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    return ctx
 
 
 def _factories(transport: str, protocol: str) -> tuple[Any, Any]:
@@ -567,10 +731,12 @@ def serve(store: str | os.PathLike | Connection, host: str = "127.0.0.1",
     thread calls stop() on the server handed to `ready`), then shut down cleanly. With
     `thrift2_port` the Thrift2 side (one-call short scans) listens there too, on the same
     store (the server handed to `ready` has it as `.thrift2`). `options`: ThriftServer's
-    idle_timeout, read_timeout, max_connections, limits, backlog."""
+    idle_timeout, read_timeout, max_connections, limits, backlog, read_only, allow, token,
+    tls_cert, tls_key (both servers)."""
     owned = None
     if thrift2_port is not None and not isinstance(store, Connection):
-        store = owned = connect(os.fspath(store))  # one store, both servers
+        # one store, both servers
+        store = owned = connect(os.fspath(store), read_only=bool(options.get("read_only")))
     server2 = None
     previous: dict[int, Any] = {}
     in_main = threading.current_thread() is threading.main_thread()

@@ -145,8 +145,9 @@ class Store(KeyValueStore, Protocol):
 
 
 def is_remote_url(path: str | os.PathLike) -> bool:
-    """A thrift://host:port URL (HBase, or hibase's gateway) rather than a store folder."""
-    return isinstance(path, str) and path.startswith("thrift://")
+    """A thrift://host:port (or TLS: thrifts://) URL (HBase, or hibase's gateway) rather than
+    a store folder."""
+    return isinstance(path, str) and path.startswith(("thrift://", "thrifts://"))
 
 
 DURABILITY = ("process", "fsync")

@@ -12,6 +12,7 @@ import time
 from typing import Any, Iterator
 
 from ... import errors
+from .gateway import RESERVED_MARK, hello
 from .kv import _SCAN_CHUNK
 from .thrift2 import cells_of, scan_of
 from ..schema import split_column
@@ -96,7 +97,15 @@ class Rpc:
                 if thrift2:
                     return self._t2.call(method, *args)
                 with self._pool.connection(timeout=self.opts["timeout"] / 1000) as conn:
-                    return getattr(conn.client, method)(*args)
+                    try:
+                        return getattr(conn.client, method)(*args)
+                    except T.IOError as exc:
+                        if RESERVED_MARK not in _one_line(exc.message):
+                            raise
+                        # hibase's gateway keeps hibase's tables from other clients: say who
+                        # this is on this connection (gateway.py), then send the call again
+                        self._hello(conn)
+                        return getattr(conn.client, method)(*args)
             except T.IllegalArgument as exc:
                 raise errors.InvalidArgument(_one_line(exc.message)) from None
             except T.AlreadyExists as exc:
@@ -119,6 +128,14 @@ class Rpc:
                 if type(exc).__name__ == "NoConnectionsAvailable":
                     raise errors.BackendUnavailable(str(exc)) from None
                 raise
+
+    def _hello(self, conn: Any) -> None:
+        """Tell hibase's gateway this connection is hibase's backend (with the URL's token)."""
+        if not hello(conn, self.opts["token"], self.opts["protocol"]):
+            raise errors.BackendError(
+                f"hibase gateway {self.opts['host']}:{self.opts['port']} refused this client's "
+                "token: give the URL the token the gateway was started with (?token=..., "
+                "hibase serve --token)")
 
     def call_stats(self) -> dict[str, int]:
         """Thrift calls made so far by this store, by method (retries count again)."""

@@ -61,6 +61,7 @@ from .kv import (_FETCH_CHUNK, _META_COL, KV_PREFIX, META_TABLE, HBaseKeyValueTa
 from .layout import Layouts
 from ..schema import FOREVER, TableSchema
 
+from .gateway import client_tls_context, tls_pool
 from .rpc import Rpc
 from .thrift2 import Thrift2Pool
 from .url import parse_url
@@ -133,17 +134,24 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         self.layouts = Layouts(self, self.opts["region_check_ms"] / 1000)
         o = self.opts
         self._prefix = (o["prefix"] + "_").encode() if o["prefix"] else b""
+        self._tls = None
         try:
-            self._pool = happybase.ConnectionPool(
-                o["pool_size"], host=o["host"], port=o["port"], timeout=o["timeout"],
-                transport=o["transport"], protocol=o["protocol"])
+            if o["tls"]:  # thrifts:// (hibase serve --tls-cert, or HBase's thrift -ssl)
+                self._tls = client_tls_context(o["tls_ca"])
+                self._pool = tls_pool(
+                    o["pool_size"], self._tls, host=o["host"], port=o["port"],
+                    timeout=o["timeout"], transport=o["transport"], protocol=o["protocol"])
+            else:
+                self._pool = happybase.ConnectionPool(
+                    o["pool_size"], host=o["host"], port=o["port"], timeout=o["timeout"],
+                    transport=o["transport"], protocol=o["protocol"])
         except Exception as exc:
             raise errors.BackendUnavailable(
-                f"cannot reach the HBase Thrift gateway at {o['host']}:{o['port']}: "
-                f"{exc}") from None
+                f"cannot reach the HBase Thrift gateway at {o['host']}:{o['port']}"
+                f"{' over TLS' if o['tls'] else ''}: {exc}") from None
         self._t2 = None if o["thrift2_port"] is None else Thrift2Pool(
             o["host"], o["thrift2_port"], o["pool_size"], o["timeout"], o["transport"],
-            o["protocol"])
+            o["protocol"], ssl_context=self._tls)
         self._new_writer()  # this store's own value-count cell (kv.py)
         self._load_catalog(create)
 

@@ -56,8 +56,10 @@ class Thrift2Pool:
     call failed on the transport is dropped instead of returned."""
 
     def __init__(self, host: str, port: int, size: int, timeout_ms: int,
-                 transport: str = "buffered", protocol: str = "binary") -> None:
+                 transport: str = "buffered", protocol: str = "binary",
+                 ssl_context: Any = None) -> None:
         self.host, self.port, self.timeout_ms = host, port, timeout_ms
+        self.ssl_context = ssl_context  # TLS (thrifts:// URLs) when given
         self.transport, self.protocol = transport, protocol
         self.idl = load_idl2()
         self._free: queue.LifoQueue = queue.LifoQueue()
@@ -74,7 +76,8 @@ class Thrift2Pool:
         proto = (TCompactProtocolFactory(decode_response=False) if self.protocol == "compact"
                  else TBinaryProtocolFactory(decode_response=False))
         return make_client(self.idl.THBaseService, self.host, self.port,
-                           timeout=self.timeout_ms, trans_factory=trans, proto_factory=proto)
+                           timeout=self.timeout_ms, trans_factory=trans, proto_factory=proto,
+                           ssl_context=self.ssl_context)
 
     def call(self, method: str, *args: Any) -> Any:
         """One call on a pooled client; transport errors propagate (the caller retries)."""

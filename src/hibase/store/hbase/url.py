@@ -14,23 +14,27 @@ DEFAULT_LEASE_MS = 1000
 
 
 def parse_url(url: str) -> dict:
-    """thrift://host[:port][?transport=buffered|framed&protocol=binary|compact&timeout=ms
-    &pool_size=n&retries=n&region_check_ms=n&catalog_lease_ms=n&prefix=name&thrift2_port=n] -> happybase
+    """thrift[s]://host[:port][?transport=buffered|framed&protocol=binary|compact&timeout=ms
+    &pool_size=n&retries=n&region_check_ms=n&catalog_lease_ms=n&prefix=name&thrift2_port=n
+    &tls=1&tls_ca=FILE&token=T] -> happybase
     connection options and ours (region_check_ms: how often local-index work asks HBase for its
     regions, 0 = always; catalog_lease_ms: how long index definitions read from the catalog are
     trusted before a query or write checks them again, one get; 0 = before every query and
     write; prefix: every HBase table of this store, the catalog included, is named
     `<prefix>_<table>`, so several hibase stores share one HBase without seeing each other;
     thrift2_port: HBase's Thrift2 server on the same host, which answers a short scan in one
-    call instead of three: index lookups use it when given)."""
+    call instead of three: index lookups use it when given; thrifts:// or tls=1: TLS to both
+    ports, the server's certificate checked against the system's CAs or `tls_ca` (a PEM file)
+    and its name against the host; token: what hibase's gateway (`hibase serve --token`) wants
+    before it lets this client write hibase's own tables, gateway.py)."""
     parts = urlsplit(url)
-    if parts.scheme != "thrift":
-        raise errors.InvalidArgument(f"not a thrift:// URL: {url!r}")
+    if parts.scheme not in ("thrift", "thrifts"):
+        raise errors.InvalidArgument(f"not a thrift:// or thrifts:// URL: {url!r}")
     if parts.path not in ("", "/"):
         raise errors.InvalidArgument(f"a thrift:// URL has no path, got {parts.path!r}")
     q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
     known = {"transport", "protocol", "timeout", "pool_size", "retries", "region_check_ms",
-             "catalog_lease_ms", "prefix", "thrift2_port"}
+             "catalog_lease_ms", "prefix", "thrift2_port", "tls", "tls_ca", "token"}
     unknown = sorted(set(q) - known)
     if unknown:
         raise errors.InvalidArgument(f"unknown thrift:// option(s) {unknown}; known: "
@@ -61,8 +65,17 @@ def parse_url(url: str) -> dict:
     prefix = q.get("prefix", "")
     if prefix and not prefix.replace("_", "").replace("-", "").replace(".", "").isalnum():
         raise errors.InvalidArgument(f"prefix must be letters, digits, _ - or ., not {prefix!r}")
+    tls = q.get("tls", "1" if parts.scheme == "thrifts" else "0")
+    if tls not in ("0", "1"):
+        raise errors.InvalidArgument(f"tls must be 0 or 1, not {tls!r}")
+    if parts.scheme == "thrifts" and tls == "0":
+        raise errors.InvalidArgument("a thrifts:// URL always uses TLS (tls=0 contradicts it)")
+    tls_ca = q.get("tls_ca") or None
+    if tls_ca is not None and tls != "1":
+        raise errors.InvalidArgument("tls_ca needs TLS: use thrifts:// or tls=1")
     return {"host": parts.hostname or "127.0.0.1", "port": port, "transport": transport,
             "protocol": protocol, "timeout": timeout, "pool_size": pool_size,
             "retries": retries, "region_check_ms": region_check_ms,
             "catalog_lease_ms": catalog_lease_ms, "prefix": prefix,
-            "thrift2_port": thrift2_port}
+            "thrift2_port": thrift2_port, "tls": tls == "1", "tls_ca": tls_ca,
+            "token": q.get("token") or None}
