@@ -20,7 +20,9 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
     "${need[@]}" >/dev/null
 fi
-if [ ! -x .venv/bin/python ]; then
+# a venv whose creation was interrupted has python but no pip: made again
+if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+  rm -rf .venv
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
