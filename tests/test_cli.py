@@ -361,3 +361,24 @@ def test_regions_and_split(backend, flights):
     assert len(regions) == 4 and regions[-1]["end_key"] == ""
     assert [r["row"] for r in jsonl(run("scan", flights, "flights", "--json").stdout)] == [
         "k1", "k2", "k3", "m1"]
+
+
+def test_create_table_existing_records_an_hbase_table(thrift_backend):
+    """`hibase create-table URL T --existing` records a table plain happybase made (issue 29)."""
+    import happybase
+
+    raw = happybase.Connection(*thrift_backend.address)
+    raw.create_table("legacy", {"f": {}})
+    raw.table("legacy").put(b"k1", {b"f:n": b"7"})
+    raw.close()
+    url = thrift_backend.url
+    r = CliRunner().invoke(cli, ["create-table", url, "legacy", "-f", "f", "-c", "f:n=long",
+                                 "--existing"])
+    assert r.exit_code == 0, r.output
+    assert "Recorded existing table 'legacy' (families: f)" in r.output
+    r = CliRunner().invoke(cli, ["query", url, "SELECT COUNT(*) FROM legacy WHERE f.n > 5"])
+    assert r.exit_code == 0 and "1" in r.output, r.output
+    r = CliRunner().invoke(cli, ["create-table", url, "nosuch", "--existing"])
+    assert r.exit_code == 1 and "HBase has no table 'nosuch'" in r.output
+    r = CliRunner().invoke(cli, ["create-table", url, "legacy2"])
+    assert r.exit_code == 2 and "-f FAMILY" in r.output

@@ -407,3 +407,50 @@ def test_fault_points_are_named():
     faults.reached("index")  # not armed for it: nothing happens
     with pytest.raises(errors.BackendError, match="fault injection"):
         faults.reached("data")
+
+
+def test_an_existing_hbase_table_is_recorded_and_indexed(hb):
+    """create_table(existing=True) records a table that HBase already holds, made and written
+    by plain happybase (another program): its rows stay as they are, indexes build on them and
+    answer exactly (issue 29, item 3)."""
+    import happybase
+
+    name = hb.hbase_name("orders")
+    raw = happybase.Connection(*hb.address, timeout=60_000)
+    try:
+        raw.create_table(name, {"d": {"max_versions": 2}, "x": {}})
+        t = raw.table(name)
+        rows = {b"o%03d" % i: {b"d:city": [b"NY", b"SF", b"LA"][i % 3],
+                                b"d:total": str(i * 1.5).encode(), b"x:note": b"n"}
+                for i in range(60)}
+        with t.batch() as b:
+            for k, v in rows.items():
+                b.put(k, v)
+        db = hb.connect()
+        with pytest.raises(errors.SchemaError, match="has no family 'zz'"):
+            db.create_table("orders", ["zz"], existing=True)
+        with pytest.raises(errors.ValueTypeError, match="not a long"):
+            db.create_table("orders", ["d"], columns={"d:total": "long"}, existing=True)
+        assert b"orders" not in db.tables()  # the refused declaration recorded nothing
+        db.create_table("orders", ["d"], columns={"d:total": "double", "d:city": "string"},
+                        existing=True)
+        with pytest.raises(errors.TableExists):
+            db.create_table("orders", ["d"], existing=True)
+        fams = db.table("orders").families()
+        assert set(fams) == {b"d", b"x"} and fams[b"d"]["max_versions"] == 2  # HBase's
+        assert dict(db.table("orders").rows([b"o001"])) == {b"o001": rows[b"o001"]}
+        db.create_index("orders", "by_city", ["d:city"], covering=["d:total"])
+        got = db.sql("SELECT COUNT(*) FROM orders WHERE d.city = 'NY' AND d.total > 30")
+        assert got == [(sum(1 for i in range(60) if i % 3 == 0 and i * 1.5 > 30),)]
+        assert "by_city" in db.sql("EXPLAIN SELECT * FROM orders WHERE d.city = 'NY'")
+        assert db.verify_index("orders", "by_city")["ok"]
+        db.delete_table("orders", disable=True)
+    finally:
+        raw.close()
+
+
+def test_existing_is_refused_on_the_embedded_store(tmp_path):
+    db = hibase.connect(str(tmp_path / "s"))
+    with pytest.raises(errors.InvalidArgument, match="HBase already holds"):
+        db.create_table("t", ["f"], existing=True)
+    db.close()

@@ -133,11 +133,41 @@ class Connection:
 
     def create_table(self, name: str | bytes, families: Mapping[Any, Any],
                      columns: Mapping[Any, str] | None = None,
-                     split_size: int | None = None) -> None:
-        """Create a table; `columns` declares types ({"f:delay": "double"}), checked on put."""
+                     split_size: int | None = None, existing: bool = False) -> None:
+        """Create a table; `columns` declares types ({"f:delay": "double"}), checked on put.
+
+        existing=True records instead a table that HBase already holds (written by other
+        programs), leaving its rows as they are, so indexes can be made on it: the schema
+        has every family HBase has, with HBase's options (reads show what HBase holds);
+        `families` names the ones the caller expects, each checked to exist (a list, or
+        empty), and `columns` is declared as declare_columns() does it, every stored cell
+        checked first. TableNotFound if HBase has no such table; the embedded store holds
+        none (InvalidArgument)."""
         full = self._full(name)
         check_table_name(full)
-        self.store.create_table(TableSchema.build(full, families, columns, split_size))
+        if not existing:
+            self.store.create_table(TableSchema.build(full, families, columns, split_size))
+            return
+        if split_size is not None:
+            raise errors.InvalidArgument("split_size: HBase splits an existing table itself")
+        have = self.store.existing_families(full)
+        wanted = [f.decode() if isinstance(f, bytes) else str(f) for f in families]
+        wanted = [f[:-1] if f.endswith(":") else f for f in wanted]
+        if isinstance(families, Mapping) and any(families.values()):
+            raise errors.SchemaError("existing=True takes each family's options from HBase; "
+                                     "give the family names only")
+        missing = [f for f in wanted if f.encode() not in have]
+        if missing:
+            raise errors.SchemaError(
+                f"HBase table {full!r} has no family {missing[0]!r} (it has: "
+                f"{', '.join(sorted(f.decode() for f in have))})")
+        self.store.record_table(TableSchema.build(full, {f.decode(): o for f, o in have.items()}))
+        if columns:
+            try:
+                self.declare_columns(full, columns)
+            except BaseException:
+                self.store.forget_table(full)
+                raise
 
     def declare_columns(self, table: str | bytes, columns: Mapping[Any, Any]) -> dict:
         """Declare the types of columns of an existing table (``{"f:alt": "long"}``, the types

@@ -106,7 +106,7 @@ def _parse_size(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.command("create-table")
 @store_argument
 @table_argument
-@click.option("--family", "-f", "families", multiple=True, required=True,
+@click.option("--family", "-f", "families", multiple=True,
               callback=_parse_family, metavar="FAMILY[:opt=val,...]",
               help="A column family and its options: max_versions, compression (NONE, GZ, "
                    "SNAPPY, LZ4, ZSTD, BZIP2), in_memory, bloom_filter_type, time_to_live "
@@ -118,19 +118,31 @@ def _parse_size(ctx: click.Context, param: click.Parameter, value: str | None) -
                    "cells (e.g. 'long binary').")
 @click.option("--split-size", callback=_parse_size, metavar="BYTES",
               help="Split a region when it grows past this size (e.g. 64M; default 64 MiB).")
+@click.option("--existing", is_flag=True,
+              help="Record a table that HBase already holds (made and written by other "
+                   "programs) without touching its rows, so indexes can be made on it: its "
+                   "families and their options are HBase's (-f names ones that must exist), "
+                   "-c types are checked against every stored cell first.")
 def create_table(dir: str, table: str, families: dict, columns: dict,
-                 split_size: int | None) -> None:
-    """Create a table with its column families (and the store folder if missing).
+                 split_size: int | None, existing: bool) -> None:
+    """Create a table with its column families (and the store folder if missing), or with
+    --existing record an HBase table hibase did not create.
 
     Example:
 
     \b
         hibase create-table data/ calls -f f:max_versions=1,compression=ZSTD \\
             -c f:delay=double -c f:n='long binary' --split-size 64M
+        hibase create-table thrift://127.0.0.1:9090 orders -f d -c d:total=double --existing
     """
+    if not families and not existing:
+        raise click.UsageError("give the table's families: -f FAMILY (repeatable)")
     db = open_store(dir, create=True)
-    db.create_table(table, families, columns=_types_of(columns) or None, split_size=split_size)
-    note(f"Created table {table!r} (families: {', '.join(families)}).")
+    db.create_table(table, families, columns=_types_of(columns) or None, split_size=split_size,
+                    existing=existing)
+    fams = ", ".join(families) if families else ", ".join(
+        f.decode() for f in db.table(table).families())
+    note(f"{'Recorded existing' if existing else 'Created'} table {table!r} (families: {fams}).")
 
 
 def _types_of(columns: dict) -> dict:

@@ -77,6 +77,22 @@ class BaseStore:
         """Remote calls made so far, by method: none in process."""
         return {}
 
+    def existing_families(self, name: str) -> dict[bytes, dict[str, Any]]:
+        """The families (and their options, as FamilyOptions names them) of a table the
+        backend holds but hibase did not create; the embedded store holds no such table."""
+        raise errors.InvalidArgument(
+            "existing=True records a table that HBase already holds; an embedded store holds "
+            "only the tables it made")
+
+    def record_table(self, schema: Any) -> None:
+        """Record `schema` for a table the backend already holds, leaving its rows as they
+        are (see existing_families)."""
+        self.existing_families(schema.name)
+
+    def forget_table(self, name: str) -> None:
+        """Remove a recorded table from the catalog, leaving the backend's table and rows."""
+        self.existing_families(name)
+
     # the stores below provide _lock (an RLock), prepare() and commit()
     _lock: Any
 

@@ -95,6 +95,11 @@ class _HTable:
         return regions[i]
 
 
+def _text(value: str | bytes) -> str:
+    """A Thrift string field (bytes: responses are not decoded) as str."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
 class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
     """hibase's store interface over HBase through Thrift1 (happybase)."""
 
@@ -260,6 +265,41 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
             self._meta_put(b"table/" + schema.name.encode(),
                            json.dumps(schema.to_json()).encode())
             self._tables[schema.name] = _HTable(self, schema)
+
+    def existing_families(self, name: str) -> dict[bytes, dict[str, Any]]:
+        """The column families of HBase table `name` with their options, read from HBase
+        (getColumnDescriptors); TableNotFound if HBase has no such table."""
+        if name == META_TABLE or name.startswith(KV_PREFIX):
+            raise errors.InvalidArgument(f"{name!r} is one of hibase's own tables")
+        if name not in self._hbase_tables():
+            raise errors.TableNotFound(f"HBase has no table {name!r}")
+        out: dict[bytes, dict[str, Any]] = {}
+        for fam, cd in self._call("getColumnDescriptors", name.encode()).items():
+            out[fam.rstrip(b":")] = {
+                "max_versions": cd.maxVersions, "compression": _text(cd.compression).upper(),
+                "in_memory": bool(cd.inMemory), "bloom_filter_type": _text(cd.bloomFilterType),
+                "bloom_filter_vector_size": cd.bloomFilterVectorSize,
+                "bloom_filter_nb_hashes": cd.bloomFilterNbHashes,
+                "block_cache_enabled": bool(cd.blockCacheEnabled),
+                "time_to_live": cd.timeToLive}
+        return out
+
+    def record_table(self, schema: TableSchema) -> None:
+        """Add an HBase table hibase did not create to the catalog; its rows stay untouched."""
+        with self._lock:
+            self._check_writable()
+            if schema.name in self._tables or self._get_raw(
+                    META_TABLE, [b"table/" + schema.name.encode()], [_META_COL])[0]:
+                raise errors.TableExists(f"table {schema.name!r} is already a hibase table")
+            self._meta_put(b"table/" + schema.name.encode(),
+                           json.dumps(schema.to_json()).encode())
+            self._tables[schema.name] = _HTable(self, schema)
+
+    def forget_table(self, name: str) -> None:
+        with self._lock:
+            self._check_writable()
+            self._meta_put(b"table/" + name.encode(), None)
+            self._tables.pop(name, None)
 
     def save_schema(self, schema: TableSchema) -> None:
         """Persist a changed schema; the enabled flag is HBase's own (enable/disableTable)."""
