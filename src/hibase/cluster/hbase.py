@@ -119,6 +119,16 @@ def resolve(pom: str, label: str, progress: bool = True) -> list[str]:
     return open(cp_file).read().strip().split(os.pathsep)
 
 
+def phoenix_classpath(progress: bool = True) -> list[str]:
+    """HBase's jars, then those of Phoenix (phoenix-pom.xml) that HBase does not already bring:
+    where both name an artifact, HBase's version wins (Phoenix 5.2.1 is built for HBase 2.6.1)."""
+    jars = classpath(progress)
+    seen = {os.path.dirname(os.path.dirname(j)) for j in jars}  # .../group/artifact
+    extra = [j for j in resolve("phoenix-pom.xml", "phoenix", progress)
+             if os.path.dirname(os.path.dirname(j)) not in seen]
+    return jars + extra
+
+
 def admin_classes(jars: list[str]) -> str:
     """The folder holding HibaseAdmin.class, compiled with javac at first use and cached."""
     work = os.path.join(_work_dir(), "admin-" + hashlib.sha256(
@@ -428,7 +438,6 @@ class HBaseCluster:
         conf_marker = self._path("conf")
         server_jars = jars
         if self.phoenix:
-            from .phoenix import phoenix_classpath
             server_jars = phoenix_classpath(progress)
         master = self._spawn("master", self._java(
             server_jars, "org.apache.hadoop.hbase.master.HMaster", self.heap_mb,

@@ -24,8 +24,8 @@ import time
 from typing import Any, Iterable, Sequence
 from urllib.parse import urlsplit
 
-from .hbase import (HBaseCluster, _resource, _tool, _work_dir, classpath, cluster_for_port,
-                    resolve)
+from .hbase import (HBaseCluster, _resource, _tool, _work_dir, cluster_for_port,
+                    phoenix_classpath)
 from .local import ClusterError, _die_with_parent, log_tail
 
 __all__ = ["PhoenixClient", "PhoenixError", "phoenix_classpath", "phoenix_for_backend"]
@@ -38,16 +38,6 @@ CONNECT_PROPERTIES = {"phoenix.log.saltBuckets": 1}
 
 class PhoenixError(ClusterError):
     """Phoenix refused a statement (the message is Phoenix's own) or its JVM failed."""
-
-
-def phoenix_classpath(progress: bool = True) -> list[str]:
-    """HBase's jars, then those of Phoenix (phoenix-pom.xml) that HBase does not already bring:
-    where both name an artifact, HBase's version wins (Phoenix 5.2.1 is built for HBase 2.6.1)."""
-    jars = classpath(progress)
-    seen = {os.path.dirname(os.path.dirname(j)) for j in jars}  # .../group/artifact
-    extra = [j for j in resolve("phoenix-pom.xml", "phoenix", progress)
-             if os.path.dirname(os.path.dirname(j)) not in seen]
-    return jars + extra
 
 
 def _bridge_classes(jars: list[str]) -> str:
