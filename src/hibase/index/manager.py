@@ -216,23 +216,9 @@ class IndexManager:
         specs = {s.alias: s for s in self.catalog.for_table(table) if s.local}
         if not specs:
             return
-        handles: dict[str, Any] = {}
-
-        def handle(kv: str) -> Any:
-            h = handles.get(kv)
-            if h is None:
-                h = handles[kv] = self.store.kv_handle(kv)
-            return h
-
-        def put(kv: str, key: bytes, value: bytes) -> None:
-            batch.put(key, value, handle(kv))
-
-        def delete(kv: str, key: bytes) -> None:
-            batch.delete(key, handle(kv))
-
         left_counts, right_counts = local.split_rewrite(self.store, specs, table, parent, right,
-                                                        put, delete)
-        self.router.on_split(table, parent, left, right, left_counts, right_counts, put)
+                                                        batch.put, batch.delete)
+        self.router.on_split(table, parent, left, right, left_counts, right_counts, batch.put)
 
     def close(self) -> None:
         """Persist the routing filters (called before the store closes)."""

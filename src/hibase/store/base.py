@@ -5,9 +5,9 @@ from __future__ import annotations
 import struct
 import time
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Protocol
 
-__all__ = ["Mutation", "Region", "SplitListener", "now_ms", "LATEST_TIMESTAMP", "CountDelta",
+__all__ = ["Mutation", "Region", "SplitListener", "SplitBatch", "now_ms", "LATEST_TIMESTAMP", "CountDelta",
            "encode_count", "decode_count"]
 
 # HBase's HConstants.LATEST_TIMESTAMP: "now" for a write's timestamp, "every version" for a read
@@ -70,9 +70,18 @@ class Region:
         }
 
 
-# Called inside a split, before it is committed: (table, parent, left, right, batch), where batch
-# is the split's rocksdict WriteBatch: what the listener adds to it commits atomically with the split.
-SplitListener = Callable[[str, Region, Region, Region, Callable], None]
+class SplitBatch(Protocol):
+    """The writes a split listener adds to a split, to key-value tables named as kv_get and
+    kv_scan take them: committed with the split (atomically on the embedded store; on HBase
+    the puts before the layout switches, the deletes after)."""
+
+    def put(self, kv: str, key: bytes, value: bytes) -> None: ...
+
+    def delete(self, kv: str, key: bytes) -> None: ...
+
+
+# Called inside a split, before it is committed: (table, parent, left, right, batch).
+SplitListener = Callable[[str, Region, Region, Region, SplitBatch], None]
 
 
 def now_ms() -> int:

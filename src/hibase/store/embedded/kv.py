@@ -94,10 +94,6 @@ class KeyValueTables:
         created together under the write lock read one instant."""
         return KVRangeReader(CheckedIter(self._kv_view(name).iter(), self.path))  # type: ignore[attr-defined]
 
-    def kv_handle(self, name: str) -> Any:
-        """The RocksDB column-family handle of a key-value table (for split listeners)."""
-        return self._kv_handle(name)
-
     @mapped
     def kv_delete_range(self, name: str, start: bytes, stop: bytes | None) -> None:
         """Delete every key in [start, stop) (stop None: to the end)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import Any, Callable
 
 import rocksdict as rd
 
@@ -32,6 +32,20 @@ def _live_size(segments: list[bytes], key_len: int, fo: FamilyOptions, floor: in
     folded = C.fold(C.merge_segments(segments, None), fo.max_versions, floor)
     return 0 if folded is None else key_len + len(folded)
 
+
+
+class _SplitBatch:
+    """A split's SplitBatch on RocksDB: the split's own WriteBatch, key-value tables by their
+    column-family handles."""
+
+    def __init__(self, wb: Any, handle: Callable[[str], Any]):
+        self._wb, self._handle = wb, handle
+
+    def put(self, kv: str, key: bytes, value: bytes) -> None:
+        self._wb.put(key, value, self._handle(kv))
+
+    def delete(self, kv: str, key: bytes) -> None:
+        self._wb.delete(key, self._handle(kv))
 
 class Regions:
     """Splits, compaction and sizes (EmbeddedStore's); see the module docstring."""
@@ -198,8 +212,9 @@ class Regions:
         left = Region(t.schema.name, region.start, at, rid, left_size)
         right = Region(t.schema.name, at, region.end, rid + 1, max(region.size - left_size, 0))
         wb = rd.WriteBatch(raw_mode=True)
+        batch = _SplitBatch(wb, self._kv_handle)  # type: ignore[attr-defined]
         for listener in self._split_listeners:
-            listener(t.schema.name, region, left, right, wb)
+            listener(t.schema.name, region, left, right, batch)
         wb.put(b"region/" + name + b"/" + left.start, C.pack([left.id, left.size]))
         wb.put(b"region/" + name + b"/" + right.start, C.pack([right.id, right.size]))
         self._db.write(wb)

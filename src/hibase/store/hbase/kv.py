@@ -161,10 +161,6 @@ class HBaseKeyValueTables:
             self._meta_put(b"kv/" + name.encode(), None)
             self._kv.discard(name)
 
-    def kv_handle(self, name: str) -> Any:
-        """What split listeners pass to their batch: the key-value table's name here."""
-        return name
-
     def _others_share(self, items: list[tuple[str, bytes]]) -> dict[tuple[str, bytes], int]:
         """What the other writers' cells add to each (value table, key): one multi-get per
         HBase table."""

@@ -53,18 +53,18 @@ class HRegion(Region):
 
 
 class _SplitWrites:
-    """The `batch` a split listener fills (put / delete with a kv "handle", which on HBase is
-    the key-value table's name): kept apart so puts, layout switch and deletes can be ordered."""
+    """The SplitBatch a split listener fills: puts and deletes kept apart so puts, layout switch
+    and deletes can be ordered."""
 
     def __init__(self) -> None:
         self.puts: list[tuple[str, bytes, bytes]] = []
         self.deletes: list[tuple[str, bytes, None]] = []
 
-    def put(self, key: bytes, value: bytes, handle: str) -> None:
-        self.puts.append((handle, key, value))
+    def put(self, kv: str, key: bytes, value: bytes) -> None:
+        self.puts.append((kv, key, value))
 
-    def delete(self, key: bytes, handle: str) -> None:
-        self.deletes.append((handle, key, None))
+    def delete(self, kv: str, key: bytes) -> None:
+        self.deletes.append((kv, key, None))
 
 
 def _layout_key(table: str) -> bytes:
