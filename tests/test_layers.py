@@ -15,6 +15,7 @@ ROOT = SRC / "hibase"
 # lower number = lower layer; equal numbers are siblings that must not import each other
 LAYERS = {
     "errors": 0, "codec": 1, "store": 2, "index": 3, "cache": 3, "query": 4,
+    "sql": 4.9,  # executes statements through a Connection it is handed
     "table": 5, "connection": 5.1, "client": 5.2,  # client re-exports the two
     "hibase": 6,  # the package itself re-exports connect, Connection, Table, Batch
     "server": 7, "cluster": 7, "load": 8, "check": 8, "bench": 8, "demo": 9, "cli": 10,
