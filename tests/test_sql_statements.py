@@ -343,4 +343,4 @@ def test_hibase_query_runs_ddl_and_dml(tmp_path):
     r = run(cli, ["query", store, "EXPLAIN DELETE FROM t WHERE f.a = 1"])
     assert r.exit_code == 0 and r.output.startswith("DELETE FROM t")
     r = run(cli, ["query", store, "DELETE FROM t WHERE f.a = = 1"])
-    assert r.exit_code != 0 and "position 24" in r.output
+    assert r.exit_code != 0 and "position 26" in r.output
