@@ -398,6 +398,32 @@ class Connection:
             return engine.explain(select, self.store, self.indexer, range_method, full_scan)
         return engine.run_select(select, self.store, self.indexer, range_method, full_scan)
 
+    def execute(self, statement: str, params: Any = None, range_method: str = "auto",
+                full_scan: bool = False) -> "sqlexec.Result":
+        """Run one SQL statement (as sql()) and return a hibase.sql.Result: `kind` ("select",
+        "explain", "ddl", "dml"), `description` ([(label, type)]), `rows` (tuples in
+        select-list order, values decoded by the declared types; SELECT *: the rowkey first
+        under its PRIMARY KEY name or ROWKEY, then the declared columns in schema order, then
+        undeclared ones by name, as bytes) and `rowcount`. hibase.dbapi's cursors run on it."""
+        if not isinstance(statement, str):
+            raise errors.InvalidArgument("execute() takes the statement as a str")
+        result = sqlexec.execute(self, sqlexec.parse(self, statement), params, self._full,
+                                 range_method, full_scan)
+        if result.kind == "ddl":
+            self._statements.clear()
+        return result
+
+    def execute_many(self, statement: str, seq_of_params: Any) -> "sqlexec.Result":
+        """Run one statement once per parameter set; an UPSERT ... VALUES writes all the rows
+        in one batch. Returns the Result with the total rowcount (rows of the last run)."""
+        if not isinstance(statement, str):
+            raise errors.InvalidArgument("execute_many() takes the statement as a str")
+        result = sqlexec.execute_many(self, sqlexec.parse(self, statement), seq_of_params,
+                                      self._full)
+        if result.kind == "ddl":
+            self._statements.clear()
+        return result
+
     def verify_index(self, table: str | bytes, name: str, repair: bool = False) -> dict:
         """Compare an index with the table; with repair, fix missing / extra entries."""
         return self.indexer.verify(self._full(table), name, repair)

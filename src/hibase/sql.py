@@ -29,7 +29,7 @@ from .query.statements import (
 )
 from .store.schema import FOREVER
 
-__all__ = ["Result", "execute", "parse", "label", "decode_row", "generated_rowkey"]
+__all__ = ["Result", "execute", "execute_many", "parse", "label", "decode_row", "generated_rowkey"]
 
 
 @dataclass
@@ -412,6 +412,27 @@ def _ddl(db: Any, stmt: Any, full: Callable[[str], str]) -> Result:
             if not stmt.if_exists:
                 raise
     return Result("ddl")
+
+
+def execute_many(db: Any, statement: Statement, seq_of_params: Any,
+                 full: Callable[[str], str]) -> Result:
+    """``execute`` once per parameter set; UPSERT ... VALUES binds every set first and writes
+    all rows in one batch (nothing is written if one set is wrong)."""
+    if isinstance(seq_of_params, (str, bytes, Mapping)):
+        raise errors.InvalidArgument("executemany takes a sequence of parameter sets")
+    if isinstance(statement, Upsert) and statement.select is None:
+        table = full(statement.table)
+        schema = db.store.schema(table)
+        targets = _targets(schema, statement.columns)
+        rows = [r for params in seq_of_params for r in _bind_rows(statement, params)]
+        return Result("dml", rowcount=_write(db, table, schema, targets, rows) if rows else 0)
+    result, total = Result("dml", rowcount=0), 0
+    for params in seq_of_params:
+        result = execute(db, statement, params, full)
+        total += max(result.rowcount, 0)
+    if result.kind == "dml":
+        result.rowcount = total
+    return result
 
 
 def execute(db: Any, statement: Statement, params: Any, full: Callable[[str], str],
