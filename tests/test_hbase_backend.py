@@ -257,13 +257,13 @@ def test_clients_see_each_others_indexes(hbase):
     a.create_index("flights", "by_dest", ["f:dest"], covering=["f:carrier"])
     bt.put(b"k000", {b"f:dest": b"XXX"})
     bt.put(b"k050", {b"f:dest": b"XXX", b"f:carrier": b"Q"})
-    assert "INDEX by_dest" in b.sql("EXPLAIN SELECT * FROM flights WHERE f.dest = 'XXX'")
+    assert "INDEX by_dest" in b.explain("SELECT * FROM flights WHERE f.dest = 'XXX'")
     for conn in (a, b):
         assert conn.sql("SELECT f.carrier FROM flights WHERE f.dest = 'XXX'") == [
             (b"k000", {b"f:carrier": b"C0"}), (b"k050", {b"f:carrier": b"Q"})]
     assert a.verify_index("flights", "by_dest")["ok"]
     a.drop_index("flights", "by_dest")
-    assert "FULL TABLE SCAN" in b.sql("EXPLAIN SELECT * FROM flights WHERE f.dest = 'XXX'")
+    assert "FULL TABLE SCAN" in b.explain("SELECT * FROM flights WHERE f.dest = 'XXX'")
     bt.put(b"k001", {b"f:dest": b"XXX"})
     assert t.row(b"k001")[b"f:dest"] == b"XXX"
 

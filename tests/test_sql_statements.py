@@ -140,10 +140,10 @@ def test_indexes_ddl(db):
     spec = [s for s in db.indexes("t") if s["name"] == "by_c"][0]
     assert spec["local"] and spec["state"] == "building"
     db.sql("UPSERT INTO t (k, g.c) VALUES ('z', 2.5)")  # maintained while building
-    assert "by_c" not in db.sql("EXPLAIN SELECT * FROM t WHERE g.c = 2.5")
+    assert "by_c" not in db.explain("SELECT * FROM t WHERE g.c = 2.5")
     db.sql("ALTER INDEX by_c ON t REBUILD")
     assert [s["state"] for s in db.indexes("t") if s["name"] == "by_c"] == ["ready"]
-    assert "by_c" in db.sql("EXPLAIN SELECT * FROM t WHERE g.c = 2.5")
+    assert "by_c" in db.explain("SELECT * FROM t WHERE g.c = 2.5")
     assert [r[0] for r in db.sql("SELECT k FROM t WHERE g.c > 1")] == [b"y", b"z"]
     db.sql("DROP INDEX by_c ON t")
     with pytest.raises(IndexNotFound):
@@ -168,7 +168,7 @@ def test_upsert_delete_params_and_counts(db):
     with pytest.raises(Exception, match="rowkey"):
         db.sql("UPSERT INTO t (f.a) VALUES (5)")
     db.sql("CREATE INDEX by_a ON t (f.a)")
-    assert "by_a" in db.sql("EXPLAIN DELETE FROM t WHERE f.a = ?", [2])
+    assert "by_a" in db.explain("DELETE FROM t WHERE f.a = ?", [2])
     assert db.sql("DELETE FROM t WHERE f.a = ?", [2]) == 1
     assert contents(db, "t") == {("x", 1, None, 2.0)}
     assert db.sql("SELECT COUNT(*) FROM t WHERE f.a = 2") == [(0,)]  # the index followed
@@ -182,7 +182,7 @@ def test_upsert_select_copies(db):
            "('3', 3, NULL, 3.5)")
     assert db.sql("UPSERT INTO t (k, a, c) SELECT k, f.a, g.c FROM s WHERE f.a >= ?", [2]) == 2
     assert contents(db, "t") == {("2", 2, None, None), ("3", 3, None, 3.5)}
-    explain = db.sql("EXPLAIN UPSERT INTO t (k, a) SELECT k, a FROM s WHERE a = 1")
+    explain = db.explain("UPSERT INTO t (k, a) SELECT k, a FROM s WHERE a = 1")
     assert explain.startswith("UPSERT INTO t SELECT") and "PLAN" in explain
     # aggregates are typed values, encoded by the target's types
     assert db.sql("UPSERT INTO t (k, f.a) SELECT f.b, COUNT(*) FROM s WHERE f.b IS NOT NULL "
@@ -344,3 +344,22 @@ def test_hibase_query_runs_ddl_and_dml(tmp_path):
     assert r.exit_code == 0 and r.output.startswith("DELETE FROM t")
     r = run(cli, ["query", store, "DELETE FROM t WHERE f.a = = 1"])
     assert r.exit_code != 0 and "position 26" in r.output
+
+
+def test_typed_values_raw_and_explain_rows(db):
+    """db.sql decodes declared columns (undeclared stay bytes), raw=True keeps the stored
+    bytes; EXPLAIN is rows like any statement, db.explain the text."""
+    db.sql(DDL.format(t="t"))
+    db.sql("UPSERT INTO t (k, f.a, f.b, g.c) VALUES ('x', 1, 'one', 0.5)")
+    db.table("t").put(b"x", {b"f:raw": b"\xff"})
+    assert db.sql("SELECT * FROM t") == [
+        (b"x", {b"f:a": 1, b"f:b": "one", b"g:c": 0.5, b"f:raw": b"\xff"})]
+    assert db.sql("SELECT * FROM t", raw=True) == [
+        (b"x", {b"f:a": b"1", b"f:b": b"one", b"g:c": b"0.5", b"f:raw": b"\xff"})]
+    assert db.sql("SELECT f.a FROM t ORDER BY f.a DESC") == [(b"x", {b"f:a": 1})]
+    rows = db.sql("EXPLAIN SELECT * FROM t WHERE k = 'x'")
+    assert all(isinstance(r, tuple) and len(r) == 1 for r in rows)
+    assert "\n".join(r[0] for r in rows) == db.explain("SELECT * FROM t WHERE k = 'x'")
+    assert db.explain("EXPLAIN DELETE FROM t WHERE f.a = 1").startswith("DELETE FROM t")
+    assert db.sql("EXPLAIN DELETE FROM t WHERE f.a = 1")[0] == (
+        "DELETE FROM t (rows found by the plan below)",)

@@ -4,6 +4,7 @@ every Table passes through `Connection.mutate`."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Mapping
 
 from . import codec, errors
@@ -19,6 +20,8 @@ from .store.schema import TableSchema, check_row, check_table_name
 from .table import Table
 
 __all__ = ["Connection", "connect"]
+
+_EXPLAIN = re.compile(r"\s*EXPLAIN\b", re.IGNORECASE)
 
 def connect(path: str, *, create: bool = True, read_only: bool = False, sync: bool = False,
             table_prefix: str | None = None, table_prefix_separator: str = "_",
@@ -347,15 +350,19 @@ class Connection:
         return self.indexer.build(self._full(table), name, processes, progress)
 
     def sql(self, statement: str, params: Any = None, range_method: str = "auto",
-            full_scan: bool = False) -> list | str | int | None:
+            full_scan: bool = False, raw: bool = False) -> list | int | None:
         """Run one SQL statement in Phoenix's spelling (family.qualifier, ROWKEY or the table's
         PRIMARY KEY name, a column's bare qualifier when unambiguous).
 
         SELECT: `SELECT ... FROM t [WHERE ...] [GROUP BY ...] [HAVING ...] [ORDER BY ...]
-        [LIMIT n] [OFFSET m]`; plain queries return a list of (rowkey, {column: raw value});
-        queries with aggregates (COUNT, SUM, MIN, MAX, AVG), GROUP BY or DISTINCT return a list
-        of tuples of values decoded by the columns' types (None for NULL), in select-list order.
-        `EXPLAIN SELECT ...` (and EXPLAIN DELETE / UPSERT ... SELECT) returns the plan as text.
+        [LIMIT n] [OFFSET m]`; plain queries return a list of (rowkey, {column: value}) with
+        each declared column's value decoded by its type (int, float, str; CAST types too) and
+        undeclared columns as stored bytes (raw=True: every value as stored bytes, the shape
+        before issue 28); queries with aggregates (COUNT, SUM, MIN, MAX, AVG), GROUP BY or
+        DISTINCT return a list of tuples of values decoded by the columns' types (None for
+        NULL), in select-list order. `EXPLAIN SELECT ...` (and EXPLAIN DELETE / UPSERT ...
+        SELECT) returns rows too, a 1-tuple per plan line; `db.explain(statement)` returns the
+        plan as one str.
 
         DML returns the number of rows written: `UPSERT INTO t (cols) VALUES (...), ...`,
         `UPSERT INTO t (cols) SELECT ...`, `DELETE FROM t [WHERE ...] [LIMIT n]` (rows found by
@@ -385,7 +392,7 @@ class Connection:
                     self._statements.clear()  # bare names may resolve otherwise now
                     return None
                 if result.kind == "explain":
-                    return result.text
+                    return result.rows
                 return result.rowcount
             select = parsed.with_(table=self._full(parsed.table))
             if len(self._statements) >= 1024:
@@ -395,8 +402,26 @@ class Connection:
             select = resolve(select, self.store.schema(select.table))
         select = engine.bind(select, params)
         if select.explain:
-            return engine.explain(select, self.store, self.indexer, range_method, full_scan)
-        return engine.run_select(select, self.store, self.indexer, range_method, full_scan)
+            text = engine.explain(select, self.store, self.indexer, range_method, full_scan)
+            return [(line,) for line in text.splitlines()]
+        rows = engine.run_select(select, self.store, self.indexer, range_method, full_scan)
+        if raw or select.aggregate:
+            return rows
+        types = engine.types_of(select, self.store)
+        if not types:
+            return rows
+        return [(key, sqlexec.decode_row(cells, types)) for key, cells in rows]
+
+    def explain(self, statement: str, params: Any = None, range_method: str = "auto",
+                full_scan: bool = False) -> str:
+        """The plan of a SELECT, DELETE or UPSERT ... SELECT as text (with or without the
+        leading EXPLAIN); what `db.sql("EXPLAIN ...")` returns as rows, one per line."""
+        if not isinstance(statement, str):
+            raise errors.InvalidArgument("explain() takes the statement as a str")
+        if not _EXPLAIN.match(statement):
+            statement = "EXPLAIN " + statement
+        result = self.execute(statement, params, range_method, full_scan)
+        return result.text or ""
 
     def execute(self, statement: str, params: Any = None, range_method: str = "auto",
                 full_scan: bool = False) -> "sqlexec.Result":

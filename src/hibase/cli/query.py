@@ -366,8 +366,8 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
         t0 = time.perf_counter()
         result = db.sql(statement, _cli_params(params, named), range_method=range_method,
                         full_scan=full_scan)
-        if isinstance(result, str):
-            click.echo(result)
+        if isinstance(result, list):  # EXPLAIN DELETE / UPSERT ... SELECT
+            click.echo("\n".join(line for (line,) in result))
         else:
             note(("OK" if result is None else f"{result} row(s) written")
                  + f" in {(time.perf_counter() - t0) * 1e3:.1f} ms")
@@ -386,12 +386,13 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
     engine.check_size(statement, db.max_statement)
     select = engine.parse_select(statement)
     if select.explain:
-        click.echo(db.sql(statement, bound, range_method=range_method, full_scan=full_scan))
+        click.echo(db.explain(statement, bound, range_method=range_method, full_scan=full_scan))
         return
     t: Table = db.table(select.table)
     select = resolve(select, t.schema)  # the rowkey's name, bare qualifiers
     t0 = time.perf_counter()
-    rows = db.sql(statement, bound, range_method=range_method, full_scan=full_scan)
+    rows = db.sql(statement, bound, range_method=range_method, full_scan=full_scan,
+                  raw=True)  # printed by cell_text, which decodes the stored bytes
     elapsed = time.perf_counter() - t0
     assert isinstance(rows, list)
     if select.aggregate:
