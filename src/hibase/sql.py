@@ -101,9 +101,11 @@ def run_select(db: Any, select: Select, params: Any, full: Callable[[str], str],
     records = engine.run_select(select, db.store, db.indexer, range_method, full_scan)
     types = engine.types_of(select, db.store)
     result = Result("select", records=records, select=select, rowcount=len(records))
+    labels = select.labels
     if select.aggregate:
         result.description = [(_item_label(i, schema), _item_type(i, types))
                               for i in select.items]  # type: ignore[union-attr]
+        result.description = _aliased(result.description, labels)
         result.rows = records
         return result
     names = select.names
@@ -114,6 +116,8 @@ def run_select(db: Any, select: Select, params: Any, full: Callable[[str], str],
         names += tuple(extra)
     result.description = [(label(c, schema), "rowkey" if c == ROWKEY else types.get(c))
                           for c in names]
+    if select.names is not None:
+        result.description = _aliased(result.description, labels)
     decoders = [None if c == ROWKEY else types.get(c) for c in names]
     rows = []
     for key, cells in records:
@@ -121,6 +125,12 @@ def run_select(db: Any, select: Select, params: Any, full: Callable[[str], str],
                           for c, t in zip(names, decoders)))
     result.rows = rows
     return result
+
+
+def _aliased(description: list, labels: tuple) -> list:
+    if not labels or len(labels) != len(description):
+        return description
+    return [(a or name, t) for (name, t), a in zip(description, labels)]
 
 
 def _item_label(item: Any, schema: Any) -> str:

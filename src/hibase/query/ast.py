@@ -286,6 +286,9 @@ class Select:
     """Plain queries: the select list as written, in order (ROWKEY and repeats kept; None for
     ``*``), for callers that return rows as tuples (hibase.dbapi)."""
     bare: tuple[tuple[str, "int | None"], ...] = field(default=(), compare=False)
+    labels: tuple["str | None", ...] = field(default=(), compare=False)
+    """The select list's aliases (``f.a AS x``), None where there is none: the names
+    hibase.dbapi's description gives the result columns."""
     """Column names written without a family (``k``, ``a``) and their positions: resolved
     against the table's schema (``resolve.resolve``: the rowkey's name, or a column of that
     qualifier) before planning."""
@@ -297,7 +300,7 @@ class Select:
              "limit": self.limit, "explain": self.explain, "items": self.items,
              "group_by": self.group_by, "having": self.having, "order_by": self.order_by,
              "offset": self.offset, "distinct": self.distinct, "casts": self.casts,
-             "names": self.names, "bare": self.bare}
+             "names": self.names, "bare": self.bare, "labels": self.labels}
         d.update(changes)
         return Select(**d)  # type: ignore[arg-type]
 

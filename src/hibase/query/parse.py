@@ -91,6 +91,7 @@ def parse_select(sql: str) -> Select:
         columns=_select_list(tree.expressions, offset) if plain else None,
         names=_names(tree.expressions, offset) if plain else None,
         bare=_bare(tree, offset),
+        labels=tuple(e.alias if isinstance(e, exp.Alias) else None for e in tree.expressions),
         where=_condition(where.this, offset) if where is not None else None,
         limit=_limit(tree.args.get("limit"), offset),
         explain=m is not None,
@@ -422,13 +423,11 @@ def _limit(node: exp.Expression | None, offset: int) -> int | None:
 def _column(node: exp.Expression, offset: int) -> Column:
     """``f.q`` -> b"f:q"; ``"f:q"`` -> b"f:q"; ``ROWKEY`` (any case) -> the rowkey;
     ``CAST(f.q AS type)`` -> b"f:q" too (its type is the statement's, see _casts)."""
-    while isinstance(node, exp.Paren):
+    while isinstance(node, (exp.Paren, exp.Alias)):  # a select-list alias: Select.labels
         node = node.this
     if isinstance(node, exp.Cast):
         return _cast(node, offset)[0]
     if not isinstance(node, exp.Column):
-        if isinstance(node, exp.Alias):
-            _unsupported("column aliases (AS) are not supported", node, offset)
         if isinstance(node, (exp.Func, exp.Binary, exp.Unary)):
             _unsupported(f"expressions such as {node.sql()!r} are not supported; "
                          "name a column as family.qualifier", node, offset)
@@ -702,7 +701,7 @@ def _agg(node: exp.Expression, offset: int) -> Agg:
 
 
 def _expr(node: exp.Expression, offset: int) -> Column | Agg:
-    while isinstance(node, exp.Paren):
+    while isinstance(node, (exp.Paren, exp.Alias)):
         node = node.this
     return _agg(node, offset) if _is_agg(node) else _column(node, offset)
 

@@ -24,6 +24,10 @@ DEFAULT_FAMILY = b"0"
 def resolve_name(name: str, schema: Any, position: int | None = None) -> bytes:
     """The column (``b"f:q"``) or ``ROWKEY`` a bare name stands for in ``schema``'s table;
     QuerySyntaxError (at ``position``) when it names none or several."""
+    if "." in name and ":" not in name:  # "f.a" quoted as one identifier (SQLAlchemy)
+        family, _, qualifier = name.partition(".")
+        if family and qualifier:
+            return f"{family}:{qualifier}".encode("utf-8")
     rowkey = schema.rowkey
     if rowkey is not None and (name == rowkey or name.lower() == rowkey.lower()):
         return ROWKEY

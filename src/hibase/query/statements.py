@@ -228,9 +228,15 @@ class _Parser:
         return name
 
     def column(self) -> tuple[bytes, int]:
-        """``f.q``, ``"f:q"``, ``ROWKEY`` or a bare name (resolved later)."""
+        """``f.q``, ``"f:q"``, ``"f.q"`` (one quoted identifier, as SQLAlchemy writes a
+        name with a dot), ``ROWKEY`` or a bare name (resolved later)."""
         pos = self.tok.pos
+        quoted = self.tok.kind == "qid"
         first = self.ident("a column name")
+        if quoted and "." in first and ":" not in first:
+            family, _, qualifier = first.partition(".")
+            if family and qualifier:
+                return f"{family}:{qualifier}".encode("utf-8"), pos
         if self.op("."):
             return f"{first}:{self.ident('a qualifier')}".encode("utf-8"), pos
         if first.upper() == "ROWKEY" and self.toks[self.i - 1].kind == "id":
@@ -338,8 +344,10 @@ def _create_table(p: _Parser) -> CreateTable:
     rowkey: tuple[bytes, ColumnType, int] | None = None
     constraint_pk: tuple[bytes, int] | None = None
     while True:
-        if p.accept("CONSTRAINT"):
-            p.ident("a constraint name")
+        if p.tok.word in ("CONSTRAINT", "PRIMARY") and (
+                p.tok.word == "CONSTRAINT" or p.toks[p.i + 1].word == "KEY"):
+            if p.accept("CONSTRAINT"):
+                p.ident("a constraint name")
             p.expect("PRIMARY", "KEY")
             p.expect_op("(")
             constraint_pk = p.column()
