@@ -363,3 +363,26 @@ def test_typed_values_raw_and_explain_rows(db):
     assert db.explain("EXPLAIN DELETE FROM t WHERE f.a = 1").startswith("DELETE FROM t")
     assert db.sql("EXPLAIN DELETE FROM t WHERE f.a = 1")[0] == (
         "DELETE FROM t (rows found by the plan below)",)
+
+
+WORDS = ["CREATE", "TABLE", "INDEX", "LOCAL", "ON", "(", ")", ",", "k", "f.a", "VARCHAR",
+         "INTEGER", "PRIMARY", "KEY", "UPSERT", "INTO", "VALUES", "SELECT", "FROM", "WHERE",
+         "DELETE", "DROP", "IF", "EXISTS", "NOT", "ALTER", "REBUILD", "INCLUDE", "ASYNC", "'x'",
+         "1", "-", "2.5e", "?", ":n", ";", "=", "VERSIONS", "t", "EXPLAIN", "NULL", "X'0g'",
+         '"q"', "'open", "CONSTRAINT", "*", "LIMIT"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=14), st.sampled_from(
+    ["", "CREATE TABLE t (", "UPSERT INTO t (k, f.a) ", "DELETE FROM t ", "CREATE INDEX i ON t ",
+     "EXPLAIN "]))
+def test_statement_fuzz_fails_only_with_hibase_errors(words, head):
+    from hibase.errors import HibaseError
+    sql = head + " ".join(words)
+    try:
+        parse_statement(sql)
+    except QuerySyntaxError as e:
+        assert e.position is None or 0 <= e.position <= len(sql), (sql, e.position)
+        assert "\n" not in str(e)
+    except HibaseError:
+        pass

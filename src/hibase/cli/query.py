@@ -361,6 +361,8 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
         hibase query data/ "SELECT * FROM telecom WHERE f.port > :p ORDER BY f.port DESC LIMIT 3" -P p=1000
         hibase query data/ "SELECT * FROM telecom WHERE f.ip = '1.2.3.4'" --cache redis://127.0.0.1:6379
     """
+    if explain and not _EXPLAIN.match(statement):
+        statement = "EXPLAIN " + statement
     if not is_select(statement):  # DDL / DML (issue 28): a writable store, the count or plan
         db = open_store(dir, create=statement.lstrip()[:6].upper() == "CREATE")
         t0 = time.perf_counter()
