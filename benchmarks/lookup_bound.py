@@ -133,7 +133,7 @@ def main(rows: int) -> dict:
         assert len(want) == urls[url]
         assert sorted(bare()) == want
         assert sorted(execute(plan, db.indexer, types, conj)) == want
-        assert sorted(db.sql(stmt, (url.decode(),))) == want
+        assert sorted(db.sql(stmt, (url.decode(),), raw=True)) == want
 
         con = sqlite3.connect(os.path.join(tmp, "sqlite.db"))
         cols = [c.split(b":", 1)[1].decode() for c in COLUMNS]
@@ -164,7 +164,7 @@ def main(rows: int) -> dict:
             "p50_us": {
                 "bare": _p50_us(bare),
                 "prepared": _p50_us(lambda: list(execute(plan, db.indexer, types, conj))),
-                "sql": _p50_us(lambda: db.sql(stmt, (url.decode(),))),
+                "sql": _p50_us(lambda: db.sql(stmt, (url.decode(),), raw=True)),
                 "sqlite": _p50_us(lambda: con.execute(sq, (url.decode(),)).fetchall()),
             },
         }

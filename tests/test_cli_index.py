@@ -277,8 +277,8 @@ def test_full_scan_option_returns_the_same_rows(backend, store):
         sql = "SELECT f.port FROM t WHERE f.ip = '10.0.0.1' OR ROWKEY = 'r3'"
         assert db.sql(sql, full_scan=True) == db.sql(sql)
         assert len(db.sql(sql)) == 4
-        assert "FULL TABLE SCAN" in db.sql("EXPLAIN " + sql, full_scan=True)
-        assert "FULL TABLE SCAN" not in db.sql("EXPLAIN " + sql)
+        assert "FULL TABLE SCAN" in db.explain(sql, full_scan=True)
+        assert "FULL TABLE SCAN" not in db.explain(sql)
         t = db.table("t")
         cond = "f.ip = '10.0.0.1'"
         assert list(t.where(cond, full_scan=True)) == list(t.where(cond))

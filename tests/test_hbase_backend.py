@@ -263,13 +263,13 @@ def test_clients_see_each_others_indexes(hbase):
     a.create_index("flights", "by_dest", ["f:dest"], covering=["f:carrier"])
     bt.put(b"k000", {b"f:dest": b"XXX"})
     bt.put(b"k050", {b"f:dest": b"XXX", b"f:carrier": b"Q"})
-    assert "INDEX by_dest" in b.sql("EXPLAIN SELECT * FROM flights WHERE f.dest = 'XXX'")
+    assert "INDEX by_dest" in b.explain("SELECT * FROM flights WHERE f.dest = 'XXX'")
     for conn in (a, b):
         assert conn.sql("SELECT f.carrier FROM flights WHERE f.dest = 'XXX'") == [
             (b"k000", {b"f:carrier": b"C0"}), (b"k050", {b"f:carrier": b"Q"})]
     assert a.verify_index("flights", "by_dest")["ok"]
     a.drop_index("flights", "by_dest")
-    assert "FULL TABLE SCAN" in b.sql("EXPLAIN SELECT * FROM flights WHERE f.dest = 'XXX'")
+    assert "FULL TABLE SCAN" in b.explain("SELECT * FROM flights WHERE f.dest = 'XXX'")
     bt.put(b"k001", {b"f:dest": b"XXX"})
     assert t.row(b"k001")[b"f:dest"] == b"XXX"
 
@@ -442,7 +442,7 @@ def test_an_existing_hbase_table_is_recorded_and_indexed(hb):
         db.create_index("orders", "by_city", ["d:city"], covering=["d:total"])
         got = db.sql("SELECT COUNT(*) FROM orders WHERE d.city = 'NY' AND d.total > 30")
         assert got == [(sum(1 for i in range(60) if i % 3 == 0 and i * 1.5 > 30),)]
-        assert "by_city" in db.sql("EXPLAIN SELECT * FROM orders WHERE d.city = 'NY'")
+        assert "by_city" in db.explain("SELECT * FROM orders WHERE d.city = 'NY'")
         assert db.verify_index("orders", "by_city")["ok"]
         db.delete_table("orders", disable=True)
     finally:

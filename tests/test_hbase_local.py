@@ -70,7 +70,7 @@ def test_layout_follows_server_side_splits(gateway):
     report = db.verify_index("t", "la")
     assert report["ok"], report
     assert report["routing"]["false_negatives"] == 0
-    plan = db.sql("EXPLAIN SELECT * FROM t WHERE f.a = 3")
+    plan = db.explain("SELECT * FROM t WHERE f.a = 3")
     assert "of 5 region(s)" in plan
     db.close()
 

@@ -107,7 +107,7 @@ def test_long_in_lists_return_the_brute_force_rows(db, index):
                                      if matches(typed(parse_condition(queries[1]), types), k, d,
                                                 types))
     assert all(set(d) <= {b"f:c"} for d in covered.values())
-    plan = db.sql("EXPLAIN SELECT * FROM t WHERE " + queries[0])
+    plan = db.explain("SELECT * FROM t WHERE " + queries[0])
     assert ("MERGED SCAN" in plan) == (index == "plain")
 
 
@@ -143,7 +143,7 @@ def test_coerce_literals_equals_one_by_one(type_name, values):
 
 def test_explain_shows_a_long_in_list_by_its_length(db):
     _table(db, None)
-    plan = db.sql("EXPLAIN SELECT * FROM t WHERE f.a IN ("
+    plan = db.explain("SELECT * FROM t WHERE f.a IN ("
                   + ", ".join(map(str, range(5000))) + ")")
     note = [line for line in plan.splitlines() if "NOTE" in line]
     assert len(note) == 1 and note[0].endswith("... 5,000 values)") and "4999" not in note[0]

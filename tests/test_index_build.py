@@ -63,11 +63,11 @@ def test_sql_and_explain(db):
     db.create_index("flights", "by_dest", ["f:dest"], covering=["f:carrier"])
     rows = db.sql("SELECT f.carrier FROM flights WHERE f.dest = 'JFK' AND f.delay > 50 LIMIT 5")
     assert rows == [(b"k%03d" % i, {b"f:carrier": b"C%d" % (i % 7)}) for i in (53, 56, 59)]
-    plan = db.sql("EXPLAIN SELECT f.carrier FROM flights WHERE f.dest = 'JFK'")
+    plan = db.explain("SELECT f.carrier FROM flights WHERE f.dest = 'JFK'")
     assert "INDEX by_dest" in plan and "COVERED" in plan
-    assert "FULL TABLE SCAN" in db.sql("EXPLAIN SELECT * FROM flights WHERE f.delay = 3")
+    assert "FULL TABLE SCAN" in db.explain("SELECT * FROM flights WHERE f.delay = 3")
     assert db.sql("SELECT * FROM flights WHERE ROWKEY = 'k001'") == [
-        (b"k001", {b"f:dest": b"SFO", b"f:delay": b"1", b"f:carrier": b"C1"})]
+        (b"k001", {b"f:dest": "SFO", b"f:delay": 1.0, b"f:carrier": b"C1"})]  # declared: typed
     assert db.sql("SELECT * FROM flights WHERE f.dest = 'IAH'", full_scan=True) == \
         db.sql("SELECT * FROM flights WHERE f.dest = 'IAH'")
 

@@ -15,8 +15,10 @@ ROOT = SRC / "hibase"
 # lower number = lower layer; equal numbers are siblings that must not import each other
 LAYERS = {
     "errors": 0, "extras": 0.5, "codec": 1, "store": 2, "index": 3, "cache": 3, "query": 4,
+    "sql": 4.9,  # executes statements through a Connection it is handed
     "table": 5, "connection": 5.1,
     "hibase": 6,  # the package itself re-exports connect, Connection, Table, Batch
+    "dbapi": 6.5, "sqlalchemy": 6.6,  # PEP 249 over Connection; the SQLAlchemy dialect over it
     "server": 7, "cluster": 7, "load": 8, "check": 8, "bench": 8, "demo": 9, "cli": 10,
     "__main__": 11,
 }
@@ -164,7 +166,10 @@ def test_no_private_attribute_reached_across_packages():
     for mod, tree in MODULES.items():
         defined.setdefault(_package(mod), set()).update(_private_names_defined(tree))
     # namedtuple's API; happybase's ConnectionPool has no close(), its _queue holds the sockets
-    stdlib_ok = {"_replace", "_asdict", "_fields", "_make", "_queue"}
+    stdlib_ok = {"_replace", "_asdict", "_fields", "_make", "_queue",
+                 # SQLAlchemy's compiler API: a dialect's limit_clause reads these (as
+                 # SQLAlchemy's own dialects do)
+                 "_limit_clause", "_offset_clause"}
     bad = []
     for mod, tree in MODULES.items():
         own = defined[_package(mod)]

@@ -45,16 +45,16 @@ def test_rows_lacking_the_column_are_listed_and_counted(db, t):
     assert spec.null_alias is not None and spec.null_alias != spec.alias
     assert _null_entries(db, spec) == [b"r2", b"r3"]
     assert _null_count(db, spec) == 2
-    plan = db.sql("EXPLAIN SELECT * FROM t WHERE f.a IS NULL")
+    plan = db.explain("SELECT * FROM t WHERE f.a IS NULL")
     assert "INDEX by_a (f:a) NULL LIST POINT LOOKUP" in plan
     assert "est. 2 row(s)" in plan and "answers f:a IS NULL" in plan
     assert "FULL TABLE SCAN" not in plan
     assert _null_rows(db) == [b"r2", b"r3"]
     # covered: f.b comes from the entry, no row read
-    plan = db.sql("EXPLAIN SELECT f.b FROM t WHERE f.a IS NULL")
+    plan = db.explain("SELECT f.b FROM t WHERE f.a IS NULL")
     assert "COVERED" in plan
     assert sorted(db.sql("SELECT f.b FROM t WHERE f.a IS NULL")) == [
-        (b"r2", {b"f:b": b"y"}), (b"r3", {})]
+        (b"r2", {b"f:b": "y"}), (b"r3", {})]
     # IS NOT NULL keeps the index's own range, which never reaches the NULL list
     assert sorted(r for r, _ in db.sql("SELECT * FROM t WHERE f.a IS NOT NULL")) == [
         b"r1", b"r4"]
@@ -78,7 +78,7 @@ def test_writes_move_rows_in_and_out_of_the_null_list(db, t):
         b.delete(b"r3", columns=[b"f:a"])
         b.put(b"r3", {b"f:b": b"z"})
     assert _null_rows(db) == [b"r3"]
-    assert sorted(db.sql("SELECT f.b FROM t WHERE f.a IS NULL")) == [(b"r3", {b"f:b": b"z"})]
+    assert sorted(db.sql("SELECT f.b FROM t WHERE f.a IS NULL")) == [(b"r3", {b"f:b": "z"})]
     t.delete(b"r3")
     assert _null_rows(db) == [] and _null_count(db, spec) == 0
     assert db.verify_index("t", "by_a")["ok"]
@@ -121,10 +121,10 @@ def test_composite_index_lists_rows_lacking_its_first_column(db, t):
     t.put(b"r1", {b"f:b": b"x"})
     t.put(b"r2", {b"f:a": b"1"})
     db.create_index("t", "ab", ["f:a", "f:b"])
-    assert "NULL LIST" in db.sql("EXPLAIN SELECT * FROM t WHERE f.a IS NULL AND f.b = 'x'")
+    assert "NULL LIST" in db.explain("SELECT * FROM t WHERE f.a IS NULL AND f.b = 'x'")
     assert [r for r, _ in db.sql("SELECT * FROM t WHERE f.a IS NULL AND f.b = 'x'")] == [b"r1"]
     # IS NULL on a later column is not a NULL-list lookup (a residual on the entries)
-    assert "NULL LIST" not in db.sql("EXPLAIN SELECT * FROM t WHERE f.b IS NULL")
+    assert "NULL LIST" not in db.explain("SELECT * FROM t WHERE f.b IS NULL")
     db.create_index("t", "by_b", ["f:b"])
     db.drop_index("t", "ab")                 # its NULL list and count go with it
     other = db.indexer.catalog.get("t", "by_b")
@@ -138,7 +138,7 @@ def test_index_without_a_null_list_still_scans(db, t):
     the full scan, as they did."""
     t.put(b"r1", {b"g:c": b"1"})
     db.create_index("t", "by_a", ["f:a"], local=True)  # local indexes keep no NULL list
-    assert "FULL TABLE SCAN" in db.sql("EXPLAIN SELECT * FROM t WHERE f.a IS NULL")
+    assert "FULL TABLE SCAN" in db.explain("SELECT * FROM t WHERE f.a IS NULL")
     assert _null_rows(db) == [b"r1"]
     old = IndexSpec.from_json(b'{"name": "x", "table": "t", "columns": ["f:a"], '
                               b'"types": ["int"], "covering": [], "alias": "0001", '
@@ -174,7 +174,7 @@ def test_null_list_under_a_writer_killed_between_steps(thrift_backend, step, cha
     truth = sorted(k for k, cells in reader.table("t").scan() if b"f:a" not in cells)
     for conn in (reader, writer):
         assert _null_rows(conn) == truth, conn
-        got = conn.sql("SELECT f.b FROM t WHERE f.a IS NULL")
+        got = conn.sql("SELECT f.b FROM t WHERE f.a IS NULL", raw=True)
         assert dict(got) == {k: {c: v for c, v in d.items() if c == b"f:b"}
                              for k, d in reader.table("t").rows([k for k, _ in got])}
     assert not reader.verify_index("t", "by_a")["ok"]  # leftovers: unverified entries

@@ -142,8 +142,8 @@ def same_multiset(got: list[tuple], want: list[tuple]) -> bool:
 
 
 def _decode(col: str, raw: bytes | None):
-    if raw is None:
-        return None
+    if raw is None or not isinstance(raw, bytes):  # db.sql decodes declared columns
+        return raw
     return {"f.a": int, "g.d": int, "f.c": float, "f.b": bytes.decode}[col](raw)
 
 
@@ -154,7 +154,7 @@ def check_order(db, lite, sql: str, kind: tuple) -> None:
     got = db.sql(sql)
     want = lite.execute(lite_sql).fetchall()
     got_vals = [_decode(col, data.get(col.replace(".", ":").encode())) for _, data in got]
-    assert got_vals == [v for _, v in want], (sql, db.sql("EXPLAIN " + sql))
+    assert got_vals == [v for _, v in want], (sql, db.explain(sql))
     if not limited:
         assert sorted(r.decode() for r, _ in got) == sorted(k for k, _ in want), sql
 
@@ -176,7 +176,7 @@ def test_answers_equal_sqlite(db, rows, qs, indexed):
                 continue
             got = db.sql(sql_h)
             want = lite.execute(sqlite_sql(sql)).fetchall()
-            assert same_multiset(got, want), (sql, got, want, db.sql("EXPLAIN " + sql_h))
+            assert same_multiset(got, want), (sql, got, want, db.explain(sql_h))
     finally:
         db.delete_table(name, disable=True)
 
@@ -220,7 +220,7 @@ PLAN_QUERIES = [
 def test_plans_golden(embedded_db):
     """EXPLAIN of aggregate and ordered queries (regenerate: HIBASE_UPDATE_GOLDEN=1)."""
     _orders(embedded_db)
-    text = "".join(f"{q}\n{embedded_db.sql('EXPLAIN ' + q)}\n\n" for q in PLAN_QUERIES)
+    text = "".join(f"{q}\n{embedded_db.explain(q)}\n\n" for q in PLAN_QUERIES)
     path = GOLDEN / "query_aggregate_plans.txt"
     header = ("# EXPLAIN of aggregate / ORDER BY queries on tests/test_query_aggregate.py's "
               "orders table.\n# Regenerate with HIBASE_UPDATE_GOLDEN=1, then review.\n\n")
@@ -235,12 +235,12 @@ def test_index_answers(db):
     _orders(db)
     for q in PLAN_QUERIES:
         assert db.sql(q) == db.sql(q, full_scan=True) or "ORDER BY f.amount DESC LIMIT" in q, q
-    assert "VALUE TABLE" in db.sql("EXPLAIN SELECT COUNT(*) FROM orders WHERE f.qty = 3")
+    assert "VALUE TABLE" in db.explain("SELECT COUNT(*) FROM orders WHERE f.qty = 3")
     assert db.sql("SELECT COUNT(*) FROM orders WHERE f.qty = 3") == [
         (sum(1 for i in range(60) if i % 7 and i % 5 == 3),)]
-    assert "INDEX ENDS" in db.sql("EXPLAIN SELECT MIN(f.amount), MAX(f.amount) FROM orders")
+    assert "INDEX ENDS" in db.explain("SELECT MIN(f.amount), MAX(f.amount) FROM orders")
     assert db.sql("SELECT MIN(f.amount), MAX(f.amount) FROM orders") == [(1.5, 88.5)]
-    plan = db.sql("EXPLAIN SELECT * FROM orders ORDER BY f.amount DESC NULLS LAST LIMIT 3")
+    plan = db.explain("SELECT * FROM orders ORDER BY f.amount DESC NULLS LAST LIMIT 3")
     assert "INDEX ORDER WALK" in plan and "backwards" in plan
     rows = db.sql("SELECT f.amount FROM orders ORDER BY f.amount DESC NULLS LAST LIMIT 3")
     assert [r for r, _ in rows] == [b"o59", b"o58", b"o56"]
@@ -260,7 +260,7 @@ def test_walk_rechecks_fetched_rows(embedded_db):
     # a stale entry says o00 (amount NULL) has amount 1000: the walk must not return o00
     db.store.commit([], [(index_table(spec.table), spec.entry_key([1000.0], b"o00"), pack([]))])
     rows = db.sql("SELECT * FROM orders WHERE f.amount > 50 ORDER BY f.amount DESC LIMIT 1")
-    assert "INDEX ORDER WALK" in db.sql("EXPLAIN SELECT * FROM orders WHERE f.amount > 50 "
+    assert "INDEX ORDER WALK" in db.explain("SELECT * FROM orders WHERE f.amount > 50 "
                                         "ORDER BY f.amount DESC LIMIT 1")
     assert rows[0][0] == b"o59"
 
@@ -274,7 +274,9 @@ def test_result_shapes(db):
         ("SF",), ("NY",), ("LA",), (None,)]
     # plain queries keep their shape with ORDER BY / OFFSET
     rows = db.sql("SELECT f.city FROM orders ORDER BY ROWKEY DESC LIMIT 2 OFFSET 1")
-    assert rows == [(b"o58", {b"f:city": b"LA"}), (b"o57", {b"f:city": b"NY"})]
+    assert rows == [(b"o58", {b"f:city": "LA"}), (b"o57", {b"f:city": "NY"})]  # decoded
+    assert db.sql("SELECT f.city FROM orders ORDER BY ROWKEY DESC LIMIT 2 OFFSET 1",
+                  raw=True) == [(b"o58", {b"f:city": b"LA"}), (b"o57", {b"f:city": b"NY"})]
 
 
 @pytest.mark.parametrize("sql, words", [
@@ -304,10 +306,10 @@ def test_parameters(db):
     assert db.sql("SELECT * FROM orders WHERE f.city IN (?, ?) ORDER BY ROWKEY LIMIT 1",
                   ["LA", "SF"]) == db.sql("SELECT * FROM orders WHERE f.city IN ('LA', 'SF') "
                                           "ORDER BY ROWKEY LIMIT 1")
-    assert "f:qty = 3" in db.sql("EXPLAIN SELECT * FROM orders WHERE f.qty = ?", [3])
+    assert "f:qty = 3" in db.explain("SELECT * FROM orders WHERE f.qty = ?", [3])
     t = db.table("orders")
     assert list(t.where("f.qty = ? AND f.city = :c".replace(":c", "?"), params=(1, "NY"))) == \
-        db.sql("SELECT * FROM orders WHERE f.qty = 1 AND f.city = 'NY'")
+        db.sql("SELECT * FROM orders WHERE f.qty = 1 AND f.city = 'NY'", raw=True)
     assert list(t.where("f.city = :c", params={"c": "LA"})) == list(t.where("f.city = 'LA'"))
     assert "f:city = 'LA'" in t.explain("f.city = :c", params={"c": "LA"})
     with pytest.raises(InvalidArgument, match="no values"):
@@ -388,4 +390,4 @@ def test_null_list_holds_only_the_first_column(db):
     assert db.sql("SELECT DISTINCT f.b, f.c FROM n") == [(None, -1.5)]
     assert db.sql("SELECT f.c, COUNT(*) FROM n WHERE f.b IS NULL GROUP BY f.c") == [(-1.5, 1)]
     assert db.sql("SELECT COUNT(*), COUNT(f.b) FROM n") == [(1, 0)]
-    assert "VALUE TABLE" in db.sql("EXPLAIN SELECT COUNT(*), COUNT(f.b) FROM n")
+    assert "VALUE TABLE" in db.explain("SELECT COUNT(*), COUNT(f.b) FROM n")

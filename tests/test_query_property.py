@@ -143,6 +143,6 @@ def test_limit_and_projection(db):
     assert len(rows) == 4
     assert all(set(data) == {b"f:x"} for _, data in rows)
     assert all(t.row(k)[b"f:a"] == b"3" for k, _ in rows)
-    plan = db.sql("EXPLAIN SELECT f.x FROM t WHERE f.a = 3")
+    plan = db.explain("SELECT f.x FROM t WHERE f.a = 3")
     assert "INDEX ia" in plan and "COVERED" in plan
-    assert "FULL TABLE SCAN" in db.sql("EXPLAIN SELECT * FROM t WHERE f.x = 'x1'")
+    assert "FULL TABLE SCAN" in db.explain("SELECT * FROM t WHERE f.x = 'x1'")

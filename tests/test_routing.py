@@ -124,7 +124,7 @@ def test_explain_shows_regions_visited_and_skipped(backend, db):
     assert "every region" in t.explain("f.u > 'u5'")
     db.indexer.router.enabled = False
     assert f"visits {n} of {n} region(s), routing off: every region" in t.explain("f.u = 'u5'")
-    sql_plan = db.sql("EXPLAIN SELECT f.a FROM t WHERE f.u = 'u5'")
+    sql_plan = db.explain("SELECT f.a FROM t WHERE f.u = 'u5'")
     assert "LOCAL INDEX lu" in sql_plan and "COVERED by index" in sql_plan
 
 

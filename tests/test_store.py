@@ -695,7 +695,7 @@ def test_reopen_sees_indexes_and_declared_types(backend):
     assert db2.tables() == [b"t"]
     assert db2.table("t").schema.columns[b"f:n"].name == "int"
     assert [i["name"] for i in db2.indexes("t")] == ["by_n"]
-    assert db2.sql("SELECT * FROM t WHERE f.n = 5") == [(b"r", {b"f:n": b"5"})]
+    assert db2.sql("SELECT * FROM t WHERE f.n = 5") == [(b"r", {b"f:n": 5})]
     with pytest.raises(hibase.errors.ValueTypeError):
         db2.table("t").put(b"r", {b"f:n": b"x"})
 

@@ -281,7 +281,7 @@ def test_number_against_undeclared_column_is_refused(airports, sql):
     msg = str(e.value)
     assert ("a:alt" in msg and "CAST" in msg and "declare" in msg) or "ROWKEY is bytes" in msg
     with pytest.raises(QueryPlanError):
-        airports.sql("EXPLAIN " + sql, (13,) if "?" in sql else None)
+        airports.explain(sql, (13,) if "?" in sql else None)
 
 
 def test_cast_answers_with_the_values(airports):
@@ -301,7 +301,7 @@ def test_cast_answers_with_the_values(airports):
     t = airports.table("airports")
     got = sorted(k for k, _ in t.where("CAST(a.alt AS INTEGER) BETWEEN 10 AND 100"))
     assert got == sorted(f.encode() for f, a in alts.items() if 10 <= a <= 100)
-    plan = airports.sql("EXPLAIN SELECT a.name FROM airports WHERE CAST(a.alt AS INTEGER) > 5")
+    plan = airports.explain("SELECT a.name FROM airports WHERE CAST(a.alt AS INTEGER) > 5")
     assert "CAST(a:alt AS INTEGER)" in plan and "a:alt > 5" in plan
 
 
@@ -313,7 +313,7 @@ def test_text_and_bytes_literals_still_compare_undeclared_columns(airports):
     assert airports.sql("SELECT COUNT(*) FROM airports WHERE a.name = X'426F73746F6E'") == [(1,)]
     assert airports.sql("SELECT COUNT(*) FROM airports WHERE a.name LIKE 'New%'") == [(2,)]
     assert airports.sql("SELECT COUNT(DISTINCT a.alt) FROM airports") == [(13,)]
-    plan = airports.sql("EXPLAIN SELECT * FROM airports WHERE a.name = 'Boston' "
+    plan = airports.explain("SELECT * FROM airports WHERE a.name = 'Boston' "
                         "AND ROWKEY = X'00FF'")
     assert "a:name = 'Boston'" in plan and "X'00FF'" in plan and "b'" not in plan
 
@@ -326,14 +326,14 @@ def test_cast_uses_an_index_only_of_its_own_type(db):
             b.put(b"r%02d" % i, {b"f:n": str(i).encode(), b"f:s": str(i * 7 % 30).encode()})
     db.create_index("c", "by_n", ["f:n"])
     db.create_index("c", "by_s", ["f:s"])
-    same_type = db.sql("EXPLAIN SELECT * FROM c WHERE CAST(f.n AS BIGINT) = 7")
+    same_type = db.explain("SELECT * FROM c WHERE CAST(f.n AS BIGINT) = 7")
     assert "by_n" in same_type
-    other = db.sql("EXPLAIN SELECT * FROM c WHERE CAST(f.n AS VARCHAR) = '7'")
+    other = db.explain("SELECT * FROM c WHERE CAST(f.n AS VARCHAR) = '7'")
     assert "by_n" not in other and "FULL TABLE SCAN" in other
     # a string column read as numbers: numeric order, by a scan (its index is in text order)
     rows = db.sql("SELECT * FROM c WHERE CAST(f.s AS INTEGER) > 25")
     assert sorted(int(d[b"f:s"]) for _, d in rows) == [26, 27, 28, 29]
-    assert "by_s" not in db.sql("EXPLAIN SELECT * FROM c WHERE CAST(f.s AS INTEGER) > 25")
+    assert "by_s" not in db.explain("SELECT * FROM c WHERE CAST(f.s AS INTEGER) > 25")
     assert db.sql("SELECT COUNT(*) FROM c WHERE f.s > '25'") == [
         (sum(str(i * 7 % 30) > "25" for i in range(30)),)]
 

@@ -4,13 +4,16 @@ every Table passes through `Connection.mutate`."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Mapping
 
 from . import codec, errors
 from .cache.config import DEFAULT_CACHE, DEFAULT_POLICY, open_cache
 from .index.manager import IndexManager
+from . import sql as sqlexec
 from .query import engine
 from .query.ast import Select
+from .query.resolve import resolve
 from .store.api import Store
 from .store.backends import open_store
 from .store.base import Mutation
@@ -18,6 +21,9 @@ from .store.schema import TableSchema, check_row, check_table_name
 from .table import Table
 
 __all__ = ["Connection", "connect"]
+
+_EXPLAIN = re.compile(r"\s*EXPLAIN\b", re.IGNORECASE)
+
 
 def connect(path: str, *, create: bool = True, read_only: bool = False,
             durability: str | None = None, sync: bool | None = None,
@@ -133,8 +139,13 @@ class Connection:
 
     def create_table(self, name: str | bytes, families: Mapping[Any, Any],
                      columns: Mapping[Any, str] | None = None,
-                     split_size: int | None = None, existing: bool = False) -> None:
+                     split_size: int | None = None, existing: bool = False, *,
+                     rowkey: str | None = None, rowkey_type: Any = None,
+                     rowkey_generated: bool = False) -> None:
         """Create a table; `columns` declares types ({"f:delay": "double"}), checked on put.
+        `rowkey` names the rowkey column for SQL (CREATE TABLE's PRIMARY KEY; `rowkey_type`
+        "string" or "bytes"); `rowkey_generated` makes SQL UPSERTs generate rowkeys (a table
+        created without PRIMARY KEY).
 
         existing=True records instead a table that HBase already holds (written by other
         programs), leaving its rows as they are, so indexes can be made on it: the schema
@@ -146,7 +157,9 @@ class Connection:
         full = self._full(name)
         check_table_name(full)
         if not existing:
-            self.store.create_table(TableSchema.build(full, families, columns, split_size))
+            self.store.create_table(TableSchema.build(full, families, columns, split_size,
+                                                      rowkey=rowkey, rowkey_type=rowkey_type,
+                                                      rowkey_generated=rowkey_generated))
             return
         if split_size is not None:
             raise errors.InvalidArgument("split_size: HBase splits an existing table itself")
@@ -230,7 +243,10 @@ class Connection:
                                 f"not {article} {ctype}; nothing declared") from None
             self.store.save_schema(TableSchema(schema.name, schema.families,
                                                {**schema.columns, **changes},
-                                               schema.split_size, schema.enabled))
+                                               schema.split_size, schema.enabled,
+                                               rowkey=schema.rowkey,
+                                               rowkey_type=schema.rowkey_type,
+                                               rowkey_generated=schema.rowkey_generated))
         return result
 
     def delete_table(self, name: str | bytes, disable: bool = False) -> None:
@@ -343,13 +359,14 @@ class Connection:
     # -- secondary indexes ---------------------------------------------------------------------
     def create_index(self, table: str | bytes, name: str, columns: Any,
                      covering: Any = None, local: bool = False, processes: int | None = None,
-                     progress: Any = None) -> dict:
+                     progress: Any = None, build: bool = True) -> dict:
         """Create an index on declared `columns` (a composite index answers any prefix of
         them), carrying `covering` columns, and build it from the table's rows. local=True makes
         a local (per-region) index: its rows live with each region's data and lookups visit the
-        regions its routing filters cannot rule out."""
+        regions its routing filters cannot rule out. build=False (SQL's CREATE INDEX ... ASYNC)
+        leaves it "building": writes maintain it, queries do not use it until build_index."""
         spec = self.indexer.create(self._full(table), name, columns, covering or (), local,
-                                   processes, progress)
+                                   processes, progress, build)
         return spec.describe()
 
     def drop_index(self, table: str | bytes, name: str) -> None:
@@ -376,18 +393,33 @@ class Connection:
         return self.indexer.build(self._full(table), name, processes, progress)
 
     def sql(self, statement: str, params: Any = None, range_method: str = "auto",
-            full_scan: bool = False) -> list | str:
-        """Run the SQL `statement` `SELECT ... FROM t [WHERE ...] [GROUP BY ...] [HAVING ...]
-        [ORDER BY ...] [LIMIT n] [OFFSET m]` (Phoenix's spelling: family.qualifier, ROWKEY);
-        `EXPLAIN SELECT ...` returns the plan as text. `range_method` as in Table.where.
+            full_scan: bool = False, raw: bool = False) -> list | int | None:
+        """Run one SQL statement in Phoenix's spelling (family.qualifier, ROWKEY or the table's
+        PRIMARY KEY name, a column's bare qualifier when unambiguous).
 
-        Plain queries return a list of (rowkey, {column: raw value}); queries with aggregates
-        (COUNT, SUM, MIN, MAX, AVG), GROUP BY or DISTINCT return a list of tuples of values
-        decoded by the columns' types (None for NULL), in select-list order.
+        SELECT: `SELECT ... FROM t [WHERE ...] [GROUP BY ...] [HAVING ...] [ORDER BY ...]
+        [LIMIT n] [OFFSET m]`; plain queries return a list of (rowkey, {column: value}) with
+        each declared column's value decoded by its type (int, float, str; CAST types too) and
+        undeclared columns as stored bytes (raw=True: every value as stored bytes, the shape
+        before issue 28); queries with aggregates (COUNT, SUM, MIN, MAX, AVG), GROUP BY or
+        DISTINCT return a list of tuples of values decoded by the columns' types (None for
+        NULL), in select-list order. `EXPLAIN SELECT ...` (and EXPLAIN DELETE / UPSERT ...
+        SELECT) returns rows too, a 1-tuple per plan line; `db.explain(statement)` returns the
+        plan as one str.
+
+        DML returns the number of rows written: `UPSERT INTO t (cols) VALUES (...), ...`,
+        `UPSERT INTO t (cols) SELECT ...`, `DELETE FROM t [WHERE ...] [LIMIT n]` (rows found by
+        the SELECT planner, indexes included). DDL returns None: `CREATE TABLE [IF NOT EXISTS]
+        t (k VARCHAR PRIMARY KEY, f.a INTEGER, ...) [VERSIONS=1, TTL=..., ...]`, `DROP TABLE
+        [IF EXISTS] t`, `CREATE [LOCAL] INDEX [IF NOT EXISTS] n ON t (cols) [INCLUDE (cols)]
+        [ASYNC]`, `DROP INDEX [IF EXISTS] n ON t`, `ALTER INDEX n ON t REBUILD`
+        (hibase.query.statements; executed by hibase.sql).
+
         `params` binds `?` placeholders from a list/tuple or `:name` ones from a dict
         (`db.sql("SELECT * FROM t WHERE f.x = ?", (3,))`); values are never put into the text.
-        full_scan=True ignores rowkey and index paths and evaluates the condition over a full
-        table scan: the same rows, the baseline the indexes are measured against."""
+        `range_method` as in Table.where. full_scan=True ignores rowkey and index paths and
+        evaluates the condition over a full table scan: the same rows, the baseline the
+        indexes are measured against."""
         if not isinstance(statement, str):
             raise errors.InvalidArgument("sql() takes the statement as a str")
         if isinstance(params, str) and range_method == "auto" and params in engine.RANGE_METHODS:
@@ -395,16 +427,70 @@ class Connection:
                                          "range_method= by name")
         select = self._statements.get(statement)
         if select is None:  # parsed once per text, its table name resolved once
-            engine.check_size(statement, self.max_statement)
-            select = engine.parse_select(statement)
-            select = select.with_(table=self._full(select.table))
+            parsed = sqlexec.parse(self, statement)
+            if not isinstance(parsed, Select):
+                result = sqlexec.execute(self, parsed, params, self._full, range_method,
+                                         full_scan)
+                if result.kind == "ddl":
+                    self._statements.clear()  # bare names may resolve otherwise now
+                    return None
+                if result.kind == "explain":
+                    return result.rows
+                return result.rowcount
+            select = parsed.with_(table=self._full(parsed.table))
             if len(self._statements) >= 1024:
                 self._statements.clear()
             self._statements[statement] = select
+        if select.bare:
+            select = resolve(select, self.store.schema(select.table))
         select = engine.bind(select, params)
         if select.explain:
-            return engine.explain(select, self.store, self.indexer, range_method, full_scan)
-        return engine.run_select(select, self.store, self.indexer, range_method, full_scan)
+            text = engine.explain(select, self.store, self.indexer, range_method, full_scan)
+            return [(line,) for line in text.splitlines()]
+        rows = engine.run_select(select, self.store, self.indexer, range_method, full_scan)
+        if raw or select.aggregate:
+            return rows
+        types = engine.types_of(select, self.store)
+        if not types:
+            return rows
+        return [(key, sqlexec.decode_row(cells, types)) for key, cells in rows]
+
+    def explain(self, statement: str, params: Any = None, range_method: str = "auto",
+                full_scan: bool = False) -> str:
+        """The plan of a SELECT, DELETE or UPSERT ... SELECT as text (with or without the
+        leading EXPLAIN); what `db.sql("EXPLAIN ...")` returns as rows, one per line."""
+        if not isinstance(statement, str):
+            raise errors.InvalidArgument("explain() takes the statement as a str")
+        if not _EXPLAIN.match(statement):
+            statement = "EXPLAIN " + statement
+        result = self.execute(statement, params, range_method, full_scan)
+        return result.text or ""
+
+    def execute(self, statement: str, params: Any = None, range_method: str = "auto",
+                full_scan: bool = False) -> "sqlexec.Result":
+        """Run one SQL statement (as sql()) and return a hibase.sql.Result: `kind` ("select",
+        "explain", "ddl", "dml"), `description` ([(label, type)]), `rows` (tuples in
+        select-list order, values decoded by the declared types; SELECT *: the rowkey first
+        under its PRIMARY KEY name or ROWKEY, then the declared columns in schema order, then
+        undeclared ones by name, as bytes) and `rowcount`. hibase.dbapi's cursors run on it."""
+        if not isinstance(statement, str):
+            raise errors.InvalidArgument("execute() takes the statement as a str")
+        result = sqlexec.execute(self, sqlexec.parse(self, statement), params, self._full,
+                                 range_method, full_scan)
+        if result.kind == "ddl":
+            self._statements.clear()
+        return result
+
+    def execute_many(self, statement: str, seq_of_params: Any) -> "sqlexec.Result":
+        """Run one statement once per parameter set; an UPSERT ... VALUES writes all the rows
+        in one batch. Returns the Result with the total rowcount (rows of the last run)."""
+        if not isinstance(statement, str):
+            raise errors.InvalidArgument("execute_many() takes the statement as a str")
+        result = sqlexec.execute_many(self, sqlexec.parse(self, statement), seq_of_params,
+                                      self._full)
+        if result.kind == "ddl":
+            self._statements.clear()
+        return result
 
     def verify_index(self, table: str | bytes, name: str, repair: bool = False) -> dict:
         """Compare an index with the table; with repair, fix missing / extra entries."""

@@ -172,7 +172,7 @@ def run(rows: int = 200_000, path: str | None = None, keep: bool = False, seed: 
         results = []
         queries = [(q["type"], q["hibase"]) for q in paper_queries(stats, TABLE)]
         for i, (label, sql) in enumerate(queries, 1):
-            path_name = _path(db.sql("EXPLAIN " + sql))
+            path_name = _path(db.explain(sql))
             t_index, got = _time_query(db, sql, repeats)
             t0 = time.perf_counter()
             scanned = db.sql(sql, full_scan=True)

@@ -414,7 +414,7 @@ def _measure_sql(db: Any, con: Any, q: dict, r: dict, repeats: int) -> None:
     hc, n = timed(lambda: db.sql(count, (value,)), repeats)
     sc, sn = timed(lambda: con.execute(
         f"SELECT COUNT(*) FROM {TABLE} WHERE {scol} = ?", (value,)).fetchall(), repeats)
-    r["count_plan"] = db.sql("EXPLAIN " + count, (value,))
+    r["count_plan"] = db.explain(count, (value,))
     r["hibase_count"] = hc
     r["sqlite_count"] = sc
     r["count_same"] = n[0][0] == sn[0][0] == len(got) == r["rows"]
@@ -424,7 +424,7 @@ def _measure_sql(db: Any, con: Any, q: dict, r: dict, repeats: int) -> None:
     hk, krows = timed(lambda: db.sql(covered, (value,)), repeats)
     sk, skrows = timed(lambda: con.execute(
         f"SELECT k FROM {TABLE} WHERE {scol} = ?", (value,)).fetchall(), repeats)
-    r["covered_plan"] = db.sql("EXPLAIN " + covered, (value,))
+    r["covered_plan"] = db.explain(covered, (value,))
     r["hibase_covered"] = hk
     r["sqlite_covered"] = sk
     r["covered_vs_sqlite_p50_ratio"] = hk["p50_us"] / sk["p50_us"]

@@ -6,6 +6,7 @@ group `cli`, `main`, and the shared arguments, output formats and error handling
     store   tables, create-table, alter-table, drop-table, put, get, scan, load, regions,
             split
     query   index create/build/list/drop/verify, query
+    sql     sql (the interactive SQL shell)
     cache   cache-node
     serve   serve
     bench   demo, bench store/scbf/query/cache/local
@@ -17,7 +18,7 @@ below; nothing is registered by name or on import.
 
 from __future__ import annotations
 
-from . import bench, cache, check, cluster, query, serve, store
+from . import bench, cache, check, cluster, query, serve, sql, store
 from .base import cli, main, parse_bytes, show_bytes
 
 __all__ = ["cli", "main", "parse_bytes", "show_bytes", "COMMANDS"]
@@ -25,7 +26,7 @@ __all__ = ["cli", "main", "parse_bytes", "show_bytes", "COMMANDS"]
 COMMANDS = (
     store.tables, store.create_table, store.alter_table, store.drop_table, store.put, store.get,
     store.scan, store.load, store.regions, store.split,
-    query.index, query.query,
+    query.index, query.query, sql.sql_shell,
     cache.cache_node,
     serve.serve_command,
     cluster.cluster,

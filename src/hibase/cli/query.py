@@ -16,6 +16,8 @@ from ..connection import Connection, connect
 from ..table import Table
 from ..query import engine
 from ..query.ast import ROWKEY
+from ..query.resolve import resolve
+from ..query.statements import is_select
 from .base import (HibaseGroup, cell_text, emit, note, open_store, output_options, show_bytes,
                    store_argument, table_argument)
 
@@ -359,6 +361,19 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
         hibase query data/ "SELECT * FROM telecom WHERE f.port > :p ORDER BY f.port DESC LIMIT 3" -P p=1000
         hibase query data/ "SELECT * FROM telecom WHERE f.ip = '1.2.3.4'" --cache redis://127.0.0.1:6379
     """
+    if explain and not _EXPLAIN.match(statement):
+        statement = "EXPLAIN " + statement
+    if not is_select(statement):  # DDL / DML (issue 28): a writable store, the count or plan
+        db = open_store(dir, create=statement.lstrip()[:6].upper() == "CREATE")
+        t0 = time.perf_counter()
+        result = db.sql(statement, _cli_params(params, named), range_method=range_method,
+                        full_scan=full_scan)
+        if isinstance(result, list):  # EXPLAIN DELETE / UPSERT ... SELECT
+            click.echo("\n".join(line for (line,) in result))
+        else:
+            note(("OK" if result is None else f"{result} row(s) written")
+                 + f" in {(time.perf_counter() - t0) * 1e3:.1f} ms")
+        return
     if cache is None:
         db = open_store(dir, read_only=True)
     else:
@@ -373,11 +388,13 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
     engine.check_size(statement, db.max_statement)
     select = engine.parse_select(statement)
     if select.explain:
-        click.echo(db.sql(statement, bound, range_method=range_method, full_scan=full_scan))
+        click.echo(db.explain(statement, bound, range_method=range_method, full_scan=full_scan))
         return
     t: Table = db.table(select.table)
+    select = resolve(select, t.schema)  # the rowkey's name, bare qualifiers
     t0 = time.perf_counter()
-    rows = db.sql(statement, bound, range_method=range_method, full_scan=full_scan)
+    rows = db.sql(statement, bound, range_method=range_method, full_scan=full_scan,
+                  raw=True)  # printed by cell_text, which decodes the stored bytes
     elapsed = time.perf_counter() - t0
     assert isinstance(rows, list)
     if select.aggregate:

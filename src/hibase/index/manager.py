@@ -122,9 +122,13 @@ class IndexManager:
 
     def create(self, table: str, name: str, columns: Any, covering: Any = (),
                local: bool = False, processes: int | None = None,
-               progress: Callable[[int, int], Any] | None = None) -> IndexSpec:
-        """Define an index and build it from the table's current rows."""
+               progress: Callable[[int, int], Any] | None = None,
+               build: bool = True) -> IndexSpec:
+        """Define an index and build it from the table's current rows (build=False: leave it
+        "building", maintained by writes but not used by queries until `build` runs)."""
         spec = self.catalog.create(table, name, columns, covering, local)
+        if not build:
+            return spec
         self._wait_lease()  # every writer maintains the new index before the build reads
         self._follow_splits(table, [spec], force=True)
         build_index(self.store, self.catalog, spec, processes, progress, self.router)

@@ -11,7 +11,7 @@ type (bytes for the rowkey and for undeclared columns).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Union
 
 from ..codec import SQL_TYPE_NAMES, ColumnType
@@ -307,6 +307,16 @@ class Select:
     offset: int | None = None
     distinct: bool = False
     casts: Casts = ()  # CAST(column AS type): the column read as that type in the whole statement
+    names: tuple[bytes, ...] | None = field(default=None, compare=False)
+    """Plain queries: the select list as written, in order (ROWKEY and repeats kept; None for
+    ``*``), for callers that return rows as tuples (hibase.dbapi)."""
+    bare: tuple[tuple[str, "int | None"], ...] = field(default=(), compare=False)
+    labels: tuple["str | None", ...] = field(default=(), compare=False)
+    """The select list's aliases (``f.a AS x``), None where there is none: the names
+    hibase.dbapi's description gives the result columns."""
+    """Column names written without a family (``k``, ``a``) and their positions: resolved
+    against the table's schema (``resolve.resolve``: the rowkey's name, or a column of that
+    qualifier) before planning."""
 
     def with_(self, **changes: object) -> "Select":
         """A copy with some fields changed (dataclasses.replace without its per-call field
@@ -314,7 +324,8 @@ class Select:
         d = {"table": self.table, "columns": self.columns, "where": self.where,
              "limit": self.limit, "explain": self.explain, "items": self.items,
              "group_by": self.group_by, "having": self.having, "order_by": self.order_by,
-             "offset": self.offset, "distinct": self.distinct, "casts": self.casts}
+             "offset": self.offset, "distinct": self.distinct, "casts": self.casts,
+             "names": self.names, "bare": self.bare, "labels": self.labels}
         d.update(changes)
         return Select(**d)  # type: ignore[arg-type]
 

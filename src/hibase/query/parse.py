@@ -85,9 +85,13 @@ def parse_select(sql: str) -> Select:
     where = tree.args.get("where")
     _number_placeholders(tree)
     extra = _shape(tree, sql, offset)
+    plain = extra["items"] is None
     return Select(
         table=_table(source.this, offset),
-        columns=None if extra["items"] is not None else _select_list(tree.expressions, offset),
+        columns=_select_list(tree.expressions, offset) if plain else None,
+        names=_names(tree.expressions, offset) if plain else None,
+        bare=_bare(tree, offset),
+        labels=tuple(e.alias if isinstance(e, exp.Alias) else None for e in tree.expressions),
         where=_condition(where.this, offset) if where is not None else None,
         limit=_limit(tree.args.get("limit"), offset),
         explain=m is not None,
@@ -112,7 +116,22 @@ def parse_where(text: str) -> tuple[Node, Casts]:
     if isinstance(tree, exp.Query):
         _unsupported("expected a condition, not a statement", tree, 0)
     _number_placeholders(tree)
-    return _condition(tree, 0), _casts(tree, 0)
+    node, casts = _condition(tree, 0), _casts(tree, 0)
+    bare = _bare(tree, 0)
+    if bare:
+        raise QuerySyntaxError(f"column {bare[0][0]!r} needs a family: write family.qualifier",
+                               bare[0][1])
+    return node, casts
+
+
+def _bare(tree: exp.Expression, offset: int) -> tuple[tuple[str, int | None], ...]:
+    """The column names written without a family (not ROWKEY), with their positions."""
+    out = []
+    for node in tree.find_all(exp.Column):
+        if isinstance(node.this, exp.Identifier) and node.args.get("table") is None \
+                and ":" not in node.name and node.name.upper() != "ROWKEY":
+            out.append((node.name, _position(node, offset)))
+    return tuple(sorted(out, key=lambda x: (x[1] is None, x[1] or 0)))
 
 
 # -- sqlglot plumbing ------------------------------------------------------------------------
@@ -386,6 +405,12 @@ def _select_list(items: list[exp.Expression], offset: int) -> tuple[bytes, ...] 
     return tuple(cols)
 
 
+def _names(items: list[exp.Expression], offset: int) -> tuple[bytes, ...] | None:
+    if len(items) == 1 and isinstance(items[0], exp.Star):
+        return None
+    return tuple(_column(item, offset).name for item in items)
+
+
 def _limit(node: exp.Expression | None, offset: int) -> int | None:
     if node is None:
         return None
@@ -398,13 +423,11 @@ def _limit(node: exp.Expression | None, offset: int) -> int | None:
 def _column(node: exp.Expression, offset: int) -> Column:
     """``f.q`` -> b"f:q"; ``"f:q"`` -> b"f:q"; ``ROWKEY`` (any case) -> the rowkey;
     ``CAST(f.q AS type)`` -> b"f:q" too (its type is the statement's, see _casts)."""
-    while isinstance(node, exp.Paren):
+    while isinstance(node, (exp.Paren, exp.Alias)):  # a select-list alias: Select.labels
         node = node.this
     if isinstance(node, exp.Cast):
         return _cast(node, offset)[0]
     if not isinstance(node, exp.Column):
-        if isinstance(node, exp.Alias):
-            _unsupported("column aliases (AS) are not supported", node, offset)
         if isinstance(node, (exp.Func, exp.Binary, exp.Unary)):
             _unsupported(f"expressions such as {node.sql()!r} are not supported; "
                          "name a column as family.qualifier", node, offset)
@@ -416,10 +439,9 @@ def _column(node: exp.Expression, offset: int) -> Column:
     family = node.args.get("table")
     if family is not None:
         return Column(f"{family.name}:{node.name}".encode("utf-8"))
-    if node.name.upper() == "ROWKEY" or ":" not in node.name:
-        if node.name.upper() == "ROWKEY":
-            return Column(ROWKEY)
-        _syntax(f"column {node.name!r} needs a family: write family.qualifier", node, offset)
+    if node.name.upper() == "ROWKEY":
+        return Column(ROWKEY)
+    # a name without a family (and no ':') is resolved against the schema (Select.bare)
     return Column(node.name.encode("utf-8"))
 
 
@@ -679,7 +701,7 @@ def _agg(node: exp.Expression, offset: int) -> Agg:
 
 
 def _expr(node: exp.Expression, offset: int) -> Column | Agg:
-    while isinstance(node, exp.Paren):
+    while isinstance(node, (exp.Paren, exp.Alias)):
         node = node.this
     return _agg(node, offset) if _is_agg(node) else _column(node, offset)
 

@@ -128,11 +128,21 @@ class TableSchema:
     split_size: int = 64 * 1024 * 1024
     enabled: bool = True
     _known_columns: set = field(default_factory=set, repr=False, compare=False)
+    rowkey: str | None = None
+    """The SQL name of the rowkey column (CREATE TABLE's PRIMARY KEY column): SQL statements
+    may name the rowkey by it as well as by ROWKEY. None: only ROWKEY."""
+    rowkey_type: codec.ColumnType | None = None
+    """The rowkey's declared type (string or bytes; the rowkey is stored as its text/bytes), or
+    None for raw bytes."""
+    rowkey_generated: bool = False
+    """The table was created without a PRIMARY KEY: UPSERT makes a unique rowkey for each row
+    and SELECT * does not show it (a hibase extension, for pandas' to_sql)."""
 
     @classmethod
     def build(cls, name: str, families: Mapping[Any, Any],
               columns: Mapping[Any, str] | None = None, split_size: int | None = None,
-              internal: bool = False) -> "TableSchema":
+              internal: bool = False, rowkey: str | None = None,
+              rowkey_type: Any = None, rowkey_generated: bool = False) -> "TableSchema":
         name = check_table_name(name, internal=internal)
         if not isinstance(families, Mapping) or not families:
             raise errors.SchemaError(
@@ -162,7 +172,16 @@ class TableSchema:
             split_size = cls.split_size
         if not isinstance(split_size, int) or split_size < 1:
             raise errors.SchemaError("split_size must be a positive number of bytes")
-        return cls(name, fams, cols, split_size)
+        if rowkey is not None and (not isinstance(rowkey, str) or not rowkey
+                                   or ":" in rowkey or not rowkey.isprintable()):
+            raise errors.SchemaError(f"invalid rowkey column name {rowkey!r}")
+        rtype = None if rowkey_type is None else codec.parse_type(rowkey_type)
+        if rtype is not None and (rtype.name not in ("string", "bytes") or rtype.binary):
+            raise errors.SchemaError(
+                f"the rowkey is stored as text or bytes: declare it VARCHAR or VARBINARY, "
+                f"not {codec.SQL_TYPE_NAMES[rtype.name]}")
+        return cls(name, fams, cols, split_size, rowkey=rowkey, rowkey_type=rtype,
+                   rowkey_generated=bool(rowkey_generated))
 
     # -- persistence -------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -172,6 +191,9 @@ class TableSchema:
             "columns": {c.decode(): str(t) for c, t in self.columns.items()},
             "split_size": self.split_size,
             "enabled": self.enabled,
+            **({"rowkey": self.rowkey} if self.rowkey is not None else {}),
+            **({"rowkey_type": str(self.rowkey_type)} if self.rowkey_type is not None else {}),
+            **({"rowkey_generated": True} if self.rowkey_generated else {}),
         }
 
     @classmethod
@@ -180,7 +202,10 @@ class TableSchema:
             doc["name"],
             {f.encode(): FamilyOptions(**o) for f, o in doc["families"].items()},
             {c.encode(): codec.parse_type(t) for c, t in doc["columns"].items()},
-            doc["split_size"], doc.get("enabled", True))
+            doc["split_size"], doc.get("enabled", True), rowkey=doc.get("rowkey"),
+            rowkey_type=(codec.parse_type(doc["rowkey_type"]) if doc.get("rowkey_type")
+                         else None),
+            rowkey_generated=bool(doc.get("rowkey_generated", False)))
 
     # -- argument checks -----------------------------------------------------------------------
     def check_family(self, family: bytes) -> None:

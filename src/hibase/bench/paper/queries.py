@@ -57,14 +57,14 @@ def run_size(ld: Loaded, repeats: int, remote: bool) -> dict[str, Any]:
             sql, params = q["sql"], q["params"]
             r: dict[str, Any] = {"type": q["type"], "hibase_sql": q["hibase"], "peer_sql": sql,
                                  "params": list(params)}
-            r["plan"] = db.sql("EXPLAIN " + q["hibase"]).splitlines()[0:3]
-            cold, got = timed(lambda: db.sql(q["hibase"]), repeats)
+            r["plan"] = db.explain(q["hibase"]).splitlines()[0:3]
+            cold, got = timed(lambda: db.sql(q["hibase"], raw=True), repeats)
             cols = q.get("columns", COLUMNS)
             want = normalize_hibase(got, cols)
             r["rows"] = len(want)
             wants.append(want)
             t0, c0 = time.perf_counter(), time.process_time()
-            scanned = db.sql(q["hibase"], full_scan=True)
+            scanned = db.sql(q["hibase"], full_scan=True, raw=True)
             r["full_scan_s"] = time.perf_counter() - t0
             r["full_scan_cpu_s"] = time.process_time() - c0
             r["cold"] = cold
@@ -98,7 +98,7 @@ def run_size(ld: Loaded, repeats: int, remote: bool) -> dict[str, Any]:
         for q in qs:
             hot.sql(q["hibase"])  # fills the cache with the sets this query reads
         for r, q, want in zip(out, qs, wants):
-            h, got = timed(lambda: hot.sql(q["hibase"]), repeats)
+            h, got = timed(lambda: hot.sql(q["hibase"], raw=True), repeats)
             r["same_rows"]["hibase_hot"] = normalize_hibase(got, q.get("columns", COLUMNS)) \
                 == want
             r["hot"] = h

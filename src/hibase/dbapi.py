@@ -1,0 +1,333 @@
+"""hibase as a PEP 249 (DB-API 2.0) database: ``connect``, Connection, Cursor, type objects and
+exceptions, over ``hibase.Connection.execute`` (SQL in Phoenix's spelling: SELECT, UPSERT,
+DELETE, CREATE/DROP TABLE and INDEX, ALTER INDEX ... REBUILD).
+
+    import hibase.dbapi
+    with hibase.dbapi.connect("data/") as conn:
+        cur = conn.cursor()
+        cur.execute("CREATE TABLE t (k VARCHAR PRIMARY KEY, f.a INTEGER, f.b VARCHAR)")
+        cur.executemany("UPSERT INTO t (k, f.a, f.b) VALUES (?, ?, ?)", [("x", 1, "one")])
+        cur.execute("SELECT k, f.a FROM t WHERE f.a >= ?", (1,))
+        cur.fetchall()          # [('x', 1)]
+
+What it promises:
+
+- ``paramstyle`` is "qmark" (``?``); ``:name`` with a dict works too (named).
+- Writes are applied when ``execute`` returns (each statement in one atomic batch with its
+  index rows); there are no transactions: ``commit()`` does nothing, ``rollback()`` raises
+  NotSupportedError (nothing can be undone).
+- ``threadsafety`` is 1: threads may share the module, not connections (a hibase
+  Connection's statement cache and the embedded store's iterators are not guarded for
+  concurrent use).
+- Rows are tuples in select-list order; ``SELECT *`` gives the rowkey first (under the
+  table's PRIMARY KEY name, else ROWKEY; not shown for a table created without one), then the
+  declared columns in schema order, then undeclared columns by name. Values are decoded by
+  the declared types (int, float, str, bytes; None for NULL); undeclared columns are bytes;
+  the rowkey is str when declared VARCHAR, else bytes.
+- ``description`` has the 7 PEP 249 items (name, type_code, None x 5); type codes are
+  Phoenix's type names ("INTEGER", "VARCHAR", "DOUBLE", "VARBINARY" for undeclared bytes,
+  "ROWKEY" for the rowkey, "NUMBER" for COUNT/SUM/AVG), equal to STRING, BINARY, NUMBER, ROWID.
+- Errors: every hibase error leaves a cursor as an instance of both its hibase class and the
+  PEP 249 class it maps to (``except hibase.dbapi.ProgrammingError`` catches a
+  ``QuerySyntaxError``, which keeps its ``.position``): syntax, planning, unknown tables /
+  columns / indexes, wrong parameters -> ProgrammingError; values that do not fit their
+  column's type, bad rowkeys -> DataError; existing tables / indexes -> IntegrityError;
+  backend failures, disabled tables -> OperationalError; corrupted stores -> InternalError.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Iterator, Sequence
+
+from . import errors as _errors
+from .codec import SQL_TYPE_NAMES
+from .connection import Connection as _HConnection
+from .connection import connect as _connect
+
+__all__ = [
+    "apilevel", "threadsafety", "paramstyle", "connect", "Connection", "Cursor",
+    "Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
+    "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError",
+    "STRING", "BINARY", "NUMBER", "DATETIME", "ROWID", "Binary",
+    "Date", "Time", "Timestamp", "DateFromTicks", "TimeFromTicks", "TimestampFromTicks",
+]
+
+apilevel = "2.0"
+threadsafety = 1
+paramstyle = "qmark"
+
+
+# -- exceptions ----------------------------------------------------------------------------------
+
+class Warning(Exception):  # noqa: A001 - PEP 249's name
+    """PEP 249 Warning (hibase raises none)."""
+
+
+class Error(Exception):
+    """Base of PEP 249's errors."""
+
+
+class InterfaceError(Error):
+    pass
+
+
+class DatabaseError(Error):
+    pass
+
+
+class DataError(DatabaseError):
+    pass
+
+
+class OperationalError(DatabaseError):
+    pass
+
+
+class IntegrityError(DatabaseError):
+    pass
+
+
+class InternalError(DatabaseError):
+    pass
+
+
+class ProgrammingError(DatabaseError):
+    pass
+
+
+class NotSupportedError(DatabaseError):
+    pass
+
+
+_MAP: list[tuple[type, type]] = [  # most specific first
+    (_errors.ValueTypeError, DataError),
+    (_errors.InvalidRowKey, DataError),
+    (_errors.AlreadyExists, IntegrityError),
+    (_errors.StoreCorrupted, InternalError),
+    (_errors.BackendError, OperationalError),
+    (_errors.TableDisabled, OperationalError),
+    (_errors.QueryError, ProgrammingError),
+    (_errors.NotFound, ProgrammingError),
+    (_errors.FilterError, ProgrammingError),
+    (_errors.InvalidArgument, ProgrammingError),
+    (_errors.HibaseError, DatabaseError),
+]
+
+
+@functools.lru_cache(maxsize=None)
+def _mapped_class(hibase_cls: type) -> type:
+    pep = next(p for h, p in _MAP if issubclass(hibase_cls, h))
+    return type(hibase_cls.__name__, (hibase_cls, pep), {"__module__": __name__})
+
+
+def _mapped(exc: _errors.HibaseError) -> BaseException:
+    """``exc`` as an instance of its own class and of its PEP 249 class."""
+    cls = _mapped_class(type(exc))
+    out = cls.__new__(cls)
+    out.args = exc.args
+    out.__dict__.update(exc.__dict__)
+    return out
+
+
+def _run(fn: Any, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except _errors.HibaseError as exc:
+        raise _mapped(exc).with_traceback(exc.__traceback__) from exc
+
+
+# -- type objects --------------------------------------------------------------------------------
+
+class _TypeObject:
+    def __init__(self, *codes: str):
+        self.codes = frozenset(codes)
+
+    def __eq__(self, other: object) -> bool:
+        return other in self.codes
+
+    def __ne__(self, other: object) -> bool:
+        return other not in self.codes
+
+    def __hash__(self) -> int:
+        return hash(self.codes)
+
+    def __repr__(self) -> str:
+        return f"<type object {sorted(self.codes)}>"
+
+
+STRING = _TypeObject("VARCHAR", "CHAR", "PLAN")
+BINARY = _TypeObject("VARBINARY")
+NUMBER = _TypeObject("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "FLOAT", "DOUBLE", "NUMBER")
+DATETIME = _TypeObject()
+ROWID = _TypeObject("ROWKEY")
+
+
+def Binary(value: Any) -> bytes:  # noqa: N802 - PEP 249's name
+    return bytes(value)
+
+
+def _no_dates(*_: Any) -> Any:
+    raise NotSupportedError("hibase has no date or time types")
+
+
+Date = Time = Timestamp = DateFromTicks = TimeFromTicks = TimestampFromTicks = _no_dates
+
+
+def _type_code(t: Any) -> str:
+    if t == "rowkey":
+        return "ROWKEY"
+    if t == "number":
+        return "NUMBER"
+    if t is None:
+        return "VARBINARY"
+    if isinstance(t, str):  # EXPLAIN's plan lines
+        return t.upper()
+    return SQL_TYPE_NAMES[t.name]
+
+
+# -- connection and cursor -----------------------------------------------------------------------
+
+def connect(path_or_url: Any, **options: Any) -> "Connection":
+    """A DB-API connection to the store at ``path_or_url`` (a folder, or thrift://host:port),
+    opened by ``hibase.connect(path_or_url, **options)``; or over an open hibase Connection
+    (which close() then leaves open)."""
+    if isinstance(path_or_url, _HConnection):
+        return Connection(path_or_url, owned=False)
+    return Connection(_run(lambda: _connect(path_or_url, **options)), owned=True)
+
+
+class Connection:
+    """PEP 249 Connection over a hibase Connection (``.db``)."""
+
+    Warning, Error, InterfaceError, DatabaseError = Warning, Error, InterfaceError, DatabaseError
+    DataError, OperationalError, IntegrityError = DataError, OperationalError, IntegrityError
+    InternalError, ProgrammingError = InternalError, ProgrammingError
+    NotSupportedError = NotSupportedError
+
+    def __init__(self, db: _HConnection, owned: bool = True):
+        self.db = db
+        self._owned = owned
+        self.closed = False
+
+    def _check(self) -> None:
+        if self.closed:
+            raise ProgrammingError("the connection is closed")
+
+    def cursor(self) -> "Cursor":
+        self._check()
+        return Cursor(self)
+
+    def commit(self) -> None:
+        """Nothing to do: every statement is applied when execute() returns."""
+        self._check()
+
+    def rollback(self) -> None:
+        """Raises NotSupportedError: statements are applied when executed; nothing can be
+        undone."""
+        self._check()
+        raise NotSupportedError("hibase has no transactions: every statement is applied when "
+                                "execute() returns, so there is nothing to roll back")
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            if self._owned:
+                _run(self.db.close)
+
+    def __enter__(self) -> "Connection":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Cursor:
+    """PEP 249 Cursor: execute / executemany, then fetch rows as tuples."""
+
+    def __init__(self, connection: Connection):
+        self.connection = connection
+        self.arraysize = 1
+        self.description: list[tuple] | None = None
+        self.rowcount = -1
+        self.lastrowid = None
+        self._rows: list[tuple] = []
+        self._pos = 0
+        self.closed = False
+
+    def _check(self) -> None:
+        if self.closed:
+            raise ProgrammingError("the cursor is closed")
+        self.connection._check()
+
+    def _take(self, result: Any) -> None:
+        if result.description is not None and result.kind in ("select", "explain"):
+            self.description = [(name, _type_code(t if result.kind == "select" else "PLAN"),
+                                 None, None, None, None, None)
+                                for name, t in result.description]
+        else:
+            self.description = None
+        self._rows = list(result.rows)
+        self._pos = 0
+        self.rowcount = result.rowcount
+
+    def execute(self, operation: str, parameters: Any = None) -> "Cursor":
+        """Run one statement; ``?`` parameters from a sequence, ``:name`` ones from a dict."""
+        self._check()
+        if parameters is not None and not isinstance(parameters, dict) and \
+                not isinstance(parameters, (list, tuple)):
+            parameters = list(parameters)
+        self._take(_run(self.connection.db.execute, operation, parameters or None))
+        return self
+
+    def executemany(self, operation: str, seq_of_parameters: Any) -> "Cursor":
+        """Run one statement per parameter set (UPSERT VALUES: all rows in one batch)."""
+        self._check()
+        seq = [p if isinstance(p, (dict, list, tuple)) else list(p) for p in seq_of_parameters]
+        self._take(_run(self.connection.db.execute_many, operation, seq))
+        self.description = None
+        return self
+
+    def fetchone(self) -> tuple | None:
+        self._check()
+        if self._pos >= len(self._rows):
+            return None
+        row = self._rows[self._pos]
+        self._pos += 1
+        return row
+
+    def fetchmany(self, size: int | None = None) -> list[tuple]:
+        self._check()
+        n = self.arraysize if size is None else size
+        rows = self._rows[self._pos:self._pos + n]
+        self._pos += len(rows)
+        return rows
+
+    def fetchall(self) -> list[tuple]:
+        self._check()
+        rows = self._rows[self._pos:]
+        self._pos = len(self._rows)
+        return rows
+
+    def __iter__(self) -> Iterator[tuple]:
+        while True:
+            row = self.fetchone()
+            if row is None:
+                return
+            yield row
+
+    def setinputsizes(self, sizes: Sequence[Any]) -> None:
+        """Accepted and ignored (PEP 249)."""
+
+    def setoutputsize(self, size: int, column: int | None = None) -> None:
+        """Accepted and ignored (PEP 249)."""
+
+    def close(self) -> None:
+        self.closed = True
+        self._rows = []
+
+    def __enter__(self) -> "Cursor":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,613 @@
+"""SQL statements besides SELECT, in Phoenix's spelling, parsed into small frozen dataclasses.
+
+    CREATE TABLE [IF NOT EXISTS] t (k VARCHAR PRIMARY KEY, f.a INTEGER, b VARCHAR, ...)
+        [VERSIONS=3, TTL=86400, COMPRESSION='GZ', BLOOMFILTER='ROW', IN_MEMORY=true, f.VERSIONS=1]
+    DROP TABLE [IF EXISTS] t
+    CREATE [LOCAL] INDEX [IF NOT EXISTS] n ON t (f.a, ...) [INCLUDE (f.b, ...)] [ASYNC]
+    DROP INDEX [IF EXISTS] n ON t
+    ALTER INDEX [IF EXISTS] n ON t REBUILD
+    UPSERT INTO t [(k, f.a, ...)] VALUES (v, ...)[, (v, ...)...]
+    UPSERT INTO t [(k, f.a, ...)] SELECT ...
+    DELETE FROM t [WHERE ...] [LIMIT n]
+    EXPLAIN DELETE ... / EXPLAIN UPSERT ... SELECT ...
+
+SELECT (and the SELECT inside UPSERT SELECT and the WHERE of DELETE) is parsed by
+``parse.parse_select``; the rest by a small tokenizer and recursive descent here (sqlglot
+knows neither UPSERT nor Phoenix's table options). Errors are QuerySyntaxError with the
+0-based position of the problem, as for SELECT. Nothing here reads a schema: column names
+stay as written (``f.a`` -> ``b"f:a"``, a bare ``a`` -> ``b"a"``, resolved at execution).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any, Union
+
+from ..codec import ColumnType, type_from_name
+from ..errors import QueryError, QueryPlanError, QuerySyntaxError, SchemaError
+from .ast import ROWKEY, Param, Select
+from .parse import check_size, parse_select
+
+__all__ = ["CreateTable", "DropTable", "CreateIndex", "DropIndex", "AlterIndex", "Upsert",
+           "Delete", "Statement", "parse_statement", "ColumnDef"]
+
+
+@dataclass(frozen=True)
+class ColumnDef:
+    """A column of CREATE TABLE: its name as written (``b"f:a"`` or a bare ``b"a"``) and type."""
+
+    name: bytes
+    type: ColumnType
+    position: int | None = None
+
+
+@dataclass(frozen=True)
+class CreateTable:
+    table: str
+    rowkey: str | None  # the PRIMARY KEY column's name (None: no PRIMARY KEY)
+    rowkey_type: ColumnType | None
+    columns: tuple[ColumnDef, ...]
+    options: tuple[tuple[str, Any], ...] = ()  # (NAME or family.NAME, value)
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class DropTable:
+    table: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class CreateIndex:
+    name: str
+    table: str
+    columns: tuple[bytes, ...]
+    include: tuple[bytes, ...] = ()
+    local: bool = False
+    if_not_exists: bool = False
+    async_: bool = False  # ASYNC: created "building", built by ALTER INDEX ... REBUILD
+
+
+@dataclass(frozen=True)
+class DropIndex:
+    name: str
+    table: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class AlterIndex:
+    name: str
+    table: str
+    if_exists: bool = False  # the one action is REBUILD
+
+
+@dataclass(frozen=True)
+class Upsert:
+    """``UPSERT INTO t (cols) VALUES (...), ...`` (``rows``) or ``... SELECT`` (``select``).
+    ``columns`` None: the table's columns in order (its rowkey first)."""
+
+    table: str
+    columns: tuple[bytes, ...] | None
+    rows: tuple[tuple[Any, ...], ...] = ()  # literals, None (NULL) and Params
+    select: Select | None = None
+    explain: bool = False
+
+    @property
+    def param_count(self) -> int:
+        return sum(isinstance(v, Param) for r in self.rows for v in r)
+
+
+@dataclass(frozen=True)
+class Delete:
+    """``DELETE FROM t [WHERE ...]``: ``select`` finds the rows (its planner, its indexes)."""
+
+    table: str
+    select: Select
+    explain: bool = False
+
+
+Statement = Union[Select, CreateTable, DropTable, CreateIndex, DropIndex, AlterIndex, Upsert,
+                  Delete]
+
+# -- tokens ------------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"""
+    (?P<ws>\s+|--[^\n]*|/\*.*?\*/)
+  | (?P<hex>[xX]'[^']*')
+  | (?P<str>'(?:[^']|'')*')
+  | (?P<qid>"(?:[^"]|"")*")
+  | (?P<bq>`(?:[^`]|``)*`)
+  | (?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
+  | (?P<id>[A-Za-z_][A-Za-z0-9_$]*)
+  | (?P<param>\?|:[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<op>[<>!=|]+|[^\s'"`])
+""", re.VERBOSE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class _Tok:
+    kind: str  # id (unquoted), qid (quoted identifier), str, hex, num, param, op, end
+    text: str
+    pos: int
+
+    @property
+    def word(self) -> str:
+        return self.text.upper() if self.kind == "id" else ""
+
+
+def _tokens(sql: str, start: int = 0) -> list[_Tok]:
+    out: list[_Tok] = []
+    pos = start
+    while pos < len(sql):
+        m = _TOKEN.match(sql, pos)
+        if m is None:
+            if sql[pos] in "'\"`":
+                raise QuerySyntaxError("unterminated quoted string", pos)
+            raise QuerySyntaxError(f"unexpected {sql[pos]!r}", pos)
+        kind = m.lastgroup
+        if kind != "ws":
+            text = m.group()
+            if kind in ("qid", "bq"):
+                text, kind = text[1:-1].replace(text[0] * 2, text[0]), "qid"
+            elif kind == "str":
+                text = text[1:-1].replace("''", "'")
+            elif kind == "hex":
+                text = text[2:-1]
+            out.append(_Tok(kind, text, m.start()))
+        pos = m.end()
+    out.append(_Tok("end", "", len(sql)))
+    return out
+
+
+class _Parser:
+    def __init__(self, sql: str, start: int = 0):
+        self.sql = sql
+        self.toks = _tokens(sql, start)
+        self.i = 0
+        self.params = 0
+        self.named = False
+
+    @property
+    def tok(self) -> _Tok:
+        return self.toks[self.i]
+
+    def next(self) -> _Tok:
+        t = self.toks[self.i]
+        if t.kind != "end":
+            self.i += 1
+        return t
+
+    def fail(self, message: str, tok: _Tok | None = None) -> QuerySyntaxError:
+        tok = tok or self.tok
+        return QuerySyntaxError(message, tok.pos)
+
+    def unexpected(self, wanted: str) -> QuerySyntaxError:
+        t = self.tok
+        got = "the end of the statement" if t.kind == "end" else repr(
+            self.sql[t.pos:t.pos + max(1, len(t.text))] if t.kind == "id" else t.text)
+        return self.fail(f"expected {wanted}, got {got}")
+
+    def accept(self, *words: str) -> bool:
+        """Consume the keywords ``words`` if they come next (all or none)."""
+        for k, w in enumerate(words):
+            t = self.toks[min(self.i + k, len(self.toks) - 1)]
+            if t.word != w:
+                return False
+        self.i += len(words)
+        return True
+
+    def expect(self, *words: str) -> None:
+        for w in words:
+            if not self.accept(w):
+                raise self.unexpected(w)
+
+    def op(self, c: str) -> bool:
+        if self.tok.kind == "op" and self.tok.text == c:
+            self.i += 1
+            return True
+        return False
+
+    def expect_op(self, c: str) -> None:
+        if not self.op(c):
+            raise self.unexpected(repr(c))
+
+    def ident(self, what: str) -> str:
+        t = self.tok
+        if t.kind in ("id", "qid") and t.text:
+            self.i += 1
+            return t.text
+        raise self.unexpected(what)
+
+    def table(self) -> str:
+        name = self.ident("a table name")
+        if self.op("."):
+            name = f"{name}:{self.ident('a table name')}"  # ns.table -> HBase "ns:table"
+        return name
+
+    def column(self) -> tuple[bytes, int]:
+        """``f.q``, ``"f:q"``, ``"f.q"`` (one quoted identifier, as SQLAlchemy writes a
+        name with a dot), ``ROWKEY`` or a bare name (resolved later)."""
+        pos = self.tok.pos
+        quoted = self.tok.kind == "qid"
+        first = self.ident("a column name")
+        if quoted and "." in first and ":" not in first:
+            family, _, qualifier = first.partition(".")
+            if family and qualifier:
+                return f"{family}:{qualifier}".encode("utf-8"), pos
+        if self.op("."):
+            return f"{first}:{self.ident('a qualifier')}".encode("utf-8"), pos
+        if first.upper() == "ROWKEY" and self.toks[self.i - 1].kind == "id":
+            return ROWKEY, pos
+        return first.encode("utf-8"), pos
+
+    def column_list(self) -> tuple[bytes, ...]:
+        self.expect_op("(")
+        cols = [self.column()[0]]
+        while self.op(","):
+            cols.append(self.column()[0])
+        self.expect_op(")")
+        return tuple(cols)
+
+    def end(self) -> None:
+        self.op(";")
+        if self.tok.kind != "end":
+            raise self.unexpected("the end of the statement")
+
+    # -- values ------------------------------------------------------------------------------
+    def value(self) -> Any:
+        t = self.tok
+        if t.kind == "param":
+            self.i += 1
+            if t.text == "?":
+                if self.named:
+                    raise QueryPlanError("use either ? or :name parameters in one statement, "
+                                         "not both")
+                p = Param(index=self.params)
+                self.params += 1
+                return p
+            if self.params:
+                raise QueryPlanError("use either ? or :name parameters in one statement, not "
+                                     "both")
+            self.named = True
+            return Param(name=t.text[1:])
+        if t.kind == "str":
+            self.i += 1
+            return t.text
+        if t.kind == "hex":
+            self.i += 1
+            if len(t.text) % 2 or any(c not in "0123456789abcdefABCDEF" for c in t.text):
+                raise self.fail(f"X'{t.text}' needs an even number of hex digits", t)
+            return bytes.fromhex(t.text)
+        negative = False
+        if t.kind == "op" and t.text == "-":
+            self.i += 1
+            negative = True
+            t = self.tok
+        if t.kind == "num":
+            self.i += 1
+            try:
+                v: Any = int(t.text)
+            except ValueError:
+                v = float(t.text)
+            return -v if negative else v
+        if negative:
+            raise self.unexpected("a number")
+        if t.word == "NULL":
+            self.i += 1
+            return None
+        if t.word in ("TRUE", "FALSE"):
+            self.i += 1
+            return 1 if t.word == "TRUE" else 0
+        raise self.unexpected("a literal value (number, 'string', X'hex', NULL, ?, :name)")
+
+
+# -- statements --------------------------------------------------------------------------------
+
+_OPTIONS = {"VERSIONS": "max_versions", "TTL": "time_to_live", "COMPRESSION": "compression",
+            "BLOOMFILTER": "bloom_filter_type", "IN_MEMORY": "in_memory",
+            "BLOCKCACHE": "block_cache_enabled", "SPLIT_SIZE": "split_size"}
+"""CREATE TABLE options (Phoenix passes HBase's column-family properties through) and the
+create_table argument each sets; SPLIT_SIZE (bytes) is hibase's."""
+
+
+def _type(p: _Parser) -> ColumnType:
+    t = p.tok
+    name = p.ident("a type name")
+    if t.kind != "id":
+        raise p.fail(f"expected a type name, got {name!r}", t)
+    if name.upper() in ("UNSIGNED_INT", "UNSIGNED_LONG", "DECIMAL", "NUMERIC", "BOOLEAN",
+                        "DATE", "TIME", "TIMESTAMP"):
+        raise p.fail(f"type {name.upper()} is not supported (types: TINYINT, SMALLINT, "
+                     "INTEGER, BIGINT, FLOAT, DOUBLE, CHAR, VARCHAR, VARBINARY)", t)
+    if name.upper() == "DOUBLE" and p.accept("PRECISION"):
+        pass
+    if p.op("("):  # VARCHAR(20), CHAR(1), DECIMAL(10, 2): a length hibase does not keep
+        while not p.op(")"):
+            if p.tok.kind == "end":
+                raise p.unexpected("')'")
+            p.next()
+    try:
+        return type_from_name(name)
+    except SchemaError:
+        raise p.fail(f"unknown type {name!r} (types: TINYINT, SMALLINT, INTEGER, BIGINT, "
+                     "FLOAT, DOUBLE, CHAR, VARCHAR, VARBINARY)", t) from None
+
+
+def _create_table(p: _Parser) -> CreateTable:
+    if_not_exists = p.accept("IF", "NOT", "EXISTS")
+    table = p.table()
+    p.expect_op("(")
+    cols: list[ColumnDef] = []
+    rowkey: tuple[bytes, ColumnType, int] | None = None
+    constraint_pk: tuple[bytes, int] | None = None
+    while True:
+        if p.tok.word in ("CONSTRAINT", "PRIMARY") and (
+                p.tok.word == "CONSTRAINT" or p.toks[p.i + 1].word == "KEY"):
+            if p.accept("CONSTRAINT"):
+                p.ident("a constraint name")
+            p.expect("PRIMARY", "KEY")
+            p.expect_op("(")
+            constraint_pk = p.column()
+            if p.tok.word in ("ASC", "DESC"):
+                p.next()
+            if p.tok.kind == "op" and p.tok.text == ",":
+                raise p.fail("a composite PRIMARY KEY is not supported: the rowkey is one "
+                             "column")
+            p.expect_op(")")
+        else:
+            name, pos = p.column()
+            ctype = _type(p)
+            is_pk = False
+            while True:
+                if p.accept("NOT", "NULL") or p.accept("NULL"):
+                    continue
+                if p.accept("PRIMARY", "KEY"):
+                    is_pk = True
+                    if p.tok.word in ("ASC", "DESC"):
+                        p.next()
+                    continue
+                break
+            if is_pk:
+                if rowkey is not None:
+                    raise QuerySyntaxError("only one PRIMARY KEY column: the rowkey is one "
+                                           "column", pos)
+                rowkey = (name, ctype, pos)
+            else:
+                cols.append(ColumnDef(name, ctype, pos))
+        if p.op(")"):
+            break
+        if not p.op(","):
+            raise p.unexpected("',' or ')'")
+    if constraint_pk is not None:
+        if rowkey is not None:
+            raise QuerySyntaxError("PRIMARY KEY given twice", constraint_pk[1])
+        found = [c for c in cols if c.name == constraint_pk[0]]
+        if not found:
+            raise QuerySyntaxError(f"PRIMARY KEY column {constraint_pk[0].decode()!r} is not "
+                                   "defined", constraint_pk[1])
+        cols.remove(found[0])
+        rowkey = (found[0].name, found[0].type, found[0].position or 0)
+    options: list[tuple[str, Any]] = []
+    while p.tok.kind != "end" and not (p.tok.kind == "op" and p.tok.text == ";"):
+        start = p.tok
+        key = p.ident("a table option (VERSIONS=3, TTL=86400, ...)")
+        if p.op("."):
+            family, key = key, p.ident("an option name")
+        else:
+            family = None
+        if key.upper() not in _OPTIONS:
+            raise p.fail(f"unknown table option {key!r} (known: {', '.join(_OPTIONS)})", start)
+        p.expect_op("=")
+        t = p.tok
+        if t.kind == "id" and t.word in ("TRUE", "FALSE"):
+            p.next()
+            value: Any = t.word == "TRUE"
+        elif t.kind == "id" and t.word in ("NONE", "ROW", "ROWCOL", "GZ", "SNAPPY", "LZ4",
+                                            "ZSTD", "BZIP2", "FOREVER"):
+            p.next()
+            value = t.word
+        else:
+            value = p.value()
+            if isinstance(value, Param) or value is None:
+                raise p.fail(f"option {key.upper()} needs a literal value", t)
+        options.append((f"{family}.{key.upper()}" if family else key.upper(), value))
+        p.op(",")
+    p.end()
+    if rowkey is not None:
+        name, rtype, pos = rowkey
+        if b":" in name:
+            raise QuerySyntaxError("the PRIMARY KEY column is the rowkey: name it without a "
+                                   "family", pos)
+        if rtype.name not in ("string", "bytes", "char"):
+            raise QuerySyntaxError(
+                f"the rowkey is stored as text or bytes: declare the PRIMARY KEY VARCHAR or "
+                f"VARBINARY (it is {rtype})", pos)
+        rowkey_name: str | None = name.decode("utf-8")
+        rowkey_type: ColumnType | None = ColumnType("bytes" if rtype.name == "bytes"
+                                                    else "string")
+    else:
+        rowkey_name, rowkey_type = None, None
+    seen: set[bytes] = set()
+    for c in cols:
+        if c.name in seen or c.name == ROWKEY:
+            raise QuerySyntaxError(f"column {c.name.decode()!r} defined twice", c.position)
+        seen.add(c.name)
+    return CreateTable(table, rowkey_name, rowkey_type, tuple(cols), tuple(options),
+                       if_not_exists)
+
+
+def _create_index(p: _Parser, local: bool) -> CreateIndex:
+    if_not_exists = p.accept("IF", "NOT", "EXISTS")
+    name = p.ident("an index name")
+    p.expect("ON")
+    table = p.table()
+    p.expect_op("(")
+    cols = []
+    while True:
+        cols.append(p.column()[0])
+        if p.tok.word in ("ASC", "DESC"):
+            p.next()
+        if p.op(")"):
+            break
+        if not p.op(","):
+            raise p.unexpected("',' or ')'")
+    include: tuple[bytes, ...] = ()
+    if p.accept("INCLUDE"):
+        include = p.column_list()
+    async_ = p.accept("ASYNC")
+    p.end()
+    return CreateIndex(name, table, tuple(cols), include, local, if_not_exists, async_)
+
+
+def _select_at(sql: str, start: int) -> Select:
+    """parse_select of ``sql[start:]``, its error positions made positions in ``sql``."""
+    try:
+        return parse_select(sql[start:])
+    except QueryError as e:
+        raise _shifted(e, start) from None
+
+
+_AT = re.compile(r"\(at position (\d+)\)")
+
+
+def _shifted(e: QueryError, delta: int) -> QueryError:
+    if isinstance(e, QuerySyntaxError):
+        message = _AT.sub("", str(e)).rstrip()
+        return QuerySyntaxError(message, None if e.position is None else e.position + delta)
+    return type(e)(_AT.sub(lambda m: f"(at position {int(m.group(1)) + delta})", str(e)))
+
+
+def _upsert(p: _Parser, explain: bool) -> Upsert:
+    p.expect("INTO")
+    table = p.table()
+    columns = None
+    if p.tok.kind == "op" and p.tok.text == "(":
+        columns = p.column_list()
+    if p.tok.word == "SELECT":
+        select = _select_at(p.sql, p.tok.pos)
+        if columns is not None and select.names is not None and \
+                len(select.names) != len(columns):
+            raise QuerySyntaxError(f"{len(columns)} columns but the SELECT returns "
+                                   f"{len(select.names)}", p.tok.pos)
+        if columns is not None and select.items is not None and \
+                len(select.items) != len(columns):
+            raise QuerySyntaxError(f"{len(columns)} columns but the SELECT returns "
+                                   f"{len(select.items)}", p.tok.pos)
+        return Upsert(table, columns, (), select.with_(explain=False), explain)
+    if explain:
+        raise p.fail("EXPLAIN UPSERT takes UPSERT ... SELECT (VALUES has no plan)")
+    p.expect("VALUES")
+    rows = []
+    while True:
+        start = p.tok
+        p.expect_op("(")
+        row = [p.value()]
+        while p.op(","):
+            row.append(p.value())
+        p.expect_op(")")
+        if columns is not None and len(row) != len(columns):
+            raise p.fail(f"{len(row)} values for {len(columns)} columns", start)
+        if rows and len(row) != len(rows[0]):
+            raise p.fail(f"{len(row)} values; the first row has {len(rows[0])}", start)
+        rows.append(tuple(row))
+        if not p.op(","):
+            break
+    p.end()
+    return Upsert(table, columns, tuple(rows), None, explain)
+
+
+def _delete(p: _Parser, explain: bool) -> Delete:
+    p.expect("FROM")
+    start = p.tok.pos
+    table = p.table()
+    # the rows are found by the SELECT planner: "SELECT ROWKEY FROM t WHERE ..." with the
+    # positions of the DELETE's text
+    head = "SELECT ROWKEY FROM "
+    try:
+        select = parse_select(head + p.sql[start:])
+    except QueryError as e:
+        raise _shifted(e, start - len(head)) from None
+    if select.aggregate or select.order_by or select.offset is not None:
+        raise QueryPlanError("DELETE takes FROM table [WHERE condition] [LIMIT n]")
+    return Delete(table, select, explain)
+
+
+_EXPLAIN = re.compile(r"\s*EXPLAIN\s+", re.IGNORECASE)
+_FIRST = re.compile(r"\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*([A-Za-z]+)", re.DOTALL)
+
+
+def is_select(sql: str) -> bool:
+    """Is ``sql`` a (possibly EXPLAIN) SELECT, for parse.parse_select?"""
+    m = _EXPLAIN.match(sql)
+    m2 = _FIRST.match(sql, m.end() if m else 0)
+    return m2 is None or m2.group(1).upper() not in (
+        "CREATE", "DROP", "ALTER", "UPSERT", "DELETE", "INSERT", "UPDATE")
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse(sql: str) -> Statement:
+    if is_select(sql):
+        return parse_select(sql)
+    m = _EXPLAIN.match(sql)
+    explain = m is not None
+    p = _Parser(sql, m.end() if m else 0)
+    first = p.tok
+    word = first.word
+    if word in ("INSERT", "UPDATE"):
+        raise p.fail(f"{word} is not Phoenix's SQL: write UPSERT INTO t (cols) VALUES (...)")
+    p.next()
+    if explain and word not in ("UPSERT", "DELETE"):
+        raise p.fail("EXPLAIN takes SELECT, UPSERT ... SELECT or DELETE", first)
+    if word == "CREATE":
+        if p.accept("TABLE"):
+            return _create_table(p)
+        local = p.accept("LOCAL")
+        if p.accept("INDEX"):
+            return _create_index(p, local)
+        raise p.unexpected("TABLE, INDEX or LOCAL INDEX")
+    if word == "DROP":
+        if p.accept("TABLE"):
+            if_exists = p.accept("IF", "EXISTS")
+            table = p.table()
+            p.end()
+            return DropTable(table, if_exists)
+        if p.accept("INDEX"):
+            if_exists = p.accept("IF", "EXISTS")
+            name = p.ident("an index name")
+            p.expect("ON")
+            table = p.table()
+            p.end()
+            return DropIndex(name, table, if_exists)
+        raise p.unexpected("TABLE or INDEX")
+    if word == "ALTER":
+        if p.accept("INDEX"):
+            if_exists = p.accept("IF", "EXISTS")
+            name = p.ident("an index name")
+            p.expect("ON")
+            table = p.table()
+            p.expect("REBUILD")
+            p.end()
+            return AlterIndex(name, table, if_exists)
+        if p.tok.word == "TABLE":
+            raise QueryPlanError(f"ALTER TABLE is not supported (at position {p.tok.pos}); "
+                                 "families are fixed at creation (db.declare_columns "
+                                 "declares column types)")
+        raise p.unexpected("INDEX")
+    if word == "UPSERT":
+        return _upsert(p, explain)
+    if word == "DELETE":
+        return _delete(p, explain)
+    raise p.fail(f"unknown statement {first.text!r}", first)  # pragma: no cover
+
+
+def parse_statement(sql: str, max_statement: int | None = None) -> Statement:
+    """Parse one statement (SELECT, DDL or DML, see the module docstring); the result is
+    immutable and cached by its text."""
+    if not isinstance(sql, str):
+        raise QuerySyntaxError("a statement is a str")
+    if max_statement is not None:
+        check_size(sql, max_statement)
+    return _parse(sql)

@@ -1,0 +1,459 @@
+"""Executing SQL statements: SELECT through the query engine, DDL and DML through the
+Connection's public API (so every write takes the one write path and keeps the indexes exact).
+
+Statements are parsed in ``query/statements.py`` (SELECT in ``query/parse.py``); this module
+sits above query/ and below connection.py, which calls it from ``Connection.sql`` (and
+``hibase.dbapi`` from its cursors). It holds no state: the Connection is passed in.
+
+Results (``Result``): ``kind`` is "select", "explain", "ddl" or "dml"; ``description`` the
+result columns as (label, type) with type a ``ColumnType`` (a declared column), ``None`` (an
+undeclared column's bytes), ``"rowkey"`` or ``"number"`` (COUNT / SUM / AVG); ``rows`` tuples in
+that order; ``rowcount`` the rows written (DML), returned (SELECT) or -1 (DDL).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from . import codec, errors
+from .query import engine
+from .query.ast import ROWKEY, Agg, Column, Param, Select
+from .query.resolve import DEFAULT_FAMILY, resolve, resolve_name
+from .query.statements import (
+    AlterIndex, CreateIndex, CreateTable, Delete, DropIndex, DropTable, Statement, Upsert,
+    parse_statement,
+)
+from .store.schema import FOREVER
+
+__all__ = ["Result", "execute", "execute_many", "parse", "label", "decode_row", "generated_rowkey"]
+
+
+@dataclass
+class Result:
+    kind: str
+    description: list[tuple[str, Any]] | None = None
+    rows: list[tuple] = field(default_factory=list)
+    rowcount: int = -1
+    records: list | None = None  # SELECT: the engine's rows ((rowkey, {col: raw}) or tuples)
+    select: Select | None = None
+    text: str | None = None  # EXPLAIN: the plan as text
+
+
+def parse(db: Any, sql: str) -> Statement:
+    """The statement of ``sql`` (cached by text)."""
+    return parse_statement(sql, getattr(db, "max_statement", None))
+
+
+def label(col: bytes, schema: Any) -> str:
+    """A result column's name: the rowkey's declared name (or ROWKEY), a default-family
+    column's qualifier, else family.qualifier."""
+    if col == ROWKEY:
+        return schema.rowkey or "ROWKEY"
+    fam, _, qual = col.partition(b":")
+    if fam == DEFAULT_FAMILY:
+        return qual.decode("utf-8", "backslashreplace")
+    return f"{fam.decode('utf-8', 'backslashreplace')}.{qual.decode('utf-8', 'backslashreplace')}"
+
+
+def _decode(t: Any, raw: bytes | None) -> Any:
+    if raw is None or t is None:
+        return raw
+    try:
+        return codec.decode_cell(t, raw)
+    except errors.ValueTypeError:  # a cell that does not read as its (cast) type is NULL
+        return None
+
+
+def decode_key(schema: Any, key: bytes) -> Any:
+    if schema.rowkey_type is not None and schema.rowkey_type.name == "string":
+        try:
+            return key.decode("utf-8")
+        except UnicodeDecodeError:
+            return key
+    return key
+
+
+def decode_row(cells: Mapping[bytes, bytes], types: Mapping[bytes, Any]) -> dict:
+    """{column: value} with each declared column's cell decoded (undeclared stay bytes)."""
+    return {c: _decode(types.get(c), v) for c, v in cells.items()}
+
+
+# -- SELECT ------------------------------------------------------------------------------------
+
+def _prepared(db: Any, select: Select, full: Callable[[str], str]) -> tuple[Select, Any]:
+    select = select.with_(table=full(select.table))
+    schema = db.store.schema(select.table)
+    return resolve(select, schema), schema
+
+
+def run_select(db: Any, select: Select, params: Any, full: Callable[[str], str],
+               range_method: str = "auto", full_scan: bool = False) -> Result:
+    select, schema = _prepared(db, select, full)
+    select = engine.bind(select, params)
+    if select.explain:
+        text = engine.explain(select, db.store, db.indexer, range_method, full_scan)
+        return Result("explain", [("PLAN", None)], [(line,) for line in text.splitlines()],
+                      -1, text=text)
+    records = engine.run_select(select, db.store, db.indexer, range_method, full_scan)
+    types = engine.types_of(select, db.store)
+    result = Result("select", records=records, select=select, rowcount=len(records))
+    labels = select.labels
+    if select.aggregate:
+        result.description = [(_item_label(i, schema), _item_type(i, types))
+                              for i in select.items]  # type: ignore[union-attr]
+        result.description = _aliased(result.description, labels)
+        result.rows = records
+        return result
+    names = select.names
+    if names is None:  # *: the rowkey, declared columns in schema order, then the others
+        names = (() if schema.rowkey_generated else (ROWKEY,)) + tuple(schema.columns)
+        seen = set(names)
+        extra = sorted({c for _, cells in records for c in cells if c not in seen})
+        names += tuple(extra)
+    result.description = [(label(c, schema), "rowkey" if c == ROWKEY else types.get(c))
+                          for c in names]
+    if select.names is not None:
+        result.description = _aliased(result.description, labels)
+    decoders = [None if c == ROWKEY else types.get(c) for c in names]
+    rows = []
+    for key, cells in records:
+        rows.append(tuple(decode_key(schema, key) if c == ROWKEY else _decode(t, cells.get(c))
+                          for c, t in zip(names, decoders)))
+    result.rows = rows
+    return result
+
+
+def _aliased(description: list, labels: tuple) -> list:
+    if not labels or len(labels) != len(description):
+        return description
+    return [(a or name, t) for (name, t), a in zip(description, labels)]
+
+
+def _item_label(item: Any, schema: Any) -> str:
+    if isinstance(item, Column):
+        return label(item.name, schema)
+    if item.column is None:
+        return str(item)
+    inner = label(item.column.name, schema)
+    return f"{item.func}({'DISTINCT ' if item.distinct else ''}{inner})"
+
+
+def _item_type(item: Any, types: Mapping[bytes, Any]) -> Any:
+    if isinstance(item, Column):
+        return "rowkey" if item.is_rowkey else types.get(item.name)
+    if isinstance(item, Agg) and item.func in ("MIN", "MAX") and item.column is not None:
+        return "rowkey" if item.column.is_rowkey else types.get(item.column.name)
+    return "number"
+
+
+# -- parameters of UPSERT VALUES ---------------------------------------------------------------
+
+def _value(v: Any, what: str) -> Any:
+    if v is None or isinstance(v, (str, bytes)):
+        return v
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float):
+        return None if v != v else v  # NaN is NULL (pandas' missing value)
+    if isinstance(v, (bytearray, memoryview)):
+        return bytes(v)
+    try:  # numpy scalars and other numbers
+        import numbers
+        if isinstance(v, numbers.Integral):
+            return int(v)
+        if isinstance(v, numbers.Real):
+            f = float(v)
+            return None if f != f else f
+    except Exception:  # pragma: no cover
+        pass
+    raise errors.InvalidArgument(f"parameter {what} must be int, float, str, bytes or None, "
+                                 f"not {type(v).__name__}")
+
+
+def _bind_rows(stmt: Upsert, params: Any) -> list[tuple]:
+    found = [v for r in stmt.rows for v in r if isinstance(v, Param)]
+    if not found:
+        if params:
+            raise errors.InvalidArgument(f"the statement has no parameters but {len(params)} "
+                                         "value(s) were given")
+        return list(stmt.rows)
+    if params is None:
+        raise errors.InvalidArgument("the statement has parameters but no values were given")
+    if found[0].name is not None:
+        if not isinstance(params, Mapping):
+            raise errors.InvalidArgument("named parameters (:name) take a dict of values")
+        missing = sorted({p.name for p in found} - set(params))  # type: ignore[arg-type]
+        if missing:
+            raise errors.InvalidArgument("no value for parameter(s) "
+                                         + ", ".join(":" + str(m) for m in missing))
+        extra = sorted(set(params) - {p.name for p in found})
+        if extra:
+            raise errors.InvalidArgument(f"unknown parameter(s) {', '.join(map(str, extra))}")
+
+        def get(p: Param) -> Any:
+            return _value(params[p.name], f":{p.name}")
+    else:
+        if isinstance(params, (Mapping, str, bytes)) or not isinstance(params, Sequence):
+            raise errors.InvalidArgument("? parameters take a list or tuple of values")
+        if len(params) != len(found):
+            raise errors.InvalidArgument(f"the statement has {len(found)} ? parameter(s) but "
+                                         f"{len(params)} value(s) were given")
+
+        def get(p: Param) -> Any:
+            return _value(params[p.index], str(p.index + 1))  # type: ignore[index]
+    return [tuple(get(v) if isinstance(v, Param) else v for v in r) for r in stmt.rows]
+
+
+# -- writes ------------------------------------------------------------------------------------
+
+_counter = itertools.count()
+
+
+def generated_rowkey() -> bytes:
+    """A unique rowkey for a table without PRIMARY KEY: time, process and a counter (rows
+    written later by one process sort later)."""
+    return b"%016x%06x%08x" % (time.time_ns(), os.getpid() & 0xFFFFFF,
+                               next(_counter) & 0xFFFFFFFF)
+
+
+def _targets(schema: Any, columns: tuple[bytes, ...] | None) -> list[bytes]:
+    if columns is None:
+        return ([] if schema.rowkey_generated else [ROWKEY]) + list(schema.columns)
+    out = []
+    for c in columns:
+        col = c if (c == ROWKEY or b":" in c) else resolve_name(c.decode("utf-8"), schema)
+        if col != ROWKEY and col.partition(b":")[0] not in schema.families:
+            raise errors.ColumnNotFound(
+                f"table {schema.name!r} has no column {col.decode(errors='replace')!r} "
+                f"(families: {', '.join(f.decode() for f in schema.families)})")
+        if col in out:
+            raise errors.InvalidArgument(f"column {label(col, schema)!r} is given twice")
+        out.append(col)
+    return out
+
+
+def _key_bytes(schema: Any, v: Any) -> bytes:
+    if isinstance(v, bytes):
+        return v
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    if isinstance(v, (int, float)):
+        return str(v).encode()
+    raise errors.InvalidArgument(f"a rowkey cannot be {type(v).__name__}")
+
+
+def _cell(schema: Any, col: bytes, v: Any) -> bytes:
+    t = schema.columns.get(col)
+    if t is not None:
+        try:
+            return codec.encode_cell(t, v)
+        except errors.ValueTypeError as exc:
+            raise errors.ValueTypeError(f"column {label(col, schema)}: {exc}") from None
+    if isinstance(v, bytes):
+        return v
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    return repr(v).encode() if isinstance(v, float) else str(v).encode()
+
+
+def _write(db: Any, table: str, schema: Any, targets: list[bytes], rows: list[tuple]) -> int:
+    if ROWKEY not in targets and not schema.rowkey_generated:
+        raise errors.InvalidArgument(
+            f"UPSERT INTO {table} needs the rowkey column ({schema.rowkey or 'ROWKEY'}) among "
+            "its columns")
+    k = targets.index(ROWKEY) if ROWKEY in targets else None
+    writes = []
+    for row in rows:
+        if len(row) != len(targets):
+            raise errors.InvalidArgument(f"{len(row)} values for {len(targets)} columns")
+        if k is None:
+            key = generated_rowkey()
+        else:
+            if row[k] is None:
+                raise errors.InvalidArgument(f"the rowkey ({schema.rowkey or 'ROWKEY'}) cannot "
+                                             "be NULL")
+            key = _key_bytes(schema, row[k])
+        cells, nulls = {}, []
+        for col, v in zip(targets, row):
+            if col == ROWKEY:
+                continue
+            if v is None:
+                nulls.append(col)
+            else:
+                cells[col] = _cell(schema, col, v)
+        writes.append((key, cells, nulls))
+    t = db.table(table, use_prefix=False)
+    with t.batch() as b:  # one atomic write with the index upkeep (Connection.mutate)
+        for key, cells, nulls in writes:
+            if cells:
+                b.put(key, cells)
+            if nulls:
+                b.delete(key, columns=nulls)
+    return len(writes)
+
+
+def _upsert(db: Any, stmt: Upsert, params: Any, full: Callable[[str], str],
+            range_method: str, full_scan: bool) -> Result:
+    table = full(stmt.table)
+    schema = db.store.schema(table)
+    targets = _targets(schema, stmt.columns)
+    if stmt.select is None:
+        rows = _bind_rows(stmt, params)
+    else:
+        inner = run_select(db, stmt.select.with_(explain=stmt.explain), params, full,
+                           range_method, full_scan)
+        if stmt.explain:
+            return _explained(f"UPSERT INTO {stmt.table} SELECT", inner)
+        src = db.store.schema(inner.select.table)  # type: ignore[union-attr]
+        if inner.select.aggregate:  # type: ignore[union-attr]
+            rows = list(inner.rows)
+        else:  # plain rows: the cells' bytes as stored (declared targets check them)
+            names = inner.select.names  # type: ignore[union-attr]
+            if names is None:
+                names = (() if src.rowkey_generated else (ROWKEY,)) + tuple(src.columns)
+            rows = [tuple(key if c == ROWKEY else cells.get(c) for c in names)
+                    for key, cells in inner.records]  # type: ignore[union-attr]
+        if rows and len(rows[0]) != len(targets):
+            raise errors.InvalidArgument(f"the SELECT returns {len(rows[0])} columns for "
+                                         f"{len(targets)}")
+    n = _write(db, table, schema, targets, rows)
+    return Result("dml", rowcount=n)
+
+
+def _explained(head: str, inner: Result) -> Result:
+    lines = [head] + ["    " + line for line in (inner.text or "").splitlines()]
+    return Result("explain", [("PLAN", None)], [(line,) for line in lines], -1,
+                  text="\n".join(lines))
+
+
+def _delete(db: Any, stmt: Delete, params: Any, full: Callable[[str], str],
+            range_method: str, full_scan: bool) -> Result:
+    inner = run_select(db, stmt.select.with_(explain=stmt.explain), params, full,
+                       range_method, full_scan)
+    if stmt.explain:
+        return _explained(f"DELETE FROM {stmt.table} (rows found by the plan below)", inner)
+    keys = [key for key, _ in inner.records]  # type: ignore[union-attr]
+    t = db.table(inner.select.table, use_prefix=False)  # type: ignore[union-attr]
+    with t.batch() as b:
+        for key in keys:
+            b.delete(key)
+    return Result("dml", rowcount=len(keys))
+
+
+# -- DDL ---------------------------------------------------------------------------------------
+
+_FAMILY_OPTIONS = {"VERSIONS": "max_versions", "TTL": "time_to_live",
+                   "COMPRESSION": "compression", "BLOOMFILTER": "bloom_filter_type",
+                   "IN_MEMORY": "in_memory", "BLOCKCACHE": "block_cache_enabled"}
+
+
+def _create_table(db: Any, stmt: CreateTable) -> None:
+    columns: dict[str, str] = {}
+    families: dict[str, dict] = {}
+    for c in stmt.columns:
+        name = c.name if b":" in c.name else DEFAULT_FAMILY + b":" + c.name
+        families.setdefault(name.partition(b":")[0].decode(), {"max_versions": 1})
+        columns[name.decode()] = str(c.type)
+    if not families:
+        families[DEFAULT_FAMILY.decode()] = {"max_versions": 1}
+    split_size = None
+    for key, value in stmt.options:
+        fam, _, opt = key.rpartition(".")
+        if opt == "SPLIT_SIZE":
+            if not isinstance(value, int):
+                raise errors.SchemaError("SPLIT_SIZE takes a number of bytes")
+            split_size = value
+            continue
+        if opt == "TTL" and value == "FOREVER":
+            value = FOREVER
+        if fam and fam not in families:
+            raise errors.SchemaError(f"option {key}: the table has no family {fam!r}")
+        for f in ([fam] if fam else list(families)):
+            families[f][_FAMILY_OPTIONS[opt]] = value
+    try:
+        db.create_table(stmt.table, families, columns=columns, split_size=split_size,
+                        rowkey=stmt.rowkey, rowkey_type=stmt.rowkey_type,
+                        rowkey_generated=stmt.rowkey is None)
+    except errors.TableExists:
+        if not stmt.if_not_exists:
+            raise
+
+
+def _ddl(db: Any, stmt: Any, full: Callable[[str], str]) -> Result:
+    if isinstance(stmt, CreateTable):
+        _create_table(db, stmt)
+    elif isinstance(stmt, DropTable):
+        try:
+            db.delete_table(stmt.table, disable=True)
+        except errors.TableNotFound:
+            if not stmt.if_exists:
+                raise
+    elif isinstance(stmt, CreateIndex):
+        schema = db.store.schema(full(stmt.table))
+
+        def col(c: bytes) -> bytes:
+            c = c if b":" in c else resolve_name(c.decode("utf-8"), schema)
+            if c == ROWKEY:
+                raise errors.SchemaError("the rowkey is indexed by itself; index other columns")
+            return c
+        try:
+            db.create_index(stmt.table, stmt.name, [col(c) for c in stmt.columns],
+                            covering=[col(c) for c in stmt.include] or None,
+                            local=stmt.local, build=not stmt.async_)
+        except errors.IndexExists:
+            if not stmt.if_not_exists:
+                raise
+    elif isinstance(stmt, DropIndex):
+        try:
+            db.drop_index(stmt.table, stmt.name)
+        except errors.IndexNotFound:
+            if not stmt.if_exists:
+                raise
+    elif isinstance(stmt, AlterIndex):
+        try:
+            db.build_index(stmt.table, stmt.name)
+        except errors.IndexNotFound:
+            if not stmt.if_exists:
+                raise
+    return Result("ddl")
+
+
+def execute_many(db: Any, statement: Statement, seq_of_params: Any,
+                 full: Callable[[str], str]) -> Result:
+    """``execute`` once per parameter set; UPSERT ... VALUES binds every set first and writes
+    all rows in one batch (nothing is written if one set is wrong)."""
+    if isinstance(seq_of_params, (str, bytes, Mapping)):
+        raise errors.InvalidArgument("executemany takes a sequence of parameter sets")
+    if isinstance(statement, Upsert) and statement.select is None:
+        table = full(statement.table)
+        schema = db.store.schema(table)
+        targets = _targets(schema, statement.columns)
+        rows = [r for params in seq_of_params for r in _bind_rows(statement, params)]
+        return Result("dml", rowcount=_write(db, table, schema, targets, rows) if rows else 0)
+    result, total = Result("dml", rowcount=0), 0
+    for params in seq_of_params:
+        result = execute(db, statement, params, full)
+        total += max(result.rowcount, 0)
+    if result.kind == "dml":
+        result.rowcount = total
+    return result
+
+
+def execute(db: Any, statement: Statement, params: Any, full: Callable[[str], str],
+            range_method: str = "auto", full_scan: bool = False) -> Result:
+    """Run a parsed statement on Connection ``db`` (``full`` adds its table prefix)."""
+    if isinstance(statement, Select):
+        return run_select(db, statement, params, full, range_method, full_scan)
+    if isinstance(statement, Upsert):
+        return _upsert(db, statement, params, full, range_method, full_scan)
+    if isinstance(statement, Delete):
+        return _delete(db, statement, params, full, range_method, full_scan)
+    if params:
+        raise errors.InvalidArgument("DDL statements take no parameters")
+    return _ddl(db, statement, full)
