@@ -42,7 +42,7 @@ from ..table import Table
 from ..load import cell_to_text
 
 __all__ = ["cli", "main", "HibaseGroup", "store_argument", "table_argument", "output_options",
-           "columns_option", "open_store", "emit", "note", "cell_text", "show_bytes",
+           "columns_option", "open_store", "check_store_folder", "emit", "note", "cell_text", "show_bytes",
            "parse_bytes"]
 
 BYTES_HELP = """Rowkeys, column names and values are bytes. They print as UTF-8 text, except that a
@@ -170,15 +170,77 @@ def columns_option(f: Callable) -> Callable:
                              "or comma-separated.")(f)
 
 
-def open_store(path: str, *, read_only: bool = False, create: bool = False,
-               cache: str | None = None) -> Connection:
-    """Connect to the store folder for the running command; closed when the command ends.
+def _lock_holder(lock_file: str) -> int | None:
+    """The pid of the process holding the store's LOCK (RocksDB takes a POSIX record lock on
+    it), or None when nobody holds it or it cannot be told."""
+    try:
+        import fcntl
+        import struct
 
-    Read-only opens work while another process writes; only commands that make tables
-    (create=True) create a missing folder, others say there is no store. `cache` is
-    connect()'s hot-cache option; by default None (no cache): an in-process cache dies with
-    the command, so it would only cost (and steer range queries to value-table walks)."""
-    db = connect(path, create=create and not read_only, read_only=read_only, cache=cache)
+        fd = os.open(lock_file, os.O_RDONLY)
+    except (ImportError, OSError):
+        return None
+    try:
+        # struct flock {short l_type, l_whence; off_t l_start, l_len; pid_t l_pid}: ask who
+        # would stop a write lock over the whole file.
+        query = struct.pack("@hhqqi4x", fcntl.F_WRLCK, 0, 0, 0, 0)
+        got = fcntl.fcntl(fd, fcntl.F_GETLK, query)
+        kind, _, _, _, pid = struct.unpack("@hhqqi4x", got)
+        return pid if kind != fcntl.F_UNLCK and pid > 0 else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+_LOCKED_HINT = ("stop it first; reading commands (query, scan, get, tables, check) work "
+                "alongside it")
+
+
+def check_store_folder(path: str, *, create: bool = False, read_only: bool = False) -> None:
+    """Refuse, as one line and before anything is written, a folder that is not a hibase store
+    (missing, a file, empty, or holding other files; with `create` a missing or empty folder is
+    fine) and a store another process has open for writing (naming its pid). thrift:// URLs
+    pass through."""
+    if "://" in path:
+        return
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise errors.BackendUnavailable(f"{path!r} is a file, not a hibase store folder")
+    is_store = os.path.isfile(os.path.join(path, "CURRENT"))
+    if not is_store:
+        if create and (not os.path.exists(path) or not os.listdir(path)):
+            return
+        what = ("no such folder" if not os.path.exists(path) else
+                "the folder is empty" if not os.listdir(path) else
+                "the folder holds other files")
+        hint = "" if create else " (create one with `hibase create-table` or `hibase load --create`)"
+        raise errors.BackendUnavailable(f"{path!r} is not a hibase store: {what}{hint}")
+    if not read_only:
+        pid = _lock_holder(os.path.join(path, "LOCK"))
+        if pid is not None and pid != os.getpid():
+            raise errors.StoreLocked(
+                f"store {path!r} is locked by another process (pid {pid}): {_LOCKED_HINT}")
+
+
+def open_store(path: str, *, read_only: bool = False, create: bool = False,
+               cache: str | None = None, **options: Any) -> Connection:
+    """Connect to the store folder (or thrift:// URL) for the running command; closed when the
+    command ends. The one way commands open a store.
+
+    A folder that is not a hibase store is refused before anything is written in it (only
+    commands that make tables, create=True, create a missing or empty folder); a store another
+    process writes is refused naming that process, unless read_only (reads alongside a
+    writer). `cache` is connect()'s hot-cache option; by default None (no cache): an in-process
+    cache dies with the command, so it would only cost (and steer range queries to value-table
+    walks). Other `options` go to connect()."""
+    check_store_folder(path, create=create and not read_only, read_only=read_only)
+    try:
+        db = connect(path, create=create and not read_only, read_only=read_only, cache=cache,
+                     **options)
+    except errors.StoreLocked:
+        pid = None if "://" in path else _lock_holder(os.path.join(path, "LOCK"))
+        who = f"another process (pid {pid})" if pid else "another process"
+        raise errors.StoreLocked(f"store {path!r} is locked by {who}: {_LOCKED_HINT}") from None
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
         ctx.call_on_close(db.close)

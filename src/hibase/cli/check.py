@@ -9,6 +9,7 @@ import click
 from tqdm import tqdm
 
 from ..check import check_store
+from .base import check_store_folder
 
 
 def _lines(report: dict) -> list[str]:
@@ -60,6 +61,7 @@ def check(ctx: click.Context, dir: str, as_json: bool, progress: bool | None) ->
         hibase check data/
         hibase check data/ --json
     """
+    check_store_folder(dir, read_only=True)  # a folder that is no store: one line, untouched
     show = sys.stderr.isatty() if progress is None else progress
     bar = tqdm(desc="checking", unit=" keys", disable=not show, leave=False, file=sys.stderr)
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 import click
 from tqdm import tqdm
 
-from ..connection import Connection, connect
+from ..connection import Connection
 from ..table import Table
 from ..query import engine
 from ..query.ast import ROWKEY
@@ -363,10 +363,9 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
         db = open_store(dir, read_only=True)
     else:
         zk = cache.startswith("zk://")  # the cache-node services run the policy there
-        db = connect(dir, read_only=True, cache=cache,
-                     **({} if zk else {"cache_policy": cache_policy,
-                                       "cache_capacity": cache_capacity}))
-        click.get_current_context().call_on_close(db.close)
+        db = open_store(dir, read_only=True, cache=cache,
+                        **({} if zk else {"cache_policy": cache_policy,
+                                          "cache_capacity": cache_capacity}))
     if explain and not _EXPLAIN.match(statement):
         statement = "EXPLAIN " + statement
     bound = _cli_params(params, named)
