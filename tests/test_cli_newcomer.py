@@ -73,3 +73,155 @@ def test_a_locked_store_names_the_writer_relative_or_absolute(tmp_path):
         assert got.returncode == 0 and "t" in got.stdout  # readers work alongside
     finally:
         db.close()
+
+
+# -- load ------------------------------------------------------------------------------------
+
+def _csv(path, rows, header="id,n,name"):
+    path.write_text(header + "\n" + "".join(r + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture
+def half_bad(tmp_path):
+    """5,000 rows, every other one with a non-number in the long column n."""
+    return _csv(tmp_path / "half.csv",
+                [f"k{i},{i if i % 2 else 'x' + str(i)},n{i}" for i in range(5000)])
+
+
+def test_rejected_rows_exit_1_show_20_and_keep_all_with_errors(tmp_path, half_bad):
+    store = tmp_path / "d"
+    run("create-table", store, "t", "-f", "f", "-c", "f:n=long")
+    result = run("load", store, "t", half_bad, "--rowkey-column", "id", code=1)
+    lines = result.stderr.strip().splitlines()
+    assert [ln for ln in lines if ln.startswith("line ")] == lines[:20]
+    assert lines[0] == "line 2: column 'f:n': 'x0' is not a BIGINT"
+    assert lines[20].startswith("Rows loaded: 2500, rejected: 2500, ")
+    assert lines[21] == ("Error: 2500 row(s) rejected, 2500 loaded; the first 20 above, "
+                         "--errors FILE keeps them all")
+    assert len(lines) == 22
+    bad = tmp_path / "bad.txt"
+    result = run("load", store, "t", half_bad, "--rowkey-column", "id", "--errors", bad, code=1)
+    kept = bad.read_text().splitlines()
+    assert len(kept) == 2500 and kept[0] == "2\tcolumn 'f:n': 'x0' is not a BIGINT"
+    assert kept[-1].startswith("5001\t")
+    assert result.stderr.strip().splitlines()[-1].endswith(f"every one in {bad}")
+    assert run("query", store, "SELECT COUNT(*) FROM t").stdout.split()[-1] == "2500"
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz", ""])
+def test_compressed_inputs_by_extension_or_magic(tmp_path, suffix):
+    import bz2
+    import gzip
+    import lzma
+    text = "id,n\na,1\nb,2\n".encode()
+    if suffix:
+        compress = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}[suffix]
+        # by extension, and the same bytes under a plain .csv name (by magic)
+        for name in (f"in.csv{suffix}", "misnamed.csv"):
+            (tmp_path / name).write_bytes(compress(text))
+    else:
+        (tmp_path / "in.csv").write_bytes(text)
+    for name in ([f"in.csv{suffix}", "misnamed.csv"] if suffix else ["in.csv"]):
+        store = tmp_path / f"s{name}"
+        run("load", store, "t", tmp_path / name, "--rowkey-column", "id", "-f", "f", "--create")
+        assert json.loads(run("get", store, "t", "b", "--json").stdout) == {
+            "row": "b", "columns": {"f:n": 2}}
+
+
+def test_jsonl_gz_is_json_lines(tmp_path):
+    import gzip
+    (tmp_path / "in.jsonl.gz").write_bytes(gzip.compress(b'{"id": "a", "n": 1}\n'))
+    run("load", tmp_path / "s", "t", tmp_path / "in.jsonl.gz", "--rowkey-column", "id", "-f",
+        "f", "--create")
+    assert "a" in run("scan", tmp_path / "s", "t").stdout
+
+
+@pytest.mark.parametrize("content", [bytes(range(256)) * 20,
+                                     bytes(b % 255 + 1 for b in os.urandom(4000))],
+                         ids=["with-nul", "no-nul"])
+def test_a_binary_file_is_refused_before_anything_is_created(tmp_path, content):
+    (tmp_path / "rand.bin").write_bytes(content)
+    line = error("load", tmp_path / "s", "t", tmp_path / "rand.bin", "--rowkey-auto", "-f", "f",
+                 "--create")
+    assert "is not a CSV or JSON-lines text file" in line and "\\udc" not in line
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_corrupt_gzip_is_one_line(tmp_path):
+    import gzip
+    data = gzip.compress(b"id,n\n" + b"".join(b"k%d,%d\n" % (i, i) for i in range(20000)))
+    (tmp_path / "cut.csv.gz").write_bytes(data[:len(data) // 2])
+    result = run("load", tmp_path / "s", "t", tmp_path / "cut.csv.gz", "--rowkey-column", "id",
+                 "-f", "f", "--create", "--no-detect", code=1)
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: ") and "cannot read" in last and "end-of-stream" in last
+    assert "Traceback" not in result.output
+
+
+def test_bulk_timing_includes_the_index_rebuild(tmp_path):
+    store = tmp_path / "d"
+    path = _csv(tmp_path / "in.csv", [f"k{i},{i},n{i}" for i in range(3000)])
+    run("create-table", store, "t", "-f", "f", "-c", "f:n=long")
+    run("index", "create", store, "t", "by_n", "-c", "f:n")
+    result = run("load", store, "t", path, "--rowkey-column", "id", "--bulk")
+    last = result.stderr.strip().splitlines()[-1]
+    import re
+    m = re.fullmatch(r"Rows loaded: 3000, rejected: 0, ([\d.]+) s \(load ([\d.]+) s, index "
+                     r"rebuild ([\d.]+) s\), (\d+) rows/s", last)
+    assert m, last
+    total, load_s, rebuild_s, rate = map(float, m.groups())
+    assert abs(total - load_s - rebuild_s) < 0.02
+    assert abs(rate - 3000 / total) <= max(1, rate * 0.02)
+
+
+@pytest.mark.parametrize("kind", ["row", "uuid", "ulid"])
+def test_rowkey_auto_for_a_file_with_no_key_column(tmp_path, kind):
+    path = _csv(tmp_path / "nokey.csv", ["1,x", "2,y", "3,z"], header="a,b")
+    args = ["--rowkey-auto"] + ([] if kind == "row" else [kind])
+    run("load", tmp_path / "s", "t", path, *args, "-f", "f", "--create")
+    rows = [json.loads(x) for x in run("scan", tmp_path / "s", "t", "--json").stdout.splitlines()]
+    assert [r["columns"]["f:a"] for r in rows] == [1, 2, 3]  # keys sort in file order
+    keys = [r["row"] for r in rows]
+    if kind == "row":
+        assert keys == ["000000000001", "000000000002", "000000000003"]
+    else:
+        assert len(set(keys)) == 3 and {len(k) for k in keys} == {36 if kind == "uuid" else 26}
+    if kind == "row":  # again: the same rows, not three more
+        run("load", tmp_path / "s", "t", path, "--rowkey-auto", "-f", "f")
+        assert run("query", tmp_path / "s", "SELECT COUNT(*) FROM t").stdout.split()[-1] == "3"
+
+
+def _in_pty(argv, cwd):
+    """Run argv with stdin/stdout/stderr on a pseudo-terminal; its output (both streams)."""
+    import pty
+    out = bytearray()
+
+    def read(fd):
+        data = os.read(fd, 1 << 16)
+        out.extend(data)
+        return data
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        status = pty.spawn(argv, read)
+    finally:
+        os.chdir(old)
+    return os.waitstatus_to_exitcode(status), out.decode("utf-8", "replace")
+
+
+def test_progress_bars_on_a_terminal_only(tmp_path):
+    path = _csv(tmp_path / "in.csv", [f"k{i},{i},n{i}" for i in range(20000)])
+    got = subprocess.run(HIBASE + ["load", "s1", "t", str(path), "--rowkey-column", "id", "-f",
+                                   "f", "--create"], cwd=tmp_path, capture_output=True,
+                         text=True)
+    assert got.returncode == 0, got.stderr
+    assert "\r" not in got.stderr and "it/s" not in got.stderr and "B/s" not in got.stderr
+    assert got.stderr.splitlines()[-1].startswith("Rows loaded: 20000")
+    code, out = _in_pty(HIBASE + ["load", "s2", "t", str(path), "--rowkey-column", "id", "-f",
+                                  "f", "--create"], tmp_path)
+    assert code == 0 and "load t" in out and "\r" in out, out
+    forced = subprocess.run(HIBASE + ["load", "s1", "t", str(path), "--rowkey-column", "id",
+                                      "--progress"], cwd=tmp_path, capture_output=True, text=True)
+    assert "load t" in forced.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import sys
 import time
 from typing import Any, Callable, Iterator
 
@@ -31,10 +32,13 @@ def _column_list(ctx: click.Context, param: click.Parameter, value: tuple) -> li
     return cols
 
 
-def _progress_bar(enabled: bool, desc: str, regions: int
+def _progress_bar(enabled: bool | None, desc: str, regions: int
                   ) -> tuple[Callable[[int, int], None], Callable[[], None]]:
     """A progress(done, total) callback drawing a tqdm bar over regions, and its closer."""
-    bar = tqdm(total=regions, desc=desc, unit="region", disable=not enabled, leave=False)
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    bar = tqdm(total=regions, desc=desc, unit="region", disable=not enabled, leave=False,
+               file=sys.stderr)
 
     def progress(done: int, total: int) -> None:
         bar.total = total
@@ -70,8 +74,9 @@ def index() -> None:
 _processes_option = click.option(
     "--processes", type=click.IntRange(min=1), metavar="N",
     help="Worker processes for the build, one region each at a time (default: one per CPU).")
-_progress_option = click.option("--progress/--no-progress", default=True, show_default=True,
-                                help="Show a progress bar over regions on stderr.")
+_progress_option = click.option("--progress/--no-progress", default=None,
+                                help="Show a progress bar over regions on stderr (default: "
+                                     "when stderr is a terminal).")
 
 
 @index.command("create")

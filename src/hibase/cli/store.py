@@ -9,6 +9,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+import time
 from typing import Any, Iterator
 
 import click
@@ -17,8 +18,8 @@ from tqdm import tqdm
 from .. import codec, errors
 from ..connection import Connection
 from ..table import Table
-from ..load import (FORMATS, LoadError, cell_column, cell_types, detect_types, load_file,
-                    text_to_cell)
+from ..load import (FORMATS, ROWKEY_AUTO, LoadError, cell_column, cell_types, check_text,
+                    detect_types, load_file, text_to_cell)
 from ..store.schema import FamilyOptions
 from .base import (cell_text, columns_option, emit, note, open_store, output_options,
                    parse_bytes, show_bytes, store_argument, table_argument)
@@ -330,6 +331,10 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
 @click.option("--rowkey", "rowkey_template", metavar="TEMPLATE",
               help="Build the rowkey from columns, e.g. '{mdn}:{ts}' ({{ and }} for braces); "
                    "these columns are stored as cells too.")
+@click.option("--rowkey-auto", type=click.Choice(ROWKEY_AUTO), is_flag=False, flag_value="row",
+              default=None, help="For an input with no key column: number the rows "
+              "(row, the default: 000000000001, 000000000002, ... in file order; loading the "
+              "file again rewrites the same rows), or a random uuid, or a time-ordered ulid.")
 @click.option("--family", "-f", metavar="FAMILY",
               help="Family of the input columns not in --map (default: the table's only one).")
 @click.option("--map", "maps", multiple=True, callback=_parse_pairs, metavar="NAME=FAMILY:QUAL",
@@ -349,21 +354,26 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
                    "bytes, compared as bytes) except those given with --type.")
 @click.option("--strict", is_flag=True,
               help="Stop at the first bad row with exit code 1 (rows before it stay written).")
+@click.option("--errors", "errors_file", type=click.Path(dir_okay=False, writable=True),
+              metavar="FILE", help="Write every rejected row to FILE (line number, tab, "
+              "reason); stderr shows the first 20.")
 @click.option("--delimiter", default=",", show_default=True, help="CSV field delimiter.")
 @click.option("--bulk", is_flag=True,
               help="Suspend the table's index upkeep during the load and rebuild its indexes "
                    "afterwards (in worker processes): much faster for big loads; meanwhile "
                    "queries do not use those indexes.")
-@click.option("--progress/--no-progress", default=True, show_default=True,
-              help="Show a progress bar on stderr.")
+@click.option("--progress/--no-progress", default=None,
+              help="Show progress bars on stderr (default: when stderr is a terminal).")
 def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: str | None,
-         rowkey_template: str | None, family: str | None, maps: dict, batch_size: int,
-         create: bool, types: dict, no_detect: bool, strict: bool, delimiter: str, bulk: bool,
-         progress: bool) -> None:
+         rowkey_template: str | None, rowkey_auto: str | None, family: str | None, maps: dict,
+         batch_size: int, create: bool, types: dict, no_detect: bool, strict: bool,
+         errors_file: str | None, delimiter: str, bulk: bool, progress: bool | None) -> None:
     """Load a CSV file (its header row names the columns) or JSON lines into a table, like
-    HBase's ImportTsv. FILE may be - for stdin.
+    HBase's ImportTsv. FILE may be - for stdin, and gzip, bz2 or xz compressed (told by its
+    first bytes); a file that is not text is refused before anything is created or written.
 
-    The rowkey comes from one column (--rowkey-column) or a template of columns (--rowkey).
+    The rowkey comes from one column (--rowkey-column), a template of columns (--rowkey), or,
+    for a file with no key column, --rowkey-auto (row numbers, uuid or ulid).
     Every other input column NAME becomes the cell FAMILY:NAME (--family), unless --map says
     otherwise; a column already named fam:qual for a family of the table keeps its name. Empty
     CSV fields and JSON nulls make no cell (Phoenix treats the empty string as NULL): a query
@@ -371,10 +381,12 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
     strings are stored as their JSON text.
 
     A bad row (missing rowkey column, a value that does not parse as its column's declared type,
-    malformed line) is reported on stderr with its line number and counted as rejected; the load
-    goes on. With --strict the load stops at the first bad row and exits 1: every row before it
-    is written (the pending batch is sent), nothing from that row on. A summary ends the load:
-    rows loaded, rows rejected, seconds, rows/s.
+    malformed line) is rejected with its line number and the load goes on: stderr shows the
+    first 20 rejected rows, --errors FILE keeps them all, and the exit code is 1 when any row
+    was rejected (the good rows are loaded). With --strict the load stops at the first bad row
+    and exits 1: every row before it is written (the pending batch is sent), nothing from that
+    row on. A summary ends the load: rows loaded, rows rejected, seconds (with --bulk the load
+    and the index rebuild each, and the total), rows/s.
 
     With --create, a new table's column types come from the data: the file is read once
     before the load, and a column whose values are all integers (64-bit) is declared long, all
@@ -391,10 +403,14 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
         hibase load data/ calls calls.csv --rowkey '{mdn}:{ts}' --family f --create
         hibase load data/ airports airports.csv --rowkey-column faa -f a --create --type zip=string
         hibase load data/ flights flights.jsonl --rowkey-column id --map dest=f:dest --strict
-        hibase load data/ calls big.csv --rowkey '{mdn}:{ts}' --family f --bulk
+        hibase load data/ calls big.csv.gz --rowkey '{mdn}:{ts}' --family f --bulk
+        hibase load data/ events events.csv --rowkey-auto -f e --create --errors bad.txt
     """
-    if (rowkey_column is None) == (rowkey_template is None):
-        raise click.UsageError("give one of --rowkey-column NAME and --rowkey TEMPLATE")
+    if [rowkey_column, rowkey_template, rowkey_auto].count(None) != 2:
+        raise click.UsageError("give one of --rowkey-column NAME, --rowkey TEMPLATE and "
+                               "--rowkey-auto (for a file with no key column)")
+    if progress is None:
+        progress = sys.stderr.isatty()
     if len(delimiter) != 1:
         raise click.BadParameter("must be one character", param_hint="--delimiter")
     if (types or no_detect) and not create:
@@ -402,6 +418,7 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
                                "declare an existing table's columns with `hibase alter-table "
                                f"{shlex.quote(dir)} {shlex.quote(table)} -c "
                                "FAMILY:QUALIFIER=TYPE`")
+    check_text(file)  # a binary file: one line, before anything is created
     db = open_store(dir, create=create)
     if create and table.encode() not in db.tables():
         fams = {family} if family else set()
@@ -423,14 +440,25 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
                                f"`hibase alter-table {shlex.quote(dir)} {shlex.quote(table)} "
                                "-c FAMILY:QUALIFIER=TYPE`")
 
+    shown = 0
+    errors_out = open(errors_file, "w", encoding="utf-8") if errors_file else None
+    if errors_out is not None:
+        click.get_current_context().call_on_close(errors_out.close)
+
     def reject(line: int, message: str) -> None:
-        tqdm.write(f"line {line}: {message}", file=sys.stderr)
+        nonlocal shown
+        if errors_out is not None:
+            errors_out.write(f"{line}\t{message}\n")
+        if shown < _SHOWN_REJECTS:
+            shown += 1
+            tqdm.write(f"line {line}: {message}", file=sys.stderr)
 
     def run() -> dict:
         return load_file(db.table(table), file, format_, rowkey_template, maps, batch_size,
                          progress, rowkey_column=rowkey_column, family=family, strict=strict,
-                         delimiter=delimiter, on_reject=reject)
+                         delimiter=delimiter, on_reject=reject, rowkey_auto=rowkey_auto)
 
+    started = time.perf_counter()
     try:
         if bulk:
             bars: dict[str, Any] = {}
@@ -445,8 +473,13 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
                 stats = run()
             for bar in bars.values():
                 bar.close()
+            total = time.perf_counter() - started
             if names:
                 note(f"Rebuilt {len(names)} index(es): {', '.join(names)}.")
+            stats["phases"] = {"load": stats["seconds"], "index rebuild": total -
+                               stats["seconds"]} if names else None
+            stats["seconds"] = total
+            stats["rows_per_second"] = stats["rows"] / total if total > 0 else 0.0
         else:
             stats = run()
     except LoadError as exc:
@@ -454,6 +487,15 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
             _summary(exc.stats, stopped=True)
         raise
     _summary(stats)
+    if stats["rejected"]:
+        more = (f"; every one in {errors_file}" if errors_file else
+                f"; the first {shown} above, --errors FILE keeps them all"
+                if stats["rejected"] > shown else " (above)")
+        raise click.ClickException(f"{stats['rejected']} row(s) rejected, "
+                                   f"{stats['rows']} loaded{more}")
+
+
+_SHOWN_REJECTS = 20
 
 
 def _spool_stdin() -> Any:
@@ -473,7 +515,7 @@ def _column_types(file: str, format_: str | None, delimiter: str, families: set[
     chosen: dict[str, codec.ColumnType | None] = {}
     if detect:
         detected = detect_types(file, format_, delimiter=delimiter,
-                                progress=progress and sys.stderr.isatty())
+                                progress=progress)
         chosen = cell_types(detected, families, family, maps, rowkey_column)
     given: dict[str, codec.ColumnType] = {}
     for name, spec in types.items():
@@ -509,8 +551,11 @@ def _column_types(file: str, format_: str | None, delimiter: str, families: set[
 def _summary(stats: dict, stopped: bool = False) -> None:
     empty = f", {stats['empty']} without values" if stats.get("empty") else ""
     end = " (stopped at the bad row)" if stopped else ""
+    phases = stats.get("phases")
+    split = (" (" + ", ".join(f"{name} {secs:.2f} s" for name, secs in phases.items()) + ")"
+             if phases else "")
     note(f"Rows loaded: {stats['rows']}, rejected: {stats['rejected']}{empty}, "
-          f"{stats['seconds']:.2f} s, {stats['rows_per_second']:.0f} rows/s{end}")
+          f"{stats['seconds']:.2f} s{split}, {stats['rows_per_second']:.0f} rows/s{end}")
 
 
 # -- regions / split ---------------------------------------------------------------------------
