@@ -95,7 +95,7 @@ def test_rejected_rows_exit_1_show_20_and_keep_all_with_errors(tmp_path, half_ba
     result = run("load", store, "t", half_bad, "--rowkey-column", "id", code=1)
     lines = result.stderr.strip().splitlines()
     assert [ln for ln in lines if ln.startswith("line ")] == lines[:20]
-    assert lines[0] == "line 2: column 'f:n': 'x0' is not a BIGINT"
+    assert lines[0] == "line 2: column 'f:n': invalid BIGINT value 'x0': not a decimal integer"
     assert lines[20].startswith("Rows loaded: 2500, rejected: 2500, ")
     assert lines[21] == ("Error: 2500 row(s) rejected, 2500 loaded; the first 20 above, "
                          "--errors FILE keeps them all")
@@ -103,7 +103,7 @@ def test_rejected_rows_exit_1_show_20_and_keep_all_with_errors(tmp_path, half_ba
     bad = tmp_path / "bad.txt"
     result = run("load", store, "t", half_bad, "--rowkey-column", "id", "--errors", bad, code=1)
     kept = bad.read_text().splitlines()
-    assert len(kept) == 2500 and kept[0] == "2\tcolumn 'f:n': 'x0' is not a BIGINT"
+    assert len(kept) == 2500 and kept[0] == "2\tcolumn 'f:n': invalid BIGINT value 'x0': not a decimal integer"
     assert kept[-1].startswith("5001\t")
     assert result.stderr.strip().splitlines()[-1].endswith(f"every one in {bad}")
     assert run("query", store, "SELECT COUNT(*) FROM t").stdout.split()[-1] == "2500"
@@ -225,3 +225,31 @@ def test_progress_bars_on_a_terminal_only(tmp_path):
     forced = subprocess.run(HIBASE + ["load", "s1", "t", str(path), "--rowkey-column", "id",
                                       "--progress"], cwd=tmp_path, capture_output=True, text=True)
     assert "load t" in forced.stderr
+
+
+# -- messages --------------------------------------------------------------------------------
+
+def test_messages_show_sql_literals_and_sql_type_names(tmp_path):
+    s = tmp_path / "s"
+    run("create-table", s, "t", "-f", "f", "-c", "f:n=long", "-c", "f:x=double",
+        "-c", "f:s=string")
+    assert error("put", s, "t", "k", "f:x=abc") == \
+        "Error: column 'f:x': invalid DOUBLE value 'abc': not a number"
+    assert error("put", s, "t", "k", "f:n=a\\xffb") == \
+        "Error: column 'f:n': invalid BIGINT value X'61FF62': not a decimal integer"
+    assert error("query", s, "SELECT * FROM t WHERE f.n = 'x'") == \
+        "Error: invalid BIGINT value 'x': a VARCHAR literal cannot be compared with it"
+    assert error("query", s, "SELECT * FROM t WHERE f.s = 1") == \
+        "Error: invalid VARCHAR value 1: an integer literal cannot be compared with it"
+    for line in (error("put", s, "t", "k", "f:x=abc"), error("query", s, "SELECT * FROM t WHERE f.n = 'x'")):
+        assert "b'" not in line and " str " not in line and " int " not in line
+
+
+def test_an_unknown_statement_word_is_named(tmp_path):
+    s = tmp_path / "s"
+    run("create-table", s, "t", "-f", "f")
+    assert error("query", s, "SELEC * FROM t") == \
+        "Error: unknown statement 'SELEC'; did you mean SELECT? (at position 0)"
+    assert error("query", s, "foo") == \
+        "Error: unknown statement 'foo'; queries start with SELECT (at position 0)"
+    assert "only SELECT" in error("query", s, "DELETE FROM t")
