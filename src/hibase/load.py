@@ -257,7 +257,7 @@ def binary_reason(sample: bytes) -> str | None:
         return "it holds NUL bytes"
     text = sample.decode("utf-8", "surrogateescape")
     odd = sum(1 for c in text if "\udc80" <= c <= "\udcff" or (c < " " and c not in "\t\n\r"))
-    if odd * 10 > len(text):  # a stray Latin-1 byte passes; random bytes do not
+    if len(text) >= 64 and odd * 10 > len(text) * 3:  # Latin-1 text passes, random bytes not
         return f"{odd} of its first {len(text)} characters are not text"
     return None
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import re
 import sys
@@ -36,13 +37,13 @@ from typing import Any, Callable, Iterable, Sequence
 
 import click
 
-from .. import __version__, errors
+from .. import __version__, codec, errors
 from ..connection import Connection, connect
 from ..table import Table
 from ..load import cell_to_text
 
 __all__ = ["cli", "main", "HibaseGroup", "store_argument", "table_argument", "output_options",
-           "columns_option", "open_store", "check_store_folder", "emit", "note", "cell_text", "show_bytes",
+           "columns_option", "open_store", "check_store_folder", "emit", "note", "cell_text", "cell_json", "value_json", "value_text", "show_bytes",
            "parse_bytes"]
 
 BYTES_HELP = """Rowkeys, column names and values are bytes. They print as UTF-8 text, except that a
@@ -98,10 +99,20 @@ class HibaseGroup(click.Group):
             return super().invoke(ctx)
         except errors.HibaseError as exc:
             raise click.ClickException(_one_line(exc)) from None
-        except BrokenPipeError:
-            raise
+        except BrokenPipeError:  # `hibase query ... | head`: the reader has what it wanted
+            _quiet_stdout()
+            raise click.exceptions.Exit(0) from None
         except OSError as exc:  # a file that cannot be read, a full disk...
             raise click.ClickException(_one_line(exc)) from None
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that nothing is flushed into a closed pipe at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real stdout (CliRunner, closed)
+        pass
 
 
 def _one_line(exc: BaseException) -> str:
@@ -132,10 +143,9 @@ def main(argv: Sequence[str] | None = None) -> Any:
     """The console script: `hibase ...` and `python -m hibase ...`."""
     try:
         return cli.main(args=argv, prog_name="hibase")
-    except BrokenPipeError:  # `hibase scan ... | head`: stop quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(1)
+    except BrokenPipeError:  # `hibase scan ... | head`: the reader has what it wanted
+        _quiet_stdout()
+        sys.exit(0)
 
 
 def store_argument(f: Callable) -> Callable:
@@ -296,4 +306,37 @@ def note(message: str) -> None:
 def cell_text(t: Table, column: bytes, value: bytes) -> str:
     """A cell's value as printable text (binary-declared columns as their number)."""
     return show_bytes(cell_to_text(t.schema.columns.get(column), value))
+
+
+def value_json(v: Any) -> Any:
+    """A decoded value (an SQL result, a typed cell) for --json: numbers as JSON numbers (NaN
+    and infinities, which JSON lacks, as text), NULL as null, text and bytes as strings under
+    the one rule of show_bytes (a backslash doubled, \\xNN for bytes that are not text)."""
+    if v is None or isinstance(v, (bool, int)):
+        return v
+    if isinstance(v, float):
+        return v if math.isfinite(v) else repr(v)
+    if isinstance(v, str):
+        return show_bytes(v.encode("utf-8", "surrogateescape"))
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return show_bytes(bytes(v))
+    return str(v)
+
+
+def value_text(v: Any) -> Any:
+    """A decoded value for --table and --csv: as value_json, NULL left empty."""
+    out = value_json(v)
+    return out if out is None or isinstance(out, str) else str(out)
+
+
+def cell_json(t: Table, column: bytes, value: bytes) -> Any:
+    """A cell's value for --json: decoded by the column's declared type (42, 12.5, "IAH"),
+    undeclared cells (and cells that do not parse as their type) as text like cell_text."""
+    ctype = t.schema.columns.get(column)
+    if ctype is None or ctype.name in ("string", "char", "bytes"):
+        return cell_text(t, column, value)
+    try:
+        return value_json(codec.decode_cell(ctype, value))
+    except errors.HibaseError:
+        return show_bytes(value)
 

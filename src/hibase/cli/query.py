@@ -17,8 +17,8 @@ from ..connection import Connection
 from ..table import Table
 from ..query import engine
 from ..query.ast import ROWKEY
-from .base import (HibaseGroup, cell_text, emit, note, open_store, output_options, show_bytes,
-                   store_argument, table_argument)
+from .base import (HibaseGroup, cell_json, cell_text, emit, note, open_store, output_options, show_bytes,
+                   store_argument, table_argument, value_json, value_text)
 
 __all__ = ["index", "query"]
 
@@ -298,10 +298,6 @@ def _cli_params(params: tuple[str, ...], named: tuple[str, ...]) -> Any:
     return [_number(p) for p in params] or None
 
 
-def _plain(v: Any) -> Any:
-    return show_bytes(v) if isinstance(v, bytes) else v
-
-
 def _headers(select: Any, rows: list) -> list[bytes]:
     if select.columns is not None:
         return [c for c in select.columns if c != ROWKEY]
@@ -386,7 +382,8 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
     assert isinstance(rows, list)
     if select.aggregate:
         heads = [str(i) for i in select.items or ()]
-        emit(fmt, heads, rows, lambda r: [[_plain(v) for v in r]])
+        emit(fmt, heads, rows, lambda r: [[value_text(v) for v in r]],
+             lambda r: dict(zip(heads, map(value_json, r))))
         note(f"{len(rows)} row(s) in {elapsed * 1e3:.1f} ms")
         return
     cols = _headers(select, rows)
@@ -394,6 +391,6 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
          lambda it: [[show_bytes(it[0])] + [cell_text(t, c, it[1][c]) if c in it[1] else None
                                             for c in cols]],
          lambda it: {"row": show_bytes(it[0]),
-                     "columns": {show_bytes(c): cell_text(t, c, v)
-                                 for c, v in sorted(it[1].items())}})
+                     "columns": {show_bytes(c): cell_json(t, c, it[1][c]) if c in it[1]
+                                 else None for c in cols}})
     note(f"{len(rows)} row(s) in {elapsed * 1e3:.1f} ms")

@@ -21,7 +21,7 @@ from ..table import Table
 from ..load import (FORMATS, ROWKEY_AUTO, LoadError, cell_column, cell_types, check_text,
                     detect_types, load_file, text_to_cell)
 from ..store.schema import FamilyOptions
-from .base import (cell_text, columns_option, emit, note, open_store, output_options,
+from .base import (cell_json, cell_text, columns_option, emit, note, open_store, output_options,
                    parse_bytes, show_bytes, store_argument, table_argument)
 
 
@@ -232,7 +232,7 @@ def put(dir: str, table: str, row: str, cells: tuple, timestamp: int | None) -> 
 
 def _row_json(t: Table, row: bytes, data: dict) -> dict:
     return {"row": show_bytes(row),
-            "columns": {show_bytes(c): cell_text(t, c, v) for c, v in sorted(data.items())}}
+            "columns": {show_bytes(c): cell_json(t, c, v) for c, v in sorted(data.items())}}
 
 
 def _row_lines(t: Table, row: bytes, data: dict) -> list:
@@ -252,9 +252,10 @@ def get(dir: str, table: str, row: str, columns: list | None, versions: int | No
         fmt: str) -> None:
     """Print one row: a line per cell (--table, --csv) or one JSON object (--json).
 
-    JSON: {"row": ..., "columns": {"f:q": value}}; with --versions each value becomes a list of
-    {"timestamp": ms, "value": ...}. A missing row prints no cells. Bytes print as `hibase
-    --help` describes (UTF-8, else \\xNN escapes).
+    JSON: {"row": ..., "columns": {"f:q": value}}, values of declared number columns as JSON
+    numbers; with --versions each value becomes a list of {"timestamp": ms, "value": ...}. A
+    missing row (or one with none of --columns) is an error, exit code 1. Bytes print as
+    `hibase --help` describes (UTF-8, else \\xNN escapes).
 
     Example:
 
@@ -266,7 +267,13 @@ def get(dir: str, table: str, row: str, columns: list | None, versions: int | No
     t = db.table(table)
     key = parse_bytes(row)
     data = t.row(key, columns=columns)
-    items = [(key, data)] if data else []
+    if not data:
+        if columns and t.row(key):
+            raise click.ClickException(
+                f"row {codec.sql_literal(key)} of {table!r} has none of the columns "
+                f"{', '.join(show_bytes(c) for c in columns)}")
+        raise click.ClickException(f"no row {codec.sql_literal(key)} in table {table!r}")
+    items = [(key, data)]
     if versions is None:
         emit(fmt, ["row", "column", "value"], items, lambda it: _row_lines(t, *it),
              lambda it: _row_json(t, *it))
@@ -277,7 +284,7 @@ def get(dir: str, table: str, row: str, columns: list | None, versions: int | No
          lambda it: [[r, show_bytes(c), ts, cell_text(t, c, v)]
                      for c, vs in cells.items() for v, ts in vs],
          lambda it: {"row": r, "columns": {
-             show_bytes(c): [{"timestamp": ts, "value": cell_text(t, c, v)} for v, ts in vs]
+             show_bytes(c): [{"timestamp": ts, "value": cell_json(t, c, v)} for v, ts in vs]
              for c, vs in cells.items()}})
 
 
