@@ -319,3 +319,101 @@ def test_a_closed_pipe_or_stdout_is_a_clean_exit(tmp_path, command):
     got = subprocess.run(["bash", "-c", f"{shell} >&-"], cwd=tmp_path, capture_output=True,
                          text=True)
     assert got.returncode == 0 and "Traceback" not in got.stderr, got.stderr
+
+
+# -- delete, dump / restore, wide CSV ----------------------------------------------------------
+
+def test_delete_a_row_or_columns(typed):
+    assert run("delete", typed, "t", "k1", "f:s", "f:u").stderr.strip() == \
+        "Deleted columns f:s, f:u of row 'k1' of 't'."
+    assert json.loads(run("get", typed, "t", "k1", "--json").stdout)["columns"] == {
+        "f:b": 7, "f:n": 42}
+    run("delete", typed, "t", "k1")
+    assert error("get", typed, "t", "k1") == "Error: no row 'k1' in table 't'"
+    assert error("delete", typed, "t", "k1") == "Error: no row 'k1' in table 't'"
+    assert error("delete", typed, "t", "k2", "f:s") == \
+        "Error: row 'k2' of 't' has none of the columns f:s"
+
+
+def test_scan_csv_wide_is_one_row_per_line(typed):
+    lines = run("scan", typed, "t", "--csv", "--wide").stdout.splitlines()
+    assert lines == ["row,f:b,f:n,f:s,f:u,f:x", "k1,7,42,a\\\\b,raw\\x00,", "k2,,,,,1.5"]
+    assert run("scan", typed, "t", "--csv", "--wide", "-c", "f:x,f:n").stdout.splitlines() == [
+        "row,f:x,f:n", "k1,,42", "k2,1.5,"]
+
+
+def _cells(path):
+    """Every table's schema, index definitions and every kept version of every cell."""
+    with hibase.connect(str(path), read_only=True) as db:
+        out = {}
+        for name in db.tables():
+            t = db.table(name)
+            doc = t.schema.to_json()
+            doc["indexes"] = sorted((d["name"], tuple(d["columns"]), tuple(d["covering"]),
+                                     d["state"]) for d in db.indexes(name))
+            doc["rows"] = {key: t._store.read_row(t._name, key, None, None, 1 << 31)
+                           for key, _ in t.scan()}
+            out[name] = doc
+        return out
+
+
+def test_dump_restore_round_trip_with_indexes_and_versions(typed, tmp_path):
+    run("put", typed, "t", "k1", "f:n=43")  # a second version
+    run("index", "create", typed, "t", "by_n", "-c", "f:n", "--cover", "f:s")
+    run("create-table", typed, "u", "-f", "a:max_versions=1,compression=ZSTD,time_to_live=86400",
+        "-f", "b:max_versions=5", "--split-size", "1M")
+    run("put", typed, "u", "\\x00\\xff", "a:q=\\x01", "b:\\xfe=")
+    dumped = run("dump", typed).stdout
+    assert dumped.splitlines()[0] == '{"hibase_dump":1}'
+    (tmp_path / "all.hdump").write_text(dumped)
+    run("restore", tmp_path / "copy", tmp_path / "all.hdump")
+    assert _cells(tmp_path / "copy") == _cells(typed)
+    assert "by_n" in run("query", tmp_path / "copy", "EXPLAIN SELECT * FROM t WHERE f.n = 43").stdout
+    # one table, through a pipe, gzip-compressed
+    import gzip
+    (tmp_path / "u.hdump.gz").write_bytes(gzip.compress(run("dump", typed, "u").stdout.encode()))
+    run("restore", tmp_path / "copy2", "-", input=(tmp_path / "u.hdump.gz").read_bytes())
+    assert _cells(tmp_path / "copy2") == {b"u": _cells(typed)[b"u"]}
+    # refused: a table that exists, a cut dump, not a dump
+    assert "table 'u' exists" in error("restore", tmp_path / "copy2", tmp_path / "all.hdump")
+    (tmp_path / "cut.hdump").write_text("\n".join(dumped.splitlines()[:-1]) + "\n")
+    assert "cut short" in error("restore", tmp_path / "copy3", tmp_path / "cut.hdump")
+    (tmp_path / "x.csv").write_text("a,b\n1,2\n")
+    assert "not a hibase dump" in error("restore", tmp_path / "copy4", tmp_path / "x.csv")
+    assert "no table 'nope'" in error("dump", typed, "nope")
+
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_binary = st.binary(min_size=0, max_size=12)
+_versions = st.lists(st.tuples(st.integers(1, 2**40), _binary), min_size=1, max_size=3,
+                     unique_by=lambda v: v[0])
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(rows=st.dictionaries(st.binary(min_size=1, max_size=10),
+                            st.dictionaries(st.tuples(st.sampled_from([b"a", b"b"]), _binary),
+                                            _versions, min_size=1, max_size=4),
+                            min_size=1, max_size=8),
+       numbers=st.lists(st.integers(-2**63, 2**63 - 1), min_size=1, max_size=5))
+def test_dump_restore_is_lossless_for_random_binary_data(tmp_path_factory, rows, numbers):
+    base = tmp_path_factory.mktemp("rt")
+    db = hibase.connect(str(base / "src"))
+    try:
+        db.create_table("r", {"a": {"max_versions": 3}, "b": {"max_versions": 1}},
+                        columns={"a:n": "long binary"})
+        t = db.table("r")
+        for key, cells in rows.items():
+            for (fam, qual), versions in cells.items():
+                kept = sorted(versions)[-1:] if fam == b"b" else versions
+                for ts, value in kept:
+                    t.put(key, {fam + b":" + qual: value}, timestamp=ts)
+        for i, n in enumerate(numbers):
+            t.put(b"n%d" % i, {b"a:n": n.to_bytes(8, "big", signed=True)}, timestamp=1000 + i)
+        db.create_index("r", "by_n", ["a:n"])
+    finally:
+        db.close()
+    (base / "d.hdump").write_text(run("dump", base / "src").stdout, encoding="utf-8")
+    run("restore", base / "dst", base / "d.hdump")
+    assert _cells(base / "dst") == _cells(base / "src")

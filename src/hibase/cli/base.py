@@ -31,7 +31,6 @@ import io
 import json
 import math
 import os
-import re
 import sys
 from typing import Any, Callable, Iterable, Sequence
 
@@ -40,6 +39,7 @@ import click
 from .. import __version__, codec, errors
 from ..connection import Connection, connect
 from ..table import Table
+from ..dump import parse_bytes, show_bytes
 from ..load import cell_to_text
 
 __all__ = ["cli", "main", "HibaseGroup", "store_argument", "table_argument", "output_options",
@@ -56,35 +56,7 @@ Cells of columns declared binary (e.g. 'long binary') are read and written as th
 
 # -- bytes on the command line -------------------------------------------------------------------
 
-_NEEDS_ESCAPE = re.compile("[\x00-\x1f\x7f\\\\\udc80-\udcff]")
-_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\\": "\\\\"}
-_UNESCAPE = re.compile(rb"\\(x[0-9a-fA-F]{2}|[\\ntr])")
-_UNNAMED = {b"\\": b"\\", b"n": b"\n", b"t": b"\t", b"r": b"\r"}
-
-
-def _escape_char(m: re.Match) -> str:
-    c = m.group()
-    if c in _NAMED:
-        return _NAMED[c]
-    code = ord(c)
-    return f"\\x{code - 0xDC00 if code >= 0xDC80 else code:02x}"
-
-
-def show_bytes(b: bytes) -> str:
-    """Bytes as printable text: UTF-8, with \\xNN for undecodable bytes and control characters,
-    \\t \\n \\r, and \\\\ for a backslash (the inverse of parse_bytes)."""
-    text = b.decode("utf-8", "surrogateescape")
-    return _NEEDS_ESCAPE.sub(_escape_char, text) if _NEEDS_ESCAPE.search(text) else text
-
-
-def parse_bytes(text: str) -> bytes:
-    """A command-line string as bytes: UTF-8, with \\xNN, \\t, \\n, \\r and \\\\ unescaped
-    (any other backslash is kept as is)."""
-    raw = text.encode("utf-8", "surrogateescape")
-    if b"\\" not in raw:
-        return raw
-    return _UNESCAPE.sub(lambda m: (bytes([int(m.group(1)[1:], 16)]) if m.group(1)[:1] == b"x"
-                                    else _UNNAMED[m.group(1)]), raw)
+# show_bytes / parse_bytes: one rule for bytes as text, shared with `hibase dump` (hibase.dump)
 
 
 # -- the group, errors, shared decorators ----------------------------------------------------

@@ -291,6 +291,35 @@ def get(dir: str, table: str, row: str, columns: list | None, versions: int | No
 @click.command()
 @store_argument
 @table_argument
+@click.argument("row")
+@click.argument("columns", nargs=-1, metavar="[COL...]")
+def delete(dir: str, table: str, row: str, columns: tuple) -> None:
+    """Delete a row, or only some of its columns (family:qualifier) or families (family), every
+    version; indexes follow. A row that does not exist (or has none of the columns) is an error.
+
+    Example:
+
+    \b
+        hibase delete data/ flights k1
+        hibase delete data/ flights k1 f:delay g
+    """
+    db = open_store(dir)
+    t = db.table(table)
+    key = parse_bytes(row)
+    cols = [parse_bytes(c) for c in columns] or None
+    if not t.row(key, columns=cols):
+        if cols and t.row(key):
+            raise click.ClickException(f"row {codec.sql_literal(key)} of {table!r} has none of "
+                                       f"the columns {', '.join(columns)}")
+        raise click.ClickException(f"no row {codec.sql_literal(key)} in table {table!r}")
+    t.delete(key, columns=cols)
+    what = f"columns {', '.join(columns)} of row" if cols else "row"
+    note(f"Deleted {what} {codec.sql_literal(key)} of {table!r}.")
+
+
+@click.command()
+@store_argument
+@table_argument
 @click.option("--start", help="First rowkey (inclusive).")
 @click.option("--stop", help="Last rowkey (exclusive).")
 @click.option("--prefix", help="Only rows whose key starts with this (not with --start/--stop).")
@@ -300,10 +329,14 @@ def get(dir: str, table: str, row: str, columns: list | None, versions: int | No
                    "\"SingleColumnValueFilter('f', 'dest', =, 'binary:IAH')\".")
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N rows.")
 @click.option("--reverse", is_flag=True, help="Rows in descending key order.")
+@click.option("--wide", is_flag=True,
+              help="--table and --csv: one line per row, a column per table column (empty "
+                   "where a row has no cell), as `hibase query` prints; without --columns the "
+                   "table is read twice (once for the column names).")
 @output_options
 def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str | None,
          columns: list | None, filter_: str | None, limit: int | None, reverse: bool,
-         fmt: str) -> None:
+         wide: bool, fmt: str) -> None:
     """Print rows in key order: a line per cell (--table, --csv) or a JSON object per row
     (--json: {"row": ..., "columns": {"f:q": value}}).
 
@@ -319,9 +352,25 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
     db = open_store(dir, read_only=True)
     t = db.table(table)
     conv = (lambda s: None if s is None else parse_bytes(s))
-    rows = t.scan(row_start=conv(start), row_stop=conv(stop), row_prefix=conv(prefix),
-                  columns=columns, filter=filter_, limit=limit, reverse=reverse)
-    emit(fmt, ["row", "column", "value"], rows, lambda it: _row_lines(t, *it),
+
+    def rows(**extra: Any) -> Iterator[tuple]:
+        return t.scan(row_start=conv(start), row_stop=conv(stop), row_prefix=conv(prefix),
+                      columns=columns, filter=extra.get("filter", filter_), limit=limit,
+                      reverse=reverse)
+
+    if wide and fmt != "json":
+        if columns and all(b":" in c for c in columns):
+            cols = list(columns)
+        else:  # the column names first: keys only, unless a filter of the user's is in play
+            seen: set[bytes] = set()
+            for _, data in rows(**({} if filter_ else {"filter": "KeyOnlyFilter()"})):
+                seen.update(data)
+            cols = sorted(seen)
+        emit(fmt, ["row"] + [show_bytes(c) for c in cols], rows(),
+             lambda it: [[show_bytes(it[0])] + [cell_text(t, c, it[1][c]) if c in it[1]
+                                                else None for c in cols]])
+        return
+    emit(fmt, ["row", "column", "value"], rows(), lambda it: _row_lines(t, *it),
          lambda it: _row_json(t, *it))
 
 
