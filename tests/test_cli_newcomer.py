@@ -417,3 +417,69 @@ def test_dump_restore_is_lossless_for_random_binary_data(tmp_path_factory, rows,
     (base / "d.hdump").write_text(run("dump", base / "src").stdout, encoding="utf-8")
     run("restore", base / "dst", base / "d.hdump")
     assert _cells(base / "dst") == _cells(base / "src")
+
+
+# -- the gateway serves the catalog the command line wrote --------------------------------------
+
+class _Served:
+    """`hibase serve --thrift DIR --port 0` in a subprocess; .url is its thrift:// URL."""
+
+    def __init__(self, folder, cwd):
+        self.proc = subprocess.Popen(HIBASE + ["serve", "--thrift", str(folder), "--port", "0"],
+                                     cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        line = self.proc.stdout.readline()
+        assert "Serving" in line, (line, self.proc.stderr.read() if self.proc.poll() else "")
+        port = line.split(" on ")[1].split()[0].rsplit(":", 1)[1]
+        self.url = f"thrift://127.0.0.1:{port}?timeout=20000&catalog_lease_ms=0"
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+        assert "Stopped; store closed." in self.proc.stderr.read()
+
+
+def test_the_gateway_serves_the_catalog_the_cli_wrote(tmp_path):
+    folder = tmp_path / "data"
+    path = _csv(tmp_path / "flights.csv", ["k1,IAH,12.5", "k2,SFO,-3", "k3,IAH,40"],
+                header="id,dest,delay")
+    run("load", folder, "flights", path, "--rowkey-column", "id", "-f", "f", "--create")
+    run("index", "create", folder, "flights", "by_dest", "-c", "f:dest")
+    served = _Served(folder, tmp_path)
+    try:
+        url = served.url
+        tables = run("tables", url, "--json").stdout
+        assert json.loads(tables)["columns"] == {"f:dest": "string", "f:delay": "double"}
+        got = run("query", url, "SELECT f.delay FROM flights WHERE f.delay > 10", "--json")
+        assert [json.loads(x) for x in got.stdout.splitlines()] == [
+            {"row": "k1", "columns": {"f:delay": 12.5}}, {"row": "k3", "columns": {"f:delay": 40}}]
+        assert run("index", "list", url).stdout.splitlines()[2:] == []  # the folder's own
+        # as the README's Cluster section: an index made through the URL, used and verified
+        run("index", "create", url, "flights", "by_dest", "-c", "f:dest", "--no-progress")
+        assert "by_dest" in run("query", url, "--explain",
+                                "SELECT * FROM flights WHERE f.dest = 'IAH'").stdout
+        assert run("query", url, "SELECT COUNT(*) FROM flights WHERE f.dest = 'IAH'",
+                   "--csv").stdout.splitlines() == ["COUNT(*)", "2"]
+        assert "OK" in run("index", "verify", url, "flights", "by_dest", "--repair").stdout
+        run("put", url, "flights", "k4", "f:dest=IAH", "f:delay=1")
+        assert json.loads(run("get", url, "flights", "k4", "--json").stdout)["columns"] == {
+            "f:dest": "IAH", "f:delay": 1}
+        run("delete", url, "flights", "k4")
+        assert len(run("scan", url, "flights", "--json").stdout.splitlines()) == 3
+        assert '"table":"flights"' in run("dump", url).stdout
+    finally:
+        served.stop()
+    # the folder again: its index stayed exact through the gateway's writes, the catalog table
+    # is not listed as one of the user's
+    assert "OK" in run("index", "verify", folder, "flights", "by_dest").stdout
+    assert [json.loads(x)["table"] for x in run("tables", folder, "--json").stdout.splitlines()
+            if not json.loads(x)["table"].startswith("hibase_")] == ["flights"]
+    assert "hibase_meta" not in run("tables", folder).stdout
+    # a change made on the folder while the gateway was down is published at the next start
+    run("alter-table", folder, "flights", "-c", "f:dest=VARCHAR", "-c", "f:extra=long")
+    served = _Served(folder, tmp_path)
+    try:
+        assert json.loads(run("tables", served.url, "--json").stdout)["columns"]["f:extra"] == \
+            "long"
+    finally:
+        served.stop()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from .base import open_store
+
 __all__ = ["serve_command"]
 
 
@@ -60,6 +62,12 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: in
     strings, counters, regions. Writes keep hibase's secondary indexes up to date. The store
     stays locked for writing by this process while it serves.
 
+    hibase commands and programs reach it as thrift://HOST:PORT (`hibase query
+    thrift://127.0.0.1:9090 "SELECT ..."`): at start the store's tables and declared column
+    types are published in the table hibase_meta, the catalog they read. Indexes made on the
+    folder are kept exact but not used by thrift:// clients, which keep their own: create
+    indexes through the thrift:// URL for them.
+
     Idle, slow or garbage clients cannot lock others out: connections are read by one loop
     and a call reaches a worker only once complete; idle connections close after
     --idle-timeout, calls over the size caps get an error and a close, and past
@@ -76,8 +84,12 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: in
     """
     if not thrift:
         raise click.UsageError("choose a front end: --thrift (HBase's Thrift1 interface)")
+    from ..server.catalog import publish_catalog
     from ..server.thrift import ThriftServer, serve
     from ..server.wire import Limits
+
+    db = open_store(dir, create=True)
+    publish_catalog(db)  # hibase's thrift:// clients read the tables from hibase_meta
 
     transport = "framed" if framed else "buffered"
     protocol = "compact" if compact else "binary"
@@ -93,7 +105,7 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: in
         click.get_text_stream("stdout").flush()
 
     try:
-        serve(dir, host=host, port=port, transport=transport, protocol=protocol,
+        serve(db, host=host, port=port, transport=transport, protocol=protocol,
               workers=workers, scanner_timeout=scanner_timeout, ready=ready,
               thrift2_port=thrift2_port,
               idle_timeout=idle_timeout, read_timeout=read_timeout,
@@ -101,4 +113,6 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: in
               limits=Limits(max_message=max_message, max_string=max_string, max_items=max_items))
     except KeyboardInterrupt:  # pragma: no cover - serve() turns SIGINT into a clean stop
         pass
+    finally:
+        db.close()
     click.echo("Stopped; store closed.", err=True)

@@ -40,8 +40,11 @@ def tables(dir: str, fmt: str) -> None:
         hibase tables data/ --json
     """
     db = open_store(dir, read_only=True)
+    names = db.tables()
+    if "://" not in dir:  # the catalog `hibase serve` publishes for thrift:// clients
+        names = [n for n in names if n != b"hibase_meta" and not n.startswith(b"hibase_kv")]
     docs = ({**db.table(n).schema.to_json(), "regions": len(db.store.regions(n.decode()))}
-            for n in db.tables())
+            for n in names)
     emit(fmt, ["table", "families", "columns", "regions"], docs,
          lambda d: [[d["name"], ",".join(d["families"]),
                      " ".join(f"{c}={t}" for c, t in d["columns"].items()), d["regions"]]],
