@@ -483,3 +483,36 @@ def test_the_gateway_serves_the_catalog_the_cli_wrote(tmp_path):
             "long"
     finally:
         served.stop()
+
+
+# -- extras and servers checked first -------------------------------------------------------------
+
+def test_bench_paper_without_matplotlib_says_so_at_once(tmp_path, monkeypatch):
+    import time
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib: ImportError
+    t0 = time.perf_counter()
+    line = error("bench", "paper", "--scale", "smoke", "--out", tmp_path / "out")
+    assert line == "Error: hibase bench paper needs matplotlib: pip install 'hibase[bench]'"
+    assert time.perf_counter() - t0 < 5 and not (tmp_path / "out").exists()
+
+
+def test_cluster_start_without_redis_server_stops_before_hbase(tmp_path, monkeypatch):
+    from hibase.cluster import HBaseCluster, local
+    started = []
+    monkeypatch.setattr(local, "find_redis_server", lambda: None)
+    monkeypatch.setattr(HBaseCluster, "start", lambda self, **kw: started.append(kw) or self)
+    line = error("cluster", "start", tmp_path / "c")
+    assert "redis-server is not installed" in line and "--redis-nodes 0" in line
+    assert started == []
+    # without cache nodes it goes on; off a terminal, no progress (no "waiting for HBase" lines)
+    monkeypatch.setattr(HBaseCluster, "urls", property(lambda self: ["thrift://x", "zk://y"]),
+                        raising=False)
+    run("cluster", "start", tmp_path / "c", "--redis-nodes", "0")
+    assert started == [{"timeout": 300, "progress": False}]
+    run("cluster", "start", tmp_path / "c", "--redis-nodes", "0", "--progress")
+    assert started[-1]["progress"] is True
+
+
+def test_cluster_help_names_the_thrift2_server():
+    text = " ".join(run("cluster", "--help").stdout.split())
+    assert "Thrift2 server" in text and "status" in text

@@ -490,6 +490,15 @@ def bench_paper(backend: str, scale: str, out: str, seed: int, progress: bool) -
         hibase bench paper --scale full --out paper-full/
         hibase cluster start && hibase bench paper --backend thrift://127.0.0.1:9090 --out px/
     """
+    missing = []
+    for module in ("matplotlib", "duckdb"):  # plots; DuckDB is one of the peers
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:  # before minutes of work, not after
+        raise click.ClickException(f"hibase bench paper needs {' and '.join(missing)}: "
+                                   "pip install 'hibase[bench]'")
     if backend != "embedded":
         if not backend.startswith("thrift://"):
             raise click.BadParameter(f"expected embedded or thrift://host:port, got {backend!r}",
