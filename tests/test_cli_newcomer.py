@@ -516,3 +516,73 @@ def test_cluster_start_without_redis_server_stops_before_hbase(tmp_path, monkeyp
 def test_cluster_help_names_the_thrift2_server():
     text = " ".join(run("cluster", "--help").stdout.split())
     assert "Thrift2 server" in text and "status" in text
+
+
+# -- the first ten minutes -------------------------------------------------------------------------
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _walkthrough() -> str:
+    """The sh block under README's "The first ten minutes"."""
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    section = text[text.index("### The first ten minutes"):]
+    block = section[section.index("```sh\n") + 6:]
+    return block[:block.index("```")]
+
+
+def _newcomer_files(folder):
+    import gzip
+    import random
+    rng = random.Random(27)
+    lines = ["id,dest,delay,carrier"]
+    for i in range(5000):
+        delay = "abc" if i % 500 == 7 else f"{rng.uniform(-10, 60):.1f}"
+        lines.append(f"k{i},{rng.choice(['IAH', 'SFO', 'JFK', 'ORD'])},{delay},"
+                     f"{rng.choice(['UA', 'AA', 'DL'])}")
+    (folder / "flights.csv").write_text("\n".join(lines) + "\n")
+    (folder / "flights.csv.gz").write_bytes(gzip.compress((folder / "flights.csv").read_bytes()))
+    (folder / "events.csv").write_text("kind,value\n" + "".join(
+        f"{rng.choice(['click', 'view'])},{i}\n" for i in range(300)))
+
+
+def test_the_first_ten_minutes_in_a_fresh_venv(tmp_path):
+    """`pip install .` into a fresh venv (about 20 s with pip's cache warm; it needs the
+    package index or that cache), then README's walkthrough as one script."""
+    import shutil
+    src = tmp_path / "checkout"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if os.path.exists(os.path.join(ROOT, name)):
+            shutil.copy(os.path.join(ROOT, name), src / name)
+    shutil.copytree(os.path.join(ROOT, "src"), src / "src",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(src)],
+                         capture_output=True, text=True)
+    assert pip.returncode == 0, pip.stderr[-3000:]
+    work = tmp_path / "work"
+    work.mkdir()
+    _newcomer_files(work)
+    env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
+    env.pop("PYTHONPATH", None)
+    script = "set -e -o pipefail\n" + _walkthrough()
+    got = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert got.returncode == 0, (got.stdout[-3000:], got.stderr[-3000:])
+    assert "Traceback" not in got.stderr
+    out, err = got.stdout, got.stderr
+    assert "exit 1: some rows were rejected" in out and "exit 1: no such row" in out
+    assert "exit 1: gzip read as is, 10 rows rejected again" in out
+    assert len((work / "rejected.txt").read_text().splitlines()) == 10
+    assert "Error: 10 row(s) rejected, 4990 loaded; every one in rejected.txt" in err
+    assert "Detected types: e:kind=string, e:value=long" in err
+    assert "INDEX by_dest" in out
+    assert '"f:delay": ' in out and '"f:delay": "' not in out  # typed JSON
+    assert "row,e:kind,e:value\n000000000001,click," in out or \
+        "row,e:kind,e:value\n000000000001,view," in out
+    assert "Error: no row 'k2' in table 'flights'" in err
+    assert out.count(": OK") >= 2  # check data, check copy
+    tables = out[out.rindex("table "):].splitlines()
+    assert [t.split()[0] for t in tables[2:]] == ["events", "flights", "flights2"]
