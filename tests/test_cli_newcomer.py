@@ -393,7 +393,8 @@ _versions = st.lists(st.tuples(st.integers(1, 2**40), _binary), min_size=1, max_
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(rows=st.dictionaries(st.binary(min_size=1, max_size=10),
-                            st.dictionaries(st.tuples(st.sampled_from([b"a", b"b"]), _binary),
+                            st.dictionaries(st.tuples(st.sampled_from([b"a", b"b"]), _binary)
+                                            .filter(lambda fq: fq != (b"a", b"n")),  # typed
                                             _versions, min_size=1, max_size=4),
                             min_size=1, max_size=8),
        numbers=st.lists(st.integers(-2**63, 2**63 - 1), min_size=1, max_size=5))
@@ -546,9 +547,11 @@ def _newcomer_files(folder):
         f"{rng.choice(['click', 'view'])},{i}\n" for i in range(300)))
 
 
+@pytest.mark.slow
 def test_the_first_ten_minutes_in_a_fresh_venv(tmp_path):
-    """`pip install .` into a fresh venv (about 20 s with pip's cache warm; it needs the
-    package index or that cache), then README's walkthrough as one script."""
+    """`pip install .` into a fresh venv, then README's walkthrough as one script: 26 s on an
+    idle 2-core machine with pip's cache warm, 68 s with the cores shared (marked slow: still in
+    the default run, `-m "not slow"` leaves it out). It needs the package index or pip's cache."""
     import shutil
     src = tmp_path / "checkout"
     src.mkdir()

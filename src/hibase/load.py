@@ -312,6 +312,15 @@ def _lines(fh: IO[bytes], progress: _Progress) -> Iterator[str]:
     progress.flush()
 
 
+def _clip(text: str, limit: int = 200) -> str:
+    """Text for a one-line message: control characters and undecodable bytes as \\xNN, cut
+    to `limit` characters."""
+    from .dump import show_bytes
+
+    shown = show_bytes(text.encode("utf-8", "surrogateescape"))
+    return shown if len(shown) <= limit else shown[:limit - 3] + "..."
+
+
 def _csv_records(lines: Iterator[str], delimiter: str) -> tuple[list[str], Iterator[tuple]]:
     reader = csv.reader(lines, delimiter=delimiter)
     try:
@@ -323,7 +332,10 @@ def _csv_records(lines: Iterator[str], delimiter: str) -> tuple[list[str], Itera
     names = [h.strip() for h in header]
     dup = sorted({n for n in names if names.count(n) > 1})
     if "" in names or dup:
-        raise LoadError(f"the CSV header needs distinct, non-empty column names: {header!r}", 1)
+        shown = ", ".join(f"'{h}'" if h else "''" for h in names[:20])
+        raise LoadError("the CSV header needs distinct, non-empty column names, not "
+                        f"{_clip(shown)}" + (f" (repeated: {', '.join(dup)})" if dup else "")
+                        + " (is the first line a header?)", 1)
 
     def records() -> Iterator[tuple]:
         while True:
@@ -455,7 +467,9 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
             names, records = _csv_records(lines, delimiter)
             missing = [f for f in key.fields if f not in names]
             if missing:
-                raise LoadError(f"rowkey column(s) {missing} not in the CSV header {names}", 1)
+                raise LoadError(f"rowkey column(s) {', '.join(missing)} not in the CSV header "
+                                f"({_clip(', '.join(names))}); files without a key column "
+                                "load with --rowkey-auto", 1)
             for name in names:
                 if name not in skip:
                     try:

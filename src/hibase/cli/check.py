@@ -9,7 +9,7 @@ import click
 from tqdm import tqdm
 
 from ..check import check_store
-from .base import check_store_folder
+from .base import check_store_folder, show_bytes
 
 
 def _lines(report: dict) -> list[str]:
@@ -74,7 +74,7 @@ def check(ctx: click.Context, dir: str, as_json: bool, progress: bool | None) ->
     finally:
         bar.close()
     if as_json:
-        click.echo(json.dumps(report, default=lambda o: o.hex() if isinstance(o, bytes)
+        click.echo(json.dumps(report, default=lambda o: show_bytes(o) if isinstance(o, bytes)
                               else str(o)))
     else:
         for line in _lines(report):
