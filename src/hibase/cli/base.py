@@ -51,7 +51,8 @@ byte that is not part of valid UTF-8 or is a control character prints as \\xNN (
 for those three) and a backslash prints as \\\\, the same in --table, --json and --csv output,
 so each printed string stands for exactly one byte string. Arguments that name rows, columns or
 values (ROW, --start, --stop, --prefix, --columns, COL=VALUE, --row) accept the same escapes.
-Cells of columns declared binary (e.g. 'long binary') are read and written as their text (42)."""
+Cells of columns declared binary (e.g. 'long binary') are read and written as their text (42).
+In --json, values of declared number columns are JSON numbers and NULL is null."""
 
 
 # -- bytes on the command line -------------------------------------------------------------------

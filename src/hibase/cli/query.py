@@ -347,8 +347,9 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
     Phoenix). ? and :name placeholders take their values from -p / -P. The planner answers each part of the
     condition by the rowkey, an index or, when nothing applies, a filtered full scan; EXPLAIN
     SELECT ... (or --explain) prints the plan. Output: a row per line (--table, --csv) or a JSON
-    object per row (--json: {"row": ..., "columns": {"f:q": value}}), then the row count and
-    time on stderr.
+    object per row (--json: {"row": ..., "columns": {"f:q": value}}, every selected column,
+    null where the row has none, numbers of declared columns as JSON numbers; aggregate rows
+    as {"f:q": value, "COUNT(*)": n}), then the row count and time on stderr.
 
     Example:
 
