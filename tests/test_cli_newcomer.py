@@ -589,3 +589,23 @@ def test_the_first_ten_minutes_in_a_fresh_venv(tmp_path):
     assert out.count(": OK") >= 2  # check data, check copy
     tables = out[out.rindex("table "):].splitlines()
     assert [t.split()[0] for t in tables[2:]] == ["events", "flights", "flights2"]
+
+
+def test_delete_get_wide_and_typed_json_on_every_backend(backend):
+    """The same commands on the embedded store and through a thrift:// URL."""
+    s = backend.url
+    run("create-table", s, "t", "-f", "f", "-c", "f:n=long", "-c", "f:x=double")
+    run("put", s, "t", "k1", "f:n=42", "f:u=a\\\\b")
+    run("put", s, "t", "k2", "f:x=2.5")
+    assert run("scan", s, "t", "--csv", "--wide").stdout.splitlines() == [
+        "row,f:n,f:u,f:x", "k1,42,a\\\\b,", "k2,,,2.5"]
+    assert json.loads(run("get", s, "t", "k1", "--json").stdout) == {
+        "row": "k1", "columns": {"f:n": 42, "f:u": "a\\\\b"}}
+    got = run("query", s, "SELECT f.n, f.x FROM t", "--json").stdout.splitlines()
+    assert [json.loads(x)["columns"] for x in got] == [{"f:n": 42, "f:x": None},
+                                                      {"f:n": None, "f:x": 2.5}]
+    run("delete", s, "t", "k1", "f:u")
+    run("delete", s, "t", "k2")
+    assert error("get", s, "t", "k2") == "Error: no row 'k2' in table 't'"
+    assert [json.loads(x)["row"] for x in run("scan", s, "t", "--json").stdout.splitlines()] \
+        == ["k1"]
