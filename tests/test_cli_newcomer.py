@@ -609,3 +609,18 @@ def test_delete_get_wide_and_typed_json_on_every_backend(backend):
     assert error("get", s, "t", "k2") == "Error: no row 'k2' in table 't'"
     assert [json.loads(x)["row"] for x in run("scan", s, "t", "--json").stdout.splitlines()] \
         == ["k1"]
+
+
+def test_scan_csv_wide_then_load_unescape_copies_binary_values(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    run("create-table", a, "t", "-f", "f")
+    run("put", a, "t", "k\\x00\\xff", "f:v=\\x00\\xff\\\\x", "f:w=a,b\\n\"c\"")
+    run("put", a, "t", "k2", "f:v=plain")
+    wide = run("scan", a, "t", "--csv", "--wide").stdout
+    run("create-table", b, "t", "-f", "f")
+    run("load", b, "t", "-", "--rowkey-column", "row", "--unescape", input=wide)
+    with hibase.connect(str(a), read_only=True) as da, hibase.connect(str(b),
+                                                                        read_only=True) as db:
+        assert list(db.table("t").scan()) == list(da.table("t").scan())
+        assert db.table("t").row(b"k\x00\xff") == {b"f:v": b"\x00\xff\\x",
+                                                   b"f:w": b'a,b\n"c"'}

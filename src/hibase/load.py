@@ -312,6 +312,15 @@ def _lines(fh: IO[bytes], progress: _Progress) -> Iterator[str]:
     progress.flush()
 
 
+def _unescaped(raw: bytes | None) -> bytes | None:
+    """A field written as the command line prints bytes, as those bytes."""
+    if not raw or b"\\" not in raw:
+        return raw
+    from .dump import parse_bytes
+
+    return parse_bytes(raw.decode("utf-8", "surrogateescape"))
+
+
 def _clip(text: str, limit: int = 200) -> str:
     """Text for a one-line message: control characters and undecodable bytes as \\xNN, cut
     to `limit` characters."""
@@ -389,13 +398,15 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
               progress: bool = False, *, rowkey_column: str | None = None,
               family: str | None = None, strict: bool = False, delimiter: str = ",",
               on_reject: Callable[[int, str], None] | None = None,
-              rowkey_auto: str | None = None) -> dict:
+              rowkey_auto: str | None = None, unescape: bool = False) -> dict:
     """Load a CSV or JSON-lines file (``"-"``: stdin) into `table` (a hibase Table).
 
     Exactly one of `rowkey` (a template such as ``"{mdn}:{ts}"``), `rowkey_column` and
     `rowkey_auto` (``"row"``, ``"uuid"``, ``"ulid"``: see AutoKey, for inputs with no key
     column) is given. The file may be gzip, bz2 or xz compressed (told by its first bytes); a
-    file that is not text is refused before anything is written (check_text).
+    file that is not text is refused before anything is written (check_text). `unescape`
+    reads ``\\xNN``, ``\\t``, ``\\n``, ``\\r`` and ``\\\\`` in values (and the rowkey) as
+    the bytes they stand for, as the command line prints bytes (hibase.dump.parse_bytes).
     Returns ``{"rows", "rejected", "empty", "lines", "bytes", "seconds", "rows_per_second",
     "errors"}`` (`errors`: the first rejected rows as (line, message); every one also goes to
     `on_reject(line, message)` when given). Raises LoadError for a bad setup (before anything is
@@ -492,6 +503,8 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
                 try:
                     if problem is not None:
                         raise _Reject(problem)
+                    if unescape:
+                        record = {n: _unescaped(v) for n, v in record.items()}
                     row = key.render(record)
                     for name, raw in record.items():
                         if raw is None or name in skip:

@@ -417,6 +417,11 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
               metavar="FILE", help="Write every rejected row to FILE (line number, tab, "
               "reason); stderr shows the first 20.")
 @click.option("--delimiter", default=",", show_default=True, help="CSV field delimiter.")
+@click.option("--unescape", is_flag=True,
+              help="Read \\xNN, \\t, \\n, \\r and \\\\ in values and keys as the bytes "
+                   "they stand for, as `hibase scan/query --csv` print bytes: `hibase scan A t "
+                   "--csv --wide | hibase load B t - --rowkey-column row --unescape` copies the "
+                   "newest cells (`hibase dump` copies everything).")
 @click.option("--bulk", is_flag=True,
               help="Suspend the table's index upkeep during the load and rebuild its indexes "
                    "afterwards (in worker processes): much faster for big loads; meanwhile "
@@ -426,7 +431,8 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
 def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: str | None,
          rowkey_template: str | None, rowkey_auto: str | None, family: str | None, maps: dict,
          batch_size: int, create: bool, types: dict, no_detect: bool, strict: bool,
-         errors_file: str | None, delimiter: str, bulk: bool, progress: bool | None) -> None:
+         errors_file: str | None, delimiter: str, unescape: bool, bulk: bool,
+         progress: bool | None) -> None:
     """Load a CSV file (its header row names the columns) or JSON lines into a table, like
     HBase's ImportTsv. FILE may be - for stdin, and gzip, bz2 or xz compressed (told by its
     first bytes); a file that is not text is refused before anything is created or written.
@@ -515,7 +521,8 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
     def run() -> dict:
         return load_file(db.table(table), file, format_, rowkey_template, maps, batch_size,
                          progress, rowkey_column=rowkey_column, family=family, strict=strict,
-                         delimiter=delimiter, on_reject=reject, rowkey_auto=rowkey_auto)
+                         delimiter=delimiter, on_reject=reject, rowkey_auto=rowkey_auto,
+                         unescape=unescape)
 
     started = time.perf_counter()
     try:
