@@ -12,6 +12,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import hibase
 from hibase.cli import cli
@@ -104,7 +105,8 @@ def test_rejected_rows_exit_1_show_20_and_keep_all_with_errors(tmp_path, half_ba
     bad = tmp_path / "bad.txt"
     result = run("load", store, "t", half_bad, "--rowkey-column", "id", "--errors", bad, code=1)
     kept = bad.read_text().splitlines()
-    assert len(kept) == 2500 and kept[0] == "2\tcolumn 'f:n': invalid BIGINT value 'x0': not a decimal integer"
+    assert len(kept) == 2500
+    assert kept[0] == "2\tcolumn 'f:n': invalid BIGINT value 'x0': not a decimal integer"
     assert kept[-1].startswith("5000\t")
     assert result.stderr.strip().splitlines()[-1].endswith(f"every one in {bad}")
     assert run("query", store, "SELECT COUNT(*) FROM t").stdout.split()[-1] == "2500"
@@ -249,7 +251,8 @@ def test_messages_show_sql_literals_and_sql_type_names(tmp_path):
         "Error: invalid BIGINT value 'x': a VARCHAR literal cannot be compared with it"
     assert error("query", s, "SELECT * FROM t WHERE f.s = 1") == \
         "Error: invalid VARCHAR value 1: an integer literal cannot be compared with it"
-    for line in (error("put", s, "t", "k", "f:x=abc"), error("query", s, "SELECT * FROM t WHERE f.n = 'x'")):
+    for line in (error("put", s, "t", "k", "f:x=abc"),
+                 error("query", s, "SELECT * FROM t WHERE f.n = 'x'")):
         assert "b'" not in line and " str " not in line and " int " not in line
 
 
@@ -368,7 +371,8 @@ def test_dump_restore_round_trip_with_indexes_and_versions(typed, tmp_path):
     (tmp_path / "all.hdump").write_text(dumped)
     run("restore", tmp_path / "copy", tmp_path / "all.hdump")
     assert _cells(tmp_path / "copy") == _cells(typed)
-    assert "by_n" in run("query", tmp_path / "copy", "EXPLAIN SELECT * FROM t WHERE f.n = 43").stdout
+    plan = run("query", tmp_path / "copy", "EXPLAIN SELECT * FROM t WHERE f.n = 43").stdout
+    assert "by_n" in plan
     # one table, through a pipe, gzip-compressed
     import gzip
     (tmp_path / "u.hdump.gz").write_bytes(gzip.compress(run("dump", typed, "u").stdout.encode()))
@@ -382,8 +386,6 @@ def test_dump_restore_round_trip_with_indexes_and_versions(typed, tmp_path):
     assert "not a hibase dump" in error("restore", tmp_path / "copy4", tmp_path / "x.csv")
     assert "no table 'nope'" in error("dump", typed, "nope")
 
-
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 _binary = st.binary(min_size=0, max_size=12)
 _versions = st.lists(st.tuples(st.integers(1, 2**40), _binary), min_size=1, max_size=3,

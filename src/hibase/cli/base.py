@@ -43,7 +43,8 @@ from ..dump import parse_bytes, show_bytes
 from ..load import cell_to_text
 
 __all__ = ["cli", "main", "HibaseGroup", "store_argument", "table_argument", "output_options",
-           "columns_option", "open_store", "check_store_folder", "emit", "note", "cell_text", "cell_json", "value_json", "value_text", "show_bytes",
+           "columns_option", "open_store", "check_store_folder", "emit", "note", "cell_text",
+           "cell_json", "value_json", "value_text", "show_bytes",
            "parse_bytes"]
 
 BYTES_HELP = """Rowkeys, column names and values are bytes. They print as UTF-8 text, except that a
@@ -196,7 +197,8 @@ def check_store_folder(path: str, *, create: bool = False, read_only: bool = Fal
         what = ("no such folder" if not os.path.exists(path) else
                 "the folder is empty" if not os.listdir(path) else
                 "the folder holds other files")
-        hint = "" if create else " (create one with `hibase create-table` or `hibase load --create`)"
+        hint = ("" if create else
+                " (create one with `hibase create-table` or `hibase load --create`)")
         raise errors.BackendUnavailable(f"{path!r} is not a hibase store: {what}{hint}")
     if not read_only:
         pid = _lock_holder(os.path.join(path, "LOCK"))

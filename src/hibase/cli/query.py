@@ -17,8 +17,8 @@ from ..connection import Connection
 from ..table import Table
 from ..query import engine
 from ..query.ast import ROWKEY
-from .base import (HibaseGroup, cell_json, cell_text, emit, note, open_store, output_options, show_bytes,
-                   store_argument, table_argument, value_json, value_text)
+from .base import (HibaseGroup, cell_json, cell_text, emit, note, open_store, output_options,
+                   show_bytes, store_argument, table_argument, value_json, value_text)
 
 __all__ = ["index", "query"]
 
