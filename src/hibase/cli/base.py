@@ -156,7 +156,9 @@ def columns_option(f: Callable) -> Callable:
 
 def _lock_holder(lock_file: str) -> int | None:
     """The pid of the process holding the store's LOCK (RocksDB takes a POSIX record lock on
-    it), or None when nobody holds it or it cannot be told."""
+    it), or None when nobody holds it or it cannot be told (the struct below is Linux's)."""
+    if not sys.platform.startswith("linux"):
+        return None
     try:
         import fcntl
         import struct
