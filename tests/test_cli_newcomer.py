@@ -151,6 +151,12 @@ def test_a_binary_file_is_refused_before_anything_is_created(tmp_path, content):
     assert not (tmp_path / "s").exists()
 
 
+def test_utf16_is_named(tmp_path):
+    (tmp_path / "u16.csv").write_bytes("id,n\na,1\n".encode("utf-16"))
+    assert "UTF-16" in error("load", tmp_path / "s", "t", tmp_path / "u16.csv",
+                             "--rowkey-column", "id", "-f", "f", "--create")
+
+
 def test_a_corrupt_gzip_is_one_line(tmp_path):
     import gzip
     data = gzip.compress(b"id,n\n" + b"".join(b"k%d,%d\n" % (i, i) for i in range(20000)))

@@ -253,6 +253,8 @@ def binary_reason(sample: bytes) -> str | None:
     NUL bytes, or mostly bytes that are neither UTF-8 nor printable."""
     if not sample:
         return None
+    if sample[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "it is UTF-16 text: convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8"
     if b"\x00" in sample:
         return "it holds NUL bytes"
     text = sample.decode("utf-8", "surrogateescape")
