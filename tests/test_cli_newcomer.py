@@ -522,6 +522,15 @@ def test_cluster_start_without_redis_server_stops_before_hbase(tmp_path, monkeyp
     assert started[-1]["progress"] is True
 
 
+def test_hbase_cluster_start_checks_redis_before_hbase(tmp_path, monkeypatch):
+    from hibase.cluster import HBaseCluster, hbase as hb
+    from hibase.cluster.local import ServerMissing
+    monkeypatch.setattr(hb, "find_redis_server", lambda: None)
+    monkeypatch.setattr(hb, "classpath", lambda *a: pytest.fail("HBase was started"))
+    with pytest.raises(ServerMissing, match="redis-server is not installed"):
+        HBaseCluster(str(tmp_path / "c"), redis_nodes=1).start()
+
+
 def test_cluster_help_names_the_thrift2_server():
     text = " ".join(run("cluster", "--help").stdout.split())
     assert "Thrift2 server" in text and "status" in text
