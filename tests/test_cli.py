@@ -108,7 +108,7 @@ def test_round_trip_in_three_formats(flights):
     assert out[0].split() == ["row", "column", "value"]
     assert ["k1", "f:delay", "12.5"] in [line.split() for line in out]
     assert jsonl(run("get", flights, "flights", "k1", "--json").stdout) == [
-        {"row": "k1", "columns": {"f:delay": "12.5", "f:dest": "IAH", "g:x": "1"}}]
+        {"row": "k1", "columns": {"f:delay": 12.5, "f:dest": "IAH", "g:x": "1"}}]  # typed
     assert cells_of(run("get", flights, "flights", "k1", "--csv").stdout) == [
         {"row": "k1", "column": c, "value": v}
         for c, v in [("f:delay", "12.5"), ("f:dest", "IAH"), ("g:x", "1")]]
@@ -135,9 +135,11 @@ def test_scan_options(flights):
     assert set(cols["columns"]) == {"g:x", "f:dest"}
 
 
-def test_get_missing_row_prints_no_cells(flights):
-    assert run("get", flights, "flights", "zz", "--json").stdout == ""
-    assert cells_of(run("get", flights, "flights", "zz", "--csv").stdout) == []
+def test_get_missing_row_is_an_error(flights):
+    assert error("get", flights, "flights", "zz", "--json") == \
+        "Error: no row 'zz' in table 'flights'"
+    assert error("get", flights, "flights", "k1", "--csv", "-c", "f:nope") == \
+        "Error: row 'k1' of 'flights' has none of the columns f:nope"
 
 
 def test_versions_binary_columns_and_escapes(flights):
@@ -152,15 +154,15 @@ def test_versions_binary_columns_and_escapes(flights):
         assert db.table("flights").row(b"b\x00\xff") == {
             b"f:n": (42).to_bytes(8, "big"), b"f:raw": b"a\x01\\"}
     row = jsonl(run("get", flights, "flights", "b\\x00\\xff", "--json").stdout)[0]
-    assert row == {"row": "b\\x00\\xff", "columns": {"f:n": "42", "f:raw": "a\\x01\\\\"}}
+    assert row == {"row": "b\\x00\\xff", "columns": {"f:n": 42, "f:raw": "a\\x01\\\\"}}
 
 
 def test_declared_type_errors_write_nothing(flights):
     msg = error("put", flights, "flights", "k9", "f:dest=X", "f:delay=soon")
-    assert "f:delay" in msg and "double" in msg
+    assert "f:delay" in msg and "DOUBLE" in msg
     msg = error("put", flights, "flights", "k9", "f:n=4.5")
     assert "f:n" in msg
-    assert run("get", flights, "flights", "k9", "--json").stdout == ""
+    assert "no row 'k9'" in error("get", flights, "flights", "k9", "--json")
 
 
 def test_errors_are_one_line(flights, tmp_path):
@@ -168,8 +170,8 @@ def test_errors_are_one_line(flights, tmp_path):
     assert "no table 'nope'" in error("scan", flights, "nope")
     assert "PrefixFilter" in error("scan", flights, "flights", "--filter", "PrefixFilter('a'")
     assert "NoSuchFilter" in error("scan", flights, "flights", "--filter", "NoSuchFilter()")
-    assert "no store" in error("tables", str(tmp_path / "missing"))
-    assert "no store" in error("put", str(tmp_path / "missing"), "t", "r", "f:a=1")
+    assert "not a hibase store" in error("tables", str(tmp_path / "missing"))
+    assert "not a hibase store" in error("put", str(tmp_path / "missing"), "t", "r", "f:a=1")
     assert not (tmp_path / "missing").exists()
     assert "exists" in error("create-table", flights, "flights", "-f", "f")
     assert "compression" in error("create-table", flights, "t2", "-f", "f:compression=FOO")
@@ -250,8 +252,9 @@ def test_load_csv_with_template_reports_bad_rows_and_loads_the_rest(store, tmp_p
     path = tmp_path / "calls.csv"
     path.write_text(CALLS)
     run("create-table", store, "calls", "-f", "f", "-c", "f:delay=double")
-    result = run("load", store, "calls", path, "--rowkey", "{mdn}:{ts}")
+    result = run("load", store, "calls", path, "--rowkey", "{mdn}:{ts}", "--progress", code=1)
     err = result.stderr
+    assert err.strip().splitlines()[-1] == "Error: 3 row(s) rejected, 3 loaded (above)"
     assert "line 3: column 'f:delay'" in err and "abc" in err  # declared type
     assert "line 4: rowkey column 'mdn'" in err
     assert "line 6: 5 fields" in err
@@ -259,7 +262,7 @@ def test_load_csv_with_template_reports_bad_rows_and_loads_the_rest(store, tmp_p
     assert "Rows loaded: 3, rejected: 3" in err and "rows/s" in err
     rows = _rows(store, "calls")
     assert list(rows) == ["100:1", "103:4", "105:6"]
-    assert rows["100:1"] == {"f:city": "Paris", "f:delay": "1.5", "f:mdn": "100", "f:ts": "1"}
+    assert rows["100:1"] == {"f:city": "Paris", "f:delay": 1.5, "f:mdn": "100", "f:ts": "1"}
     assert "f:delay" not in rows["103:4"]  # empty CSV field: no cell
     # ... so, as in Phoenix (empty string = NULL), = '' finds nothing and IS NULL finds it
     assert run("query", store, "SELECT * FROM calls WHERE f.city = ''", "--json").stdout == ""
@@ -276,8 +279,8 @@ def test_load_csv_with_rowkey_column_map_and_create(store, tmp_path):
                  "--map", "city=g:town", "--create", "--batch-size", "1")
     assert "Created table 'calls'" in result.stderr and "Rows loaded: 2, rejected: 0" in \
         result.stderr
-    assert _rows(store, "calls") == {"100": {"f:ts": "1", "g:town": "Paris"},
-                                     "101": {"f:ts": "2", "g:town": "Rome"}}
+    assert _rows(store, "calls") == {"100": {"f:ts": 1, "g:town": "Paris"},  # detected long
+                                     "101": {"f:ts": 2, "g:town": "Rome"}}
 
 
 def test_load_with_durability(tmp_path):
@@ -288,7 +291,7 @@ def test_load_with_durability(tmp_path):
     store = str(tmp_path / "store")
     run("load", store, "calls", path, "--rowkey-column", "mdn", "--family", "f", "--create",
         "--durability", "fsync")
-    assert _rows(store, "calls") == {"100": {"f:ts": "1"}, "101": {"f:ts": "2"}}
+    assert _rows(store, "calls") == {"100": {"f:ts": 1}, "101": {"f:ts": 2}}  # typed (long)
     result = run("load", store, "calls", path, "--rowkey-column", "mdn", "--durability",
                  "power", code=2)
     assert "'power' is not one of 'process', 'fsync'" in result.stderr
@@ -315,13 +318,13 @@ def test_load_jsonl(store, tmp_path):
     path.write_text('{"id": "a", "n": 1, "d": 2.5, "o": {"x": [1]}, "z": null}\n\n'
                     'not json\n[1]\n{"id": "b", "n": "x"}\n{"n": 3}\n{"id": "c", "n": 7}\n')
     run("create-table", store, "j", "-f", "f", "-c", "f:n=long binary")
-    result = run("load", store, "j", path, "--rowkey-column", "id")
+    result = run("load", store, "j", path, "--rowkey-column", "id", code=1)
     err = result.stderr
     assert "line 3: invalid JSON" in err and "line 4: expected a JSON object" in err
     assert "line 5: column 'f:n'" in err and "line 6: rowkey column 'id'" in err
     assert "Rows loaded: 2, rejected: 4" in err
-    assert _rows(store, "j") == {"a": {"f:d": "2.5", "f:n": "1", "f:o": '{"x":[1]}'},
-                                 "c": {"f:n": "7"}}
+    assert _rows(store, "j") == {"a": {"f:d": "2.5", "f:n": 1, "f:o": '{"x":[1]}'},
+                                 "c": {"f:n": 7}}
     # JSON lines from stdin, with a template rowkey
     result = run("load", store, "j", "-", "--format", "jsonl", "--rowkey", "x-{id}",
                  input='{"id": "q", "n": 5}\n')

@@ -138,7 +138,7 @@ def test_query_table_json_csv(store):
     assert res.stderr.startswith("3 row(s) in ")
 
     objs = [json.loads(x) for x in run("query", store, sql, "--json").stdout.splitlines()]
-    assert objs[1] == {"row": "r1", "columns": {"f:port": "443", "f:url": "http://a/x"}}
+    assert objs[1] == {"row": "r1", "columns": {"f:port": 443, "f:url": "http://a/x"}}
     assert objs[0]["row"] == "r\\tx" and objs[0]["columns"]["f:url"] == "http://c/\\x01"
 
     rows = list(csv.reader(io.StringIO(run("query", store, sql, "--csv").stdout)))

@@ -277,7 +277,7 @@ def test_cell_roundtrip(name, binary):
     (T["long"], "12"), (T["string"], None),
 ])
 def test_bad_cells(t, raw):
-    with pytest.raises(errors.ValueTypeError, match=f"invalid {t} value"):
+    with pytest.raises(errors.ValueTypeError, match=f"invalid {codec.sql_type_name(t)} value"):
         codec.decode_cell(t, raw)
     with pytest.raises(errors.ValueTypeError):
         codec.validate_cell(t, raw)
@@ -287,7 +287,7 @@ def test_error_message_shows_truncated_value():
     with pytest.raises(errors.ValueTypeError) as exc:
         codec.decode_cell(T["int"], b"x" * 100)
     msg = str(exc.value)
-    assert "invalid int value b'xxxx" in msg and "..." in msg and len(msg) < 100
+    assert "invalid INTEGER value 'xxxx" in msg and "...'" in msg and len(msg) < 100
     assert isinstance(exc.value, errors.InvalidArgument) and isinstance(exc.value, ValueError)
 
 

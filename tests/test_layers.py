@@ -19,7 +19,7 @@ LAYERS = {
     "table": 5, "connection": 5.1,
     "hibase": 6,  # the package itself re-exports connect, Connection, Table, Batch
     "dbapi": 6.5, "sqlalchemy": 6.6,  # PEP 249 over Connection; the SQLAlchemy dialect over it
-    "server": 7, "cluster": 7, "load": 8, "check": 8, "bench": 8, "demo": 9, "cli": 10,
+    "server": 7, "cluster": 7, "dump": 7.5, "load": 8, "check": 8, "bench": 8, "demo": 9, "cli": 10,
     "__main__": 11,
 }
 

@@ -14,6 +14,7 @@ from .errors import InvalidArgument, SchemaError, ValueTypeError
 
 __all__ = [
     "TYPE_NAMES", "ColumnType", "parse_type", "type_from_name", "SQL_TYPE_ALIASES", "SQL_TYPE_NAMES",
+    "sql_literal", "sql_type_name",
     "decode_cell", "cell_decoder", "encode_cell", "validate_cell",
     "encode_key", "decode_key", "encode_composite", "decode_composite",
     "escape_bytes", "escape_prefix", "unescape_bytes", "prefix_successor",
@@ -106,19 +107,59 @@ def type_from_name(spec: str | ColumnType) -> ColumnType:
 
 # -- errors ------------------------------------------------------------------------------------
 
-def _show(value: Any) -> str:
+def sql_literal(value: Any, limit: int = 40) -> str:
+    """A value as an SQL literal for messages: 'text' (quotes doubled), X'00FF' for bytes that
+    are not printable UTF-8, numbers as numbers, NULL; cut to about `limit` characters ("...")."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is None or not text.isprintable():
+            r = "X'" + raw.hex().upper() + "'"
+            return r if len(r) <= limit else r[:limit - 4] + "...'"
+        value = text
+    if isinstance(value, str):
+        r = "'" + value.replace("'", "''") + "'"
+        return r if len(r) <= limit else r[:limit - 4] + "...'"
     r = repr(value)
-    return r if len(r) <= 40 else r[:37] + "..."
+    return r if len(r) <= limit else r[:limit - 3] + "..."
+
+
+def sql_type_name(t: ColumnType) -> str:
+    """A declared type as SQL names it (BIGINT, VARCHAR, ... with ' binary' for Bytes.toBytes
+    cells)."""
+    return SQL_TYPE_NAMES.get(t.name, t.name.upper()) + (" binary" if t.binary else "")
+
+
+def _kind(value: Any) -> str:
+    """What SQL calls a Python value's type, for messages."""
+    if isinstance(value, bool):
+        return "BOOLEAN"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a DOUBLE"
+    if isinstance(value, str):
+        return "a VARCHAR"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "a VARBINARY"
+    return "NULL" if value is None else type(value).__name__
 
 
 def _fail(t: ColumnType, value: Any, why: str) -> ValueTypeError:
-    return ValueTypeError(f"invalid {t} value {_show(value)}: {why}")
+    return ValueTypeError(f"invalid {sql_type_name(t)} value {sql_literal(value)}: {why}")
 
 
 def _as_bytes(t: ColumnType, raw: Any) -> bytes:
     if isinstance(raw, (bytearray, memoryview)):
         return bytes(raw)
-    raise _fail(t, raw, f"expected bytes, got {type(raw).__name__}")
+    raise _fail(t, raw, f"expected bytes, got {_kind(raw)}")
 
 
 def _as_int(t: ColumnType, v: Any) -> int:
@@ -126,7 +167,7 @@ def _as_int(t: ColumnType, v: Any) -> int:
         return v
     if not isinstance(v, bool) and hasattr(type(v), "__index__"):  # e.g. numpy integers
         return operator.index(v)
-    raise _fail(t, v, f"expected int, got {type(v).__name__}")
+    raise _fail(t, v, f"expected an integer, got {_kind(v)}")
 
 
 def _as_float(t: ColumnType, v: Any) -> float:
@@ -137,13 +178,13 @@ def _as_float(t: ColumnType, v: Any) -> float:
             return float(v)
         except OverflowError:
             raise _fail(t, v, "out of range") from None
-    raise _fail(t, v, f"expected float, got {type(v).__name__}")
+    raise _fail(t, v, f"expected a number, got {_kind(v)}")
 
 
 def _as_str(t: ColumnType, v: Any) -> str:
     if isinstance(v, str):
         return v
-    raise _fail(t, v, f"expected str, got {type(v).__name__}")
+    raise _fail(t, v, f"expected a VARCHAR, got {_kind(v)}")
 
 
 # -- escaped byte strings (string / bytes keys, also used for rowkeys) --------------------------
@@ -163,11 +204,11 @@ def unescape_bytes(buf: bytes, pos: int = 0) -> tuple[bytes, int]:
     # Inside a valid escaped run every 0x00 is followed by 0xFF, so the first 0x00 0x00 is the end.
     end = buf.find(b"\x00\x00", pos)
     if end < 0:
-        raise ValueTypeError(f"unterminated escaped string in key {_show(bytes(buf[pos:]))}")
+        raise ValueTypeError(f"unterminated escaped string in key {sql_literal(bytes(buf[pos:]))}")
     seg = buf[pos:end]
     if b"\x00" in seg:
         if seg.count(b"\x00") != seg.count(b"\x00\xff"):
-            raise ValueTypeError(f"bad escape in key {_show(bytes(seg))}")
+            raise ValueTypeError(f"bad escape in key {sql_literal(bytes(seg))}")
         seg = seg.replace(b"\x00\xff", b"\x00")
     return bytes(seg), end + 2
 
@@ -405,7 +446,7 @@ def _bytes_enc(t: ColumnType, v: Any) -> bytes:
         return bytes(v)
     if isinstance(v, str):
         return _str_enc(t, v)
-    raise _fail(t, v, f"expected bytes, got {type(v).__name__}")
+    raise _fail(t, v, f"expected bytes, got {_kind(v)}")
 
 
 def _bytes_enc_key(t: ColumnType, v: Any) -> bytes:
@@ -557,4 +598,4 @@ def value_from_literal(t: ColumnType, literal: Any) -> Any:
             return _bytes_enc(t, literal)
     elif isinstance(literal, str):  # char, string
         return literal
-    raise _fail(t, literal, f"a {type(literal).__name__} literal cannot be compared with it")
+    raise _fail(t, literal, f"{_kind(literal)} literal cannot be compared with it")

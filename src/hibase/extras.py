@@ -4,7 +4,7 @@ in one line, before it starts any work."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 
 from .errors import MissingExtra
 
@@ -14,16 +14,18 @@ EXTRAS = {
     "hbase": ("thriftpy2", "happybase"),
     "cache": ("redis", "kazoo", "uhashring"),
     "cluster": ("thriftpy2", "happybase", "redis", "kazoo", "uhashring"),
-    "bench": ("matplotlib",),
+    "bench": ("matplotlib", "duckdb"),
 }
 """Each extra and the modules it brings (the import names)."""
 
 
 def require(extra: str, what: str, modules: tuple[str, ...] | None = None) -> None:
-    """Raise MissingExtra naming `extra` if any of its modules (or of `modules`) is missing:
-    ``require("hbase", "a thrift:// store")`` -> "a thrift:// store needs the hbase extra
-    (happybase is not installed): pip install 'hibase[hbase]'"."""
+    """Raise MissingExtra naming `extra` if any of its modules (or of `modules`) cannot be
+    imported: ``require("hbase", "a thrift:// store")`` -> "a thrift:// store needs
+    happybase: pip install 'hibase[hbase]'". The part about to start imports them anyway."""
     for module in modules if modules is not None else EXTRAS[extra]:
-        if importlib.util.find_spec(module) is None:
-            raise MissingExtra(f"{what} needs the {extra} extra ({module} is not installed): "
-                               f"pip install 'hibase[{extra}]'", extra)
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise MissingExtra(f"{what} needs {module}: pip install 'hibase[{extra}]'",
+                               extra) from None

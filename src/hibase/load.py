@@ -19,6 +19,9 @@ Rules:
 - A bad row (unparsable line, missing rowkey column, a value that does not parse as its column's
   declared type...) is rejected with its line number and the load goes on; with `strict=True`
   the load stops there with LoadError: every row before it is written, nothing from it on.
+- The file may be gzip, bz2 or xz compressed (told by its first bytes); one that is not text
+  (NUL bytes, mostly non-UTF-8 bytes) is refused before anything is written. An input with no
+  key column takes `rowkey_auto="row"` (row numbers), `"uuid"` or `"ulid"`.
 - Writes go through `table.batch(batch_size=...)`; a tqdm bar on stderr follows the bytes read.
 
 Loading into a new table, `detect_types(path)` reads the file once first and names a type for
@@ -31,19 +34,22 @@ from __future__ import annotations
 
 import csv
 import json
+import lzma
 import math
 import os
 import re
 import sys
 import time
+import zlib
 from typing import IO, Any, Callable, Iterable, Iterator, Mapping
 
 from tqdm import tqdm
 
 from . import codec, errors
 
-__all__ = ["load_file", "LoadError", "RowKeyTemplate", "text_to_cell", "cell_to_text",
-           "detect_format", "detect_types", "cell_column", "cell_types", "FORMATS"]
+__all__ = ["load_file", "LoadError", "RowKeyTemplate", "AutoKey", "ROWKEY_AUTO", "text_to_cell",
+           "cell_to_text", "detect_format", "detect_types", "cell_column", "cell_types",
+           "FORMATS", "open_input", "check_text", "compression_of"]
 
 FORMATS = ("csv", "jsonl")
 _MAX_ERRORS_KEPT = 100
@@ -123,6 +129,40 @@ class RowKeyTemplate:
         return b"".join(out)
 
 
+ROWKEY_AUTO = ("row", "uuid", "ulid")
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+class AutoKey:
+    """Rowkeys for an input with no key column: ``row`` the data row's number (1, 2, ...)
+    zero-padded to 12 digits so keys sort in file order and loading the file again rewrites the
+    same rows; ``uuid`` a random UUID4 (36 characters); ``ulid`` a ULID (26 characters, sorting
+    by creation time, increasing within one load)."""
+
+    fields: list[str] = []
+
+    def __init__(self, kind: str):
+        if kind not in ROWKEY_AUTO:
+            raise errors.InvalidArgument(f"rowkey_auto must be one of {ROWKEY_AUTO}, not {kind!r}")
+        self.kind, self.n, self._last = kind, 0, (0, 0)
+
+    def render(self, record: Any) -> bytes:
+        self.n += 1
+        if self.kind == "row":
+            return b"%012d" % self.n
+        if self.kind == "uuid":
+            import uuid
+
+            return str(uuid.uuid4()).encode()
+        ms = time.time_ns() // 1_000_000
+        last_ms, last_rand = self._last
+        rand = last_rand + 1 if ms <= last_ms else int.from_bytes(os.urandom(10), "big")
+        ms = max(ms, last_ms)
+        self._last = (ms, rand)
+        value = (ms << 80) | (rand & ((1 << 80) - 1))
+        return "".join(_CROCKFORD[(value >> (5 * i)) & 31] for i in range(25, -1, -1)).encode()
+
+
 def text_to_cell(ctype: codec.ColumnType | None, raw: bytes) -> bytes:
     """The cell bytes for a value given as text: unchanged, except for a column declared binary,
     whose text (``42``) is parsed and written in its ``Bytes.toBytes`` layout."""
@@ -157,8 +197,90 @@ def cell_column(name: str, families: Iterable[str], family: str | None,
 
 
 def detect_format(path: str) -> str:
-    """'jsonl' for .jsonl / .ndjson / .json files, else 'csv'."""
-    return "jsonl" if path.lower().endswith((".jsonl", ".ndjson", ".json")) else "csv"
+    """'jsonl' for .jsonl / .ndjson / .json files (also compressed: .jsonl.gz), else 'csv'."""
+    return ("jsonl" if _format_path(path).lower().endswith((".jsonl", ".ndjson", ".json"))
+            else "csv")
+
+
+# -- input files: compressed or not, text or not -----------------------------------------------
+
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"))
+_EXTENSIONS = {".gz": "gzip", ".gzip": "gzip", ".bz2": "bz2", ".xz": "xz"}
+_SNIFF = 8192
+
+
+def compression_of(path: str, head: bytes = b"") -> str | None:
+    """'gzip', 'bz2' or 'xz' by the file's first bytes (`head`), else by its extension; None
+    for a plain file."""
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    if head:
+        return None
+    return _EXTENSIONS.get(os.path.splitext(path.lower())[1])
+
+
+def _format_path(path: str) -> str:
+    """The path without a compression extension (`a.jsonl.gz` is JSON lines)."""
+    base, ext = os.path.splitext(path)
+    return base if ext.lower() in _EXTENSIONS else path
+
+
+def open_input(path: str) -> tuple[IO[bytes], IO[bytes]]:
+    """(decompressed binary stream, raw stream) for `path` ("-": stdin): gzip, bz2 and xz are
+    recognized by their first bytes, so a compressed file loads whatever its name. The raw
+    stream is what to close and what progress follows (its position in the file)."""
+    import io
+
+    raw: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")
+    buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)  # type: ignore[arg-type]
+    head = buffered.peek(8)[:8]  # type: ignore[attr-defined]
+    kind = compression_of(path, head)
+    if kind is None:
+        return buffered, raw
+    import bz2
+    import gzip
+    import lzma
+
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=buffered), raw  # type: ignore[arg-type]
+    opener = {"bz2": bz2.BZ2File, "xz": lzma.LZMAFile}[kind]
+    return opener(buffered), raw  # type: ignore[operator]
+
+
+def binary_reason(sample: bytes) -> str | None:
+    """Why the first bytes of a (decompressed) input are not CSV or JSON-lines text, or None:
+    NUL bytes, or mostly bytes that are neither UTF-8 nor printable."""
+    if not sample:
+        return None
+    if sample[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "it is UTF-16 text: convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8"
+    if b"\x00" in sample:
+        return "it holds NUL bytes"
+    text = sample.decode("utf-8", "surrogateescape")
+    odd = sum(1 for c in text if "\udc80" <= c <= "\udcff" or (c < " " and c not in "\t\n\r"))
+    if len(text) >= 64 and odd * 10 > len(text) * 3:  # Latin-1 text passes, random bytes not
+        return f"{odd} of its first {len(text)} characters are not text"
+    return None
+
+
+def check_text(path: str) -> None:
+    """Raise LoadError when `path` (decompressed) does not look like CSV or JSON-lines text:
+    before a load creates or writes anything. Stdin is not read here."""
+    if path == "-":
+        return
+    try:
+        fh, src = open_input(path)
+        try:
+            sample = fh.read(_SNIFF)
+        finally:
+            src.close()
+    except (OSError, EOFError, ValueError) as exc:  # a corrupt gzip/bz2/xz stream
+        raise LoadError(f"cannot read {path}: {exc}") from None
+    reason = binary_reason(sample)
+    if reason is not None:
+        raise LoadError(f"{path} is not a CSV or JSON-lines text file ({reason}); gzip, bz2 "
+                        "and xz compressed text is read as is")
 
 
 # -- readers: (line number, record or None, error or None) --------------------------------------
@@ -192,6 +314,24 @@ def _lines(fh: IO[bytes], progress: _Progress) -> Iterator[str]:
     progress.flush()
 
 
+def _unescaped(raw: bytes | None) -> bytes | None:
+    """A field written as the command line prints bytes, as those bytes."""
+    if not raw or b"\\" not in raw:
+        return raw
+    from .dump import parse_bytes
+
+    return parse_bytes(raw.decode("utf-8", "surrogateescape"))
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    """Text for a one-line message: control characters and undecodable bytes as \\xNN, cut
+    to `limit` characters."""
+    from .dump import show_bytes
+
+    shown = show_bytes(text.encode("utf-8", "surrogateescape"))
+    return shown if len(shown) <= limit else shown[:limit - 3] + "..."
+
+
 def _csv_records(lines: Iterator[str], delimiter: str) -> tuple[list[str], Iterator[tuple]]:
     reader = csv.reader(lines, delimiter=delimiter)
     try:
@@ -203,7 +343,10 @@ def _csv_records(lines: Iterator[str], delimiter: str) -> tuple[list[str], Itera
     names = [h.strip() for h in header]
     dup = sorted({n for n in names if names.count(n) > 1})
     if "" in names or dup:
-        raise LoadError(f"the CSV header needs distinct, non-empty column names: {header!r}", 1)
+        shown = ", ".join(f"'{h}'" if h else "''" for h in names[:20])
+        raise LoadError("the CSV header needs distinct, non-empty column names, not "
+                        f"{_clip(shown)}" + (f" (repeated: {', '.join(dup)})" if dup else "")
+                        + " (is the first line a header?)", 1)
 
     def records() -> Iterator[tuple]:
         while True:
@@ -256,22 +399,31 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
               columns_map: Mapping[str, str] | None = None, batch_size: int = 1000,
               progress: bool = False, *, rowkey_column: str | None = None,
               family: str | None = None, strict: bool = False, delimiter: str = ",",
-              on_reject: Callable[[int, str], None] | None = None) -> dict:
+              on_reject: Callable[[int, str], None] | None = None,
+              rowkey_auto: str | None = None, unescape: bool = False) -> dict:
     """Load a CSV or JSON-lines file (``"-"``: stdin) into `table` (a hibase Table).
 
-    Exactly one of `rowkey` (a template such as ``"{mdn}:{ts}"``) and `rowkey_column` is given.
+    Exactly one of `rowkey` (a template such as ``"{mdn}:{ts}"``), `rowkey_column` and
+    `rowkey_auto` (``"row"``, ``"uuid"``, ``"ulid"``: see AutoKey, for inputs with no key
+    column) is given. The file may be gzip, bz2 or xz compressed (told by its first bytes); a
+    file that is not text is refused before anything is written (check_text). `unescape`
+    reads ``\\xNN``, ``\\t``, ``\\n``, ``\\r`` and ``\\\\`` in values (and the rowkey) as
+    the bytes they stand for, as the command line prints bytes (hibase.dump.parse_bytes).
     Returns ``{"rows", "rejected", "empty", "lines", "bytes", "seconds", "rows_per_second",
     "errors"}`` (`errors`: the first rejected rows as (line, message); every one also goes to
     `on_reject(line, message)` when given). Raises LoadError for a bad setup (before anything is
     written) and, with `strict`, at the first bad row."""
-    if (rowkey is None) == (rowkey_column is None):
-        raise errors.InvalidArgument("give exactly one of rowkey (a template) and rowkey_column")
+    if [rowkey, rowkey_column, rowkey_auto].count(None) != 2:
+        raise errors.InvalidArgument("give exactly one of rowkey (a template), rowkey_column "
+                                     "and rowkey_auto")
     fmt = format or detect_format(path)
     if fmt not in FORMATS:
         raise errors.InvalidArgument(f"unknown format {fmt!r}; use one of {FORMATS}")
     if not isinstance(batch_size, int) or batch_size < 1:
         raise errors.InvalidArgument("batch_size must be an int >= 1")
-    key = RowKeyTemplate(rowkey) if rowkey is not None else RowKeyTemplate.column(rowkey_column)
+    key: Any = (RowKeyTemplate(rowkey) if rowkey is not None else
+                 RowKeyTemplate.column(rowkey_column) if rowkey_column is not None else
+                 AutoKey(rowkey_auto))  # type: ignore[arg-type]
     schema = table.schema
     families = {f.decode() for f in schema.families}
     if family is None and len(families) == 1:
@@ -314,15 +466,23 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
         return stats
 
     stdin = path == "-"
-    fh: IO[bytes] = sys.stdin.buffer if stdin else open(path, "rb")
+    check_text(path)
+    fh, src = open_input(path)
+    compressed = fh is not src
     counter = _Progress(stats)
     try:
+        if stdin:
+            reason = binary_reason(fh.peek(_SNIFF)[:_SNIFF])  # type: ignore[attr-defined]
+            if reason is not None:
+                raise LoadError(f"standard input is not CSV or JSON-lines text ({reason})")
         lines = _lines(fh, counter)
         if fmt == "csv":
             names, records = _csv_records(lines, delimiter)
             missing = [f for f in key.fields if f not in names]
             if missing:
-                raise LoadError(f"rowkey column(s) {missing} not in the CSV header {names}", 1)
+                raise LoadError(f"rowkey column(s) {', '.join(missing)} not in the CSV header "
+                                f"({_clip(', '.join(names))}); files without a key column "
+                                "load with --rowkey-auto", 1)
             for name in names:
                 if name not in skip:
                     try:
@@ -332,7 +492,8 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
         else:
             records = _jsonl_records(lines)
         if progress:
-            counter.bar = tqdm(total=None if stdin else os.fstat(fh.fileno()).st_size,
+            counter.bar = tqdm(total=None if stdin or compressed
+                               else os.fstat(src.fileno()).st_size,
                                initial=stats["bytes"], unit="B", unit_scale=True,
                                unit_divisor=1024, file=sys.stderr, mininterval=0.25,
                                desc=f"load {table.name.decode()}")
@@ -344,6 +505,8 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
                 try:
                     if problem is not None:
                         raise _Reject(problem)
+                    if unescape:
+                        record = {n: _unescaped(v) for n, v in record.items()}
                     row = key.render(record)
                     for name, raw in record.items():
                         if raw is None or name in skip:
@@ -366,12 +529,15 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
                         on_reject(line, str(exc))
                     continue
                 stats["rows" if data else "empty"] += 1
+    except (EOFError, lzma.LZMAError, zlib.error, OSError) as exc:  # a truncated or corrupt
+        raise LoadError(f"cannot read {'standard input' if stdin else path} after line "
+                        f"{stats['lines']}: {exc}", None, finish()) from None
     finally:
         if counter.bar is not None:
             counter.flush()
             counter.bar.close()
         if not stdin:
-            fh.close()
+            src.close()
     return finish()
 
 
@@ -457,9 +623,12 @@ def detect_types(path: str, format: str | None = None, *, delimiter: str = ",",
     seen: dict[str, _Seen] = {}
     stats: dict[str, Any] = {"bytes": 0}
     counter = _Progress(stats)
-    with open(path, "rb") as fh:
+    check_text(path)
+    fh, src = open_input(path)
+    with src:
         if progress:
-            counter.bar = tqdm(total=os.fstat(fh.fileno()).st_size, unit="B", unit_scale=True,
+            counter.bar = tqdm(total=None if fh is not src else os.fstat(src.fileno()).st_size,
+                               unit="B", unit_scale=True,
                                unit_divisor=1024, file=sys.stderr, mininterval=0.25, delay=1.0,
                                leave=False, desc="detecting types")
         try:

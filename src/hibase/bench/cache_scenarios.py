@@ -53,7 +53,7 @@ ONLINE_LABEL = {"lru": "LRU", "hotscore": "hotscore (as published)",
 
 def check_plotting() -> None:
     """Raise MissingExtra (with how to install it) unless matplotlib can be imported."""
-    require("bench", "plots (--plots)")
+    require("bench", "plots (--plots)", ("matplotlib",))
 
 
 def _cum(n: int, s: float) -> list[float]:

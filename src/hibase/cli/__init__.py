@@ -3,8 +3,9 @@
 One module per command group, each defining plain click commands on top of `base` (the root
 group `cli`, `main`, and the shared arguments, output formats and error handling):
 
-    store   tables, create-table, alter-table, drop-table, put, get, scan, load, regions,
-            split
+    store   tables, create-table, alter-table, drop-table, put, get, delete, scan, load,
+            regions, split
+    dump    dump, restore
     query   index create/build/list/drop/verify, query
     sql     sql (the interactive SQL shell)
     cache   cache-node
@@ -18,14 +19,15 @@ below; nothing is registered by name or on import.
 
 from __future__ import annotations
 
-from . import bench, cache, check, cluster, query, serve, sql, store
+from . import bench, cache, check, cluster, dump, query, serve, sql, store
 from .base import cli, main, parse_bytes, show_bytes
 
 __all__ = ["cli", "main", "parse_bytes", "show_bytes", "COMMANDS"]
 
 COMMANDS = (
     store.tables, store.create_table, store.alter_table, store.drop_table, store.put, store.get,
-    store.scan, store.load, store.regions, store.split,
+    store.delete, store.scan, store.load, store.regions, store.split,
+    dump.dump, dump.restore,
     query.index, query.query, sql.sql_shell,
     cache.cache_node,
     serve.serve_command,

@@ -29,20 +29,22 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
-import re
 import sys
 from typing import Any, Callable, Iterable, Sequence
 
 import click
 
-from .. import __version__, errors
+from .. import __version__, codec, errors
 from ..connection import Connection, connect
 from ..table import Table
+from ..dump import parse_bytes, show_bytes
 from ..load import cell_to_text
 
 __all__ = ["cli", "main", "HibaseGroup", "store_argument", "table_argument", "output_options",
-           "columns_option", "open_store", "emit", "note", "cell_text", "show_bytes",
+           "columns_option", "open_store", "check_store_folder", "emit", "note", "cell_text",
+           "cell_json", "value_json", "value_text", "show_bytes",
            "parse_bytes"]
 
 BYTES_HELP = """Rowkeys, column names and values are bytes. They print as UTF-8 text, except that a
@@ -50,40 +52,13 @@ byte that is not part of valid UTF-8 or is a control character prints as \\xNN (
 for those three) and a backslash prints as \\\\, the same in --table, --json and --csv output,
 so each printed string stands for exactly one byte string. Arguments that name rows, columns or
 values (ROW, --start, --stop, --prefix, --columns, COL=VALUE, --row) accept the same escapes.
-Cells of columns declared binary (e.g. 'long binary') are read and written as their text (42)."""
+Cells of columns declared binary (e.g. 'long binary') are read and written as their text (42).
+In --json, values of declared number columns are JSON numbers and NULL is null."""
 
 
 # -- bytes on the command line -------------------------------------------------------------------
 
-_NEEDS_ESCAPE = re.compile("[\x00-\x1f\x7f\\\\\udc80-\udcff]")
-_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\\": "\\\\"}
-_UNESCAPE = re.compile(rb"\\(x[0-9a-fA-F]{2}|[\\ntr])")
-_UNNAMED = {b"\\": b"\\", b"n": b"\n", b"t": b"\t", b"r": b"\r"}
-
-
-def _escape_char(m: re.Match) -> str:
-    c = m.group()
-    if c in _NAMED:
-        return _NAMED[c]
-    code = ord(c)
-    return f"\\x{code - 0xDC00 if code >= 0xDC80 else code:02x}"
-
-
-def show_bytes(b: bytes) -> str:
-    """Bytes as printable text: UTF-8, with \\xNN for undecodable bytes and control characters,
-    \\t \\n \\r, and \\\\ for a backslash (the inverse of parse_bytes)."""
-    text = b.decode("utf-8", "surrogateescape")
-    return _NEEDS_ESCAPE.sub(_escape_char, text) if _NEEDS_ESCAPE.search(text) else text
-
-
-def parse_bytes(text: str) -> bytes:
-    """A command-line string as bytes: UTF-8, with \\xNN, \\t, \\n, \\r and \\\\ unescaped
-    (any other backslash is kept as is)."""
-    raw = text.encode("utf-8", "surrogateescape")
-    if b"\\" not in raw:
-        return raw
-    return _UNESCAPE.sub(lambda m: (bytes([int(m.group(1)[1:], 16)]) if m.group(1)[:1] == b"x"
-                                    else _UNNAMED[m.group(1)]), raw)
+# show_bytes / parse_bytes: one rule for bytes as text, shared with `hibase dump` (hibase.dump)
 
 
 # -- the group, errors, shared decorators ----------------------------------------------------
@@ -98,10 +73,20 @@ class HibaseGroup(click.Group):
             return super().invoke(ctx)
         except errors.HibaseError as exc:
             raise click.ClickException(_one_line(exc)) from None
-        except BrokenPipeError:
-            raise
+        except BrokenPipeError:  # `hibase query ... | head`: the reader has what it wanted
+            _quiet_stdout()
+            raise click.exceptions.Exit(0) from None
         except OSError as exc:  # a file that cannot be read, a full disk...
             raise click.ClickException(_one_line(exc)) from None
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that nothing is flushed into a closed pipe at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real stdout (CliRunner, closed)
+        pass
 
 
 def _one_line(exc: BaseException) -> str:
@@ -132,10 +117,9 @@ def main(argv: Sequence[str] | None = None) -> Any:
     """The console script: `hibase ...` and `python -m hibase ...`."""
     try:
         return cli.main(args=argv, prog_name="hibase")
-    except BrokenPipeError:  # `hibase scan ... | head`: stop quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(1)
+    except BrokenPipeError:  # `hibase scan ... | head`: the reader has what it wanted
+        _quiet_stdout()
+        sys.exit(0)
 
 
 def store_argument(f: Callable) -> Callable:
@@ -180,17 +164,80 @@ def columns_option(f: Callable) -> Callable:
                              "or comma-separated.")(f)
 
 
-def open_store(path: str, *, read_only: bool = False, create: bool = False,
-               cache: str | None = None, durability: str | None = None) -> Connection:
-    """Connect to the store folder for the running command; closed when the command ends.
+def _lock_holder(lock_file: str) -> int | None:
+    """The pid of the process holding the store's LOCK (RocksDB takes a POSIX record lock on
+    it), or None when nobody holds it or it cannot be told (the struct below is Linux's)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import fcntl
+        import struct
 
-    Read-only opens work while another process writes; only commands that make tables
-    (create=True) create a missing folder, others say there is no store. `cache` is
-    connect()'s hot-cache option; by default None (no cache): an in-process cache dies with
-    the command, so it would only cost (and steer range queries to value-table walks).
-    `durability`: connect()'s (--durability of the commands that write)."""
-    db = connect(path, create=create and not read_only, read_only=read_only, cache=cache,
-                 durability=durability)
+        fd = os.open(lock_file, os.O_RDONLY)
+    except (ImportError, OSError):
+        return None
+    try:
+        # struct flock {short l_type, l_whence; off_t l_start, l_len; pid_t l_pid}: ask who
+        # would stop a write lock over the whole file.
+        query = struct.pack("@hhqqi4x", fcntl.F_WRLCK, 0, 0, 0, 0)
+        got = fcntl.fcntl(fd, fcntl.F_GETLK, query)
+        kind, _, _, _, pid = struct.unpack("@hhqqi4x", got)
+        return pid if kind != fcntl.F_UNLCK and pid > 0 else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+_LOCKED_HINT = ("stop it first; reading commands (query, scan, get, tables, check) work "
+                "alongside it")
+
+
+def check_store_folder(path: str, *, create: bool = False, read_only: bool = False) -> None:
+    """Refuse, as one line and before anything is written, a folder that is not a hibase store
+    (missing, a file, empty, or holding other files; with `create` a missing or empty folder is
+    fine) and a store another process has open for writing (naming its pid). thrift:// URLs
+    pass through."""
+    if "://" in path:
+        return
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise errors.BackendUnavailable(f"{path!r} is a file, not a hibase store folder")
+    is_store = os.path.isfile(os.path.join(path, "CURRENT"))
+    if not is_store:
+        if create and (not os.path.exists(path) or not os.listdir(path)):
+            return
+        what = ("no such folder" if not os.path.exists(path) else
+                "the folder is empty" if not os.listdir(path) else
+                "the folder holds other files")
+        hint = ("" if create else
+                " (create one with `hibase create-table` or `hibase load --create`)")
+        raise errors.BackendUnavailable(f"{path!r} is not a hibase store: {what}{hint}")
+    if not read_only:
+        pid = _lock_holder(os.path.join(path, "LOCK"))
+        if pid is not None and pid != os.getpid():
+            raise errors.StoreLocked(
+                f"store {path!r} is locked by another process (pid {pid}): {_LOCKED_HINT}")
+
+
+def open_store(path: str, *, read_only: bool = False, create: bool = False,
+               cache: str | None = None, **options: Any) -> Connection:
+    """Connect to the store folder (or thrift:// URL) for the running command; closed when the
+    command ends. The one way commands open a store.
+
+    A folder that is not a hibase store is refused before anything is written in it (only
+    commands that make tables, create=True, create a missing or empty folder); a store another
+    process writes is refused naming that process, unless read_only (reads alongside a
+    writer). `cache` is connect()'s hot-cache option; by default None (no cache): an in-process
+    cache dies with the command, so it would only cost (and steer range queries to value-table
+    walks). Other `options` go to connect()."""
+    check_store_folder(path, create=create and not read_only, read_only=read_only)
+    try:
+        db = connect(path, create=create and not read_only, read_only=read_only, cache=cache,
+                     **options)
+    except errors.StoreLocked:
+        pid = None if "://" in path else _lock_holder(os.path.join(path, "LOCK"))
+        who = f"another process (pid {pid})" if pid else "another process"
+        raise errors.StoreLocked(f"store {path!r} is locked by {who}: {_LOCKED_HINT}") from None
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
         ctx.call_on_close(db.close)
@@ -246,4 +293,37 @@ def note(message: str) -> None:
 def cell_text(t: Table, column: bytes, value: bytes) -> str:
     """A cell's value as printable text (binary-declared columns as their number)."""
     return show_bytes(cell_to_text(t.schema.columns.get(column), value))
+
+
+def value_json(v: Any) -> Any:
+    """A decoded value (an SQL result, a typed cell) for --json: numbers as JSON numbers (NaN
+    and infinities, which JSON lacks, as text), NULL as null, text and bytes as strings under
+    the one rule of show_bytes (a backslash doubled, \\xNN for bytes that are not text)."""
+    if v is None or isinstance(v, (bool, int)):
+        return v
+    if isinstance(v, float):
+        return v if math.isfinite(v) else repr(v)
+    if isinstance(v, str):
+        return show_bytes(v.encode("utf-8", "surrogateescape"))
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return show_bytes(bytes(v))
+    return str(v)
+
+
+def value_text(v: Any) -> Any:
+    """A decoded value for --table and --csv: as value_json, NULL left empty."""
+    out = value_json(v)
+    return out if out is None or isinstance(out, str) else str(out)
+
+
+def cell_json(t: Table, column: bytes, value: bytes) -> Any:
+    """A cell's value for --json: decoded by the column's declared type (42, 12.5, "IAH"),
+    undeclared cells (and cells that do not parse as their type) as text like cell_text."""
+    ctype = t.schema.columns.get(column)
+    if ctype is None or ctype.name in ("string", "char", "bytes"):
+        return cell_text(t, column, value)
+    try:
+        return value_json(codec.decode_cell(ctype, value))
+    except errors.HibaseError:
+        return show_bytes(value)
 

@@ -561,12 +561,13 @@ def bench_paper(backend: str, scale: str, out: str, seed: int, progress: bool) -
         hibase bench paper --scale full --out paper-full/
         hibase cluster start && hibase bench paper --backend thrift://127.0.0.1:9090 --out px/
     """
+    # before minutes of work, not after: plots (matplotlib), and DuckDB is one of the peers
+    require("bench", "hibase bench paper")
     if backend != "embedded":
         if not backend.startswith("thrift://"):
             raise click.BadParameter(f"expected embedded or thrift://host:port, got {backend!r}",
                                      param_hint="--backend")
         _backend_option(click.get_current_context(), None, backend)  # type: ignore[arg-type]
-    require("bench", "hibase bench paper (its plots)")
     from ..bench import paper
     from ..bench.paper.report import headline
 

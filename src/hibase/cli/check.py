@@ -9,6 +9,7 @@ import click
 from tqdm import tqdm
 
 from ..check import check_store
+from .base import check_store_folder, show_bytes
 
 
 def _lines(report: dict) -> list[str]:
@@ -65,6 +66,7 @@ def check(ctx: click.Context, dir: str, as_json: bool, progress: bool | None) ->
         hibase check data/
         hibase check data/ --json
     """
+    check_store_folder(dir, read_only=True)  # a folder that is no store: one line, untouched
     show = sys.stderr.isatty() if progress is None else progress
     bar = tqdm(desc="checking", unit=" keys", disable=not show, leave=False, file=sys.stderr)
 
@@ -77,7 +79,7 @@ def check(ctx: click.Context, dir: str, as_json: bool, progress: bool | None) ->
     finally:
         bar.close()
     if as_json:
-        click.echo(json.dumps(report, default=lambda o: o.hex() if isinstance(o, bytes)
+        click.echo(json.dumps(report, default=lambda o: show_bytes(o) if isinstance(o, bytes)
                               else str(o)))
     else:
         for line in _lines(report):

@@ -4,6 +4,7 @@ Redis cache nodes for trying hibase on real HBase (hibase/cluster/)."""
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
@@ -19,16 +20,20 @@ def cluster() -> None:
     """A local Apache HBase 2.6 and Redis cache nodes, on 127.0.0.1, kept in a folder.
 
     `start` runs standalone HBase (master, region server and ZooKeeper in one JVM, data in
-    DIR/hbase), HBase's Thrift1 server and N Redis nodes each with its `hibase cache-node`
-    service registered in that ZooKeeper, then prints the two URLs to use. The jars come from
-    Maven Central the first time (Java 17 and Maven needed). `stop` ends what `start` started.
+    DIR/hbase), HBase's Thrift1 server, its Thrift2 server (one-call short scans: the
+    thrift2_port in the URL) and N Redis nodes (redis-server needed; --redis-nodes 0 for none)
+    each with its `hibase cache-node` service registered in that ZooKeeper, then prints the two
+    URLs to use. The jars come from Maven Central the first time (Java 17 and Maven needed).
+    `stop` ends what `start` started; `status` lists each process (master, thrift, thrift2,
+    redis-N, cache-node-N).
 
     Example:
 
     \b
         hibase cluster start .cluster
-        # thrift://127.0.0.1:PORT and zk://127.0.0.1:PORT/hibase: in Python,
-        #   hibase.connect("thrift://127.0.0.1:PORT", cache="zk://127.0.0.1:PORT/hibase")
+        # thrift://127.0.0.1:PORT?thrift2_port=PORT2 and zk://127.0.0.1:PORT/hibase: in Python,
+        #   hibase.connect("thrift://127.0.0.1:PORT?thrift2_port=PORT2",
+        #                  cache="zk://127.0.0.1:PORT/hibase")
         hibase cluster status .cluster
         hibase cluster stop .cluster
     """
@@ -49,13 +54,16 @@ def cluster() -> None:
 @click.option("--phoenix/--no-phoenix", default=True, show_default=True,
               help="Put Apache Phoenix 5.2.1's server jars (and its WAL codec) in HBase, so "
                    "Phoenix can be compared with hibase on it (hibase.cluster.phoenix).")
+@click.option("--progress/--no-progress", default=None,
+              help="Show the wait for HBase on stderr (default: when stderr is a terminal).")
 def start(dir: str, redis_nodes: int, thrift_port: int | None, zk_port: int | None,
-          heap_mb: int, timeout: float, phoenix: bool) -> None:
+          heap_mb: int, timeout: float, phoenix: bool, progress: bool | None) -> None:
     """Start the cluster kept in DIR (created if missing) and print its URLs, one per line.
 
     Returns once HBase creates and drops a probe table through Thrift and every cache node is
     registered; the processes keep running (pid files in DIR/pids, logs in DIR/logs). Starting
-    a running cluster prints its URLs again.
+    a running cluster prints its URLs again. With --redis-nodes above 0, redis-server must be
+    installed: that is checked before anything starts.
 
     Example:
 
@@ -64,10 +72,15 @@ def start(dir: str, redis_nodes: int, thrift_port: int | None, zk_port: int | No
     """
     require("cluster", "hibase cluster")
     from ..cluster import HBaseCluster
+    from ..cluster.local import find_redis_server
 
+    if redis_nodes and find_redis_server() is None:  # before HBase, not 30 s after
+        raise click.ClickException(
+            "redis-server is not installed (Debian: apt-get install redis-server); or start "
+            "without cache nodes: hibase cluster start --redis-nodes 0 ...")
     c = HBaseCluster(dir, redis_nodes=redis_nodes, thrift_port=thrift_port, zk_port=zk_port,
                      heap_mb=heap_mb, phoenix=phoenix)
-    c.start(timeout=timeout)
+    c.start(timeout=timeout, progress=sys.stderr.isatty() if progress is None else progress)
     for url in c.urls:
         click.echo(url)
 

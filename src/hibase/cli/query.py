@@ -6,20 +6,21 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import sys
 import time
 from typing import Any, Callable, Iterator
 
 import click
 from tqdm import tqdm
 
-from ..connection import Connection, connect
+from ..connection import Connection
 from ..table import Table
 from ..query import engine
 from ..query.ast import ROWKEY
 from ..query.resolve import resolve
 from ..query.statements import is_select
-from .base import (HibaseGroup, cell_text, emit, note, open_store, output_options, show_bytes,
-                   store_argument, table_argument)
+from .base import (HibaseGroup, cell_json, cell_text, emit, note, open_store, output_options,
+                   show_bytes, store_argument, table_argument, value_json, value_text)
 
 __all__ = ["index", "query"]
 
@@ -33,10 +34,13 @@ def _column_list(ctx: click.Context, param: click.Parameter, value: tuple) -> li
     return cols
 
 
-def _progress_bar(enabled: bool, desc: str, regions: int
+def _progress_bar(enabled: bool | None, desc: str, regions: int
                   ) -> tuple[Callable[[int, int], None], Callable[[], None]]:
     """A progress(done, total) callback drawing a tqdm bar over regions, and its closer."""
-    bar = tqdm(total=regions, desc=desc, unit="region", disable=not enabled, leave=False)
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    bar = tqdm(total=regions, desc=desc, unit="region", disable=not enabled, leave=False,
+               file=sys.stderr)
 
     def progress(done: int, total: int) -> None:
         bar.total = total
@@ -72,8 +76,9 @@ def index() -> None:
 _processes_option = click.option(
     "--processes", type=click.IntRange(min=1), metavar="N",
     help="Worker processes for the build, one region each at a time (default: one per CPU).")
-_progress_option = click.option("--progress/--no-progress", default=True, show_default=True,
-                                help="Show a progress bar over regions on stderr.")
+_progress_option = click.option("--progress/--no-progress", default=None,
+                                help="Show a progress bar over regions on stderr (default: "
+                                     "when stderr is a terminal).")
 
 
 @index.command("create")
@@ -295,10 +300,6 @@ def _cli_params(params: tuple[str, ...], named: tuple[str, ...]) -> Any:
     return [_number(p) for p in params] or None
 
 
-def _plain(v: Any) -> Any:
-    return show_bytes(v) if isinstance(v, bytes) else v
-
-
 def _headers(select: Any, rows: list) -> list[bytes]:
     if select.columns is not None:
         return [c for c in select.columns if c != ROWKEY]
@@ -348,8 +349,9 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
     Phoenix). ? and :name placeholders take their values from -p / -P. The planner answers each part of the
     condition by the rowkey, an index or, when nothing applies, a filtered full scan; EXPLAIN
     SELECT ... (or --explain) prints the plan. Output: a row per line (--table, --csv) or a JSON
-    object per row (--json: {"row": ..., "columns": {"f:q": value}}), then the row count and
-    time on stderr.
+    object per row (--json: {"row": ..., "columns": {"f:q": value}}, every selected column,
+    null where the row has none, numbers of declared columns as JSON numbers; aggregate rows
+    as {"f:q": value, "COUNT(*)": n}), then the row count and time on stderr.
 
     Example:
 
@@ -378,10 +380,9 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
         db = open_store(dir, read_only=True)
     else:
         zk = cache.startswith("zk://")  # the cache-node services run the policy there
-        db = connect(dir, read_only=True, cache=cache,
-                     **({} if zk else {"cache_policy": cache_policy,
-                                       "cache_capacity": cache_capacity}))
-        click.get_current_context().call_on_close(db.close)
+        db = open_store(dir, read_only=True, cache=cache,
+                        **({} if zk else {"cache_policy": cache_policy,
+                                          "cache_capacity": cache_capacity}))
     if explain and not _EXPLAIN.match(statement):
         statement = "EXPLAIN " + statement
     bound = _cli_params(params, named)
@@ -399,7 +400,8 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
     assert isinstance(rows, list)
     if select.aggregate:
         heads = [str(i) for i in select.items or ()]
-        emit(fmt, heads, rows, lambda r: [[_plain(v) for v in r]])
+        emit(fmt, heads, rows, lambda r: [[value_text(v) for v in r]],
+             lambda r: dict(zip(heads, map(value_json, r))))
         note(f"{len(rows)} row(s) in {elapsed * 1e3:.1f} ms")
         return
     cols = _headers(select, rows)
@@ -407,6 +409,6 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
          lambda it: [[show_bytes(it[0])] + [cell_text(t, c, it[1][c]) if c in it[1] else None
                                             for c in cols]],
          lambda it: {"row": show_bytes(it[0]),
-                     "columns": {show_bytes(c): cell_text(t, c, v)
-                                 for c, v in sorted(it[1].items())}})
+                     "columns": {show_bytes(c): cell_json(t, c, it[1][c]) if c in it[1]
+                                 else None for c in cols}})
     note(f"{len(rows)} row(s) in {elapsed * 1e3:.1f} ms")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..extras import require
-from .base import durability_option
+from .base import durability_option, open_store
 
 __all__ = ["serve_command"]
 
@@ -87,6 +87,12 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: in
     strings, counters, regions. Writes keep hibase's secondary indexes up to date. The store
     stays locked for writing by this process while it serves.
 
+    hibase commands and programs reach it as thrift://HOST:PORT (`hibase query
+    thrift://127.0.0.1:9090 "SELECT ..."`): at start the store's tables and declared column
+    types are published in the table hibase_meta, the catalog they read. Indexes made on the
+    folder are kept exact but not used by thrift:// clients, which keep their own: create
+    indexes through the thrift:// URL for them.
+
     Idle, slow or garbage clients cannot lock others out: connections are read by one loop
     and a call reaches a worker only once complete; idle connections close after
     --idle-timeout, calls over the size caps get an error and a close, and past
@@ -113,7 +119,6 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: in
     if not thrift:
         raise click.UsageError("choose a front end: --thrift (HBase's Thrift1 interface)")
     require("hbase", "the Thrift gateway (hibase serve --thrift)")
-    from ..connection import connect
     if (tls_cert is None) != (tls_key is None):
         raise click.UsageError("TLS needs both --tls-cert and --tls-key")
     from ..server.policy import DEFAULT_ALLOW, parse_networks
@@ -122,6 +127,7 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: in
         parse_networks(allow)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--allow") from None
+    from ..server.catalog import publish_catalog
     from ..server.thrift import ThriftServer, serve
     from ..server.wire import Limits
 
@@ -146,10 +152,11 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: in
                        "open networks with --allow CIDR.", err=True)
         click.get_text_stream("stdout").flush()
 
-    # the default opens the folder inside serve(); another level opens it here, closed below
-    store = dir if durability == "process" or read_only else connect(dir, durability=durability)
+    db = open_store(dir, create=not read_only, read_only=read_only, durability=durability)
+    if not read_only:  # a read-only gateway serves the catalog a writable one published
+        publish_catalog(db)  # hibase's thrift:// clients read the tables from hibase_meta
     try:
-        serve(store, host=host, port=port, transport=transport, protocol=protocol,
+        serve(db, host=host, port=port, transport=transport, protocol=protocol,
               workers=workers, scanner_timeout=scanner_timeout, ready=ready,
               thrift2_port=thrift2_port,
               idle_timeout=idle_timeout, read_timeout=read_timeout,
@@ -160,6 +167,5 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: in
     except KeyboardInterrupt:  # pragma: no cover - serve() turns SIGINT into a clean stop
         pass
     finally:
-        if store is not dir:
-            store.close()
+        db.close()
     click.echo("Stopped; store closed.", err=True)

@@ -9,6 +9,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+import time
 from typing import Any, Iterator
 
 import click
@@ -17,11 +18,12 @@ from tqdm import tqdm
 from .. import codec, errors
 from ..connection import Connection
 from ..table import Table
-from ..load import (FORMATS, LoadError, cell_column, cell_types, detect_types, load_file,
-                    text_to_cell)
+from ..load import (FORMATS, ROWKEY_AUTO, LoadError, cell_column, cell_types, check_text,
+                    detect_types, load_file, text_to_cell)
 from ..store.schema import FamilyOptions
-from .base import (cell_text, columns_option, durability_option, emit, note, open_store,
-                   output_options, parse_bytes, show_bytes, store_argument, table_argument)
+from .base import (cell_json, cell_text, columns_option, durability_option, emit, note,
+                   open_store, output_options, parse_bytes, show_bytes, store_argument,
+                   table_argument)
 
 
 # -- tables ------------------------------------------------------------------------------------
@@ -39,8 +41,11 @@ def tables(dir: str, fmt: str) -> None:
         hibase tables data/ --json
     """
     db = open_store(dir, read_only=True)
+    names = db.tables()
+    if "://" not in dir:  # the catalog `hibase serve` publishes for thrift:// clients
+        names = [n for n in names if n != b"hibase_meta" and not n.startswith(b"hibase_kv")]
     docs = ({**db.table(n).schema.to_json(), "regions": len(db.store.regions(n.decode()))}
-            for n in db.tables())
+            for n in names)
     emit(fmt, ["table", "families", "columns", "regions"], docs,
          lambda d: [[d["name"], ",".join(d["families"]),
                      " ".join(f"{c}={t}" for c, t in d["columns"].items()), d["regions"]]],
@@ -243,7 +248,7 @@ def put(dir: str, table: str, row: str, cells: tuple, timestamp: int | None) -> 
 
 def _row_json(t: Table, row: bytes, data: dict) -> dict:
     return {"row": show_bytes(row),
-            "columns": {show_bytes(c): cell_text(t, c, v) for c, v in sorted(data.items())}}
+            "columns": {show_bytes(c): cell_json(t, c, v) for c, v in sorted(data.items())}}
 
 
 def _row_lines(t: Table, row: bytes, data: dict) -> list:
@@ -263,9 +268,10 @@ def get(dir: str, table: str, row: str, columns: list | None, versions: int | No
         fmt: str) -> None:
     """Print one row: a line per cell (--table, --csv) or one JSON object (--json).
 
-    JSON: {"row": ..., "columns": {"f:q": value}}; with --versions each value becomes a list of
-    {"timestamp": ms, "value": ...}. A missing row prints no cells. Bytes print as `hibase
-    --help` describes (UTF-8, else \\xNN escapes).
+    JSON: {"row": ..., "columns": {"f:q": value}}, values of declared number columns as JSON
+    numbers; with --versions each value becomes a list of {"timestamp": ms, "value": ...}. A
+    missing row (or one with none of --columns) is an error, exit code 1. Bytes print as
+    `hibase --help` describes (UTF-8, else \\xNN escapes).
 
     Example:
 
@@ -277,7 +283,13 @@ def get(dir: str, table: str, row: str, columns: list | None, versions: int | No
     t = db.table(table)
     key = parse_bytes(row)
     data = t.row(key, columns=columns)
-    items = [(key, data)] if data else []
+    if not data:
+        if columns and t.row(key):
+            raise click.ClickException(
+                f"row {codec.sql_literal(key)} of {table!r} has none of the columns "
+                f"{', '.join(show_bytes(c) for c in columns)}")
+        raise click.ClickException(f"no row {codec.sql_literal(key)} in table {table!r}")
+    items = [(key, data)]
     if versions is None:
         emit(fmt, ["row", "column", "value"], items, lambda it: _row_lines(t, *it),
              lambda it: _row_json(t, *it))
@@ -288,8 +300,37 @@ def get(dir: str, table: str, row: str, columns: list | None, versions: int | No
          lambda it: [[r, show_bytes(c), ts, cell_text(t, c, v)]
                      for c, vs in cells.items() for v, ts in vs],
          lambda it: {"row": r, "columns": {
-             show_bytes(c): [{"timestamp": ts, "value": cell_text(t, c, v)} for v, ts in vs]
+             show_bytes(c): [{"timestamp": ts, "value": cell_json(t, c, v)} for v, ts in vs]
              for c, vs in cells.items()}})
+
+
+@click.command()
+@store_argument
+@table_argument
+@click.argument("row")
+@click.argument("columns", nargs=-1, metavar="[COL...]")
+def delete(dir: str, table: str, row: str, columns: tuple) -> None:
+    """Delete a row, or only some of its columns (family:qualifier) or families (family), every
+    version; indexes follow. A row that does not exist (or has none of the columns) is an error.
+
+    Example:
+
+    \b
+        hibase delete data/ flights k1
+        hibase delete data/ flights k1 f:delay g
+    """
+    db = open_store(dir)
+    t = db.table(table)
+    key = parse_bytes(row)
+    cols = [parse_bytes(c) for c in columns] or None
+    if not t.row(key, columns=cols):
+        if cols and t.row(key):
+            raise click.ClickException(f"row {codec.sql_literal(key)} of {table!r} has none of "
+                                       f"the columns {', '.join(columns)}")
+        raise click.ClickException(f"no row {codec.sql_literal(key)} in table {table!r}")
+    t.delete(key, columns=cols)
+    what = f"columns {', '.join(columns)} of row" if cols else "row"
+    note(f"Deleted {what} {codec.sql_literal(key)} of {table!r}.")
 
 
 @click.command()
@@ -304,10 +345,14 @@ def get(dir: str, table: str, row: str, columns: list | None, versions: int | No
                    "\"SingleColumnValueFilter('f', 'dest', =, 'binary:IAH')\".")
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N rows.")
 @click.option("--reverse", is_flag=True, help="Rows in descending key order.")
+@click.option("--wide", is_flag=True,
+              help="--table and --csv: one line per row, a column per table column (empty "
+                   "where a row has no cell), as `hibase query` prints; without --columns the "
+                   "table is read twice (once for the column names).")
 @output_options
 def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str | None,
          columns: list | None, filter_: str | None, limit: int | None, reverse: bool,
-         fmt: str) -> None:
+         wide: bool, fmt: str) -> None:
     """Print rows in key order: a line per cell (--table, --csv) or a JSON object per row
     (--json: {"row": ..., "columns": {"f:q": value}}).
 
@@ -323,9 +368,25 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
     db = open_store(dir, read_only=True)
     t = db.table(table)
     conv = (lambda s: None if s is None else parse_bytes(s))
-    rows = t.scan(row_start=conv(start), row_stop=conv(stop), row_prefix=conv(prefix),
-                  columns=columns, filter=filter_, limit=limit, reverse=reverse)
-    emit(fmt, ["row", "column", "value"], rows, lambda it: _row_lines(t, *it),
+
+    def rows(**extra: Any) -> Iterator[tuple]:
+        return t.scan(row_start=conv(start), row_stop=conv(stop), row_prefix=conv(prefix),
+                      columns=columns, filter=extra.get("filter", filter_), limit=limit,
+                      reverse=reverse)
+
+    if wide and fmt != "json":
+        if columns and all(b":" in c for c in columns):
+            cols = list(columns)
+        else:  # the column names first: keys only, unless a filter of the user's is in play
+            seen: set[bytes] = set()
+            for _, data in rows(**({} if filter_ else {"filter": "KeyOnlyFilter()"})):
+                seen.update(data)
+            cols = sorted(seen)
+        emit(fmt, ["row"] + [show_bytes(c) for c in cols], rows(),
+             lambda it: [[show_bytes(it[0])] + [cell_text(t, c, it[1][c]) if c in it[1]
+                                                else None for c in cols]])
+        return
+    emit(fmt, ["row", "column", "value"], rows(), lambda it: _row_lines(t, *it),
          lambda it: _row_json(t, *it))
 
 
@@ -342,6 +403,10 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
 @click.option("--rowkey", "rowkey_template", metavar="TEMPLATE",
               help="Build the rowkey from columns, e.g. '{mdn}:{ts}' ({{ and }} for braces); "
                    "these columns are stored as cells too.")
+@click.option("--rowkey-auto", type=click.Choice(ROWKEY_AUTO), is_flag=False, flag_value="row",
+              default=None, help="For an input with no key column: number the rows "
+              "(row, the default: 000000000001, 000000000002, ... in file order; loading the "
+              "file again rewrites the same rows), or a random uuid, or a time-ordered ulid.")
 @click.option("--family", "-f", metavar="FAMILY",
               help="Family of the input columns not in --map (default: the table's only one).")
 @click.option("--map", "maps", multiple=True, callback=_parse_pairs, metavar="NAME=FAMILY:QUAL",
@@ -361,22 +426,33 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
                    "bytes, compared as bytes) except those given with --type.")
 @click.option("--strict", is_flag=True,
               help="Stop at the first bad row with exit code 1 (rows before it stay written).")
+@click.option("--errors", "errors_file", type=click.Path(dir_okay=False, writable=True),
+              metavar="FILE", help="Write every rejected row to FILE (line number, tab, "
+              "reason); stderr shows the first 20.")
 @click.option("--delimiter", default=",", show_default=True, help="CSV field delimiter.")
+@click.option("--unescape", is_flag=True,
+              help="Read \\xNN, \\t, \\n, \\r and \\\\ in values and keys as the bytes "
+                   "they stand for, as `hibase scan/query --csv` print bytes: `hibase scan A t "
+                   "--csv --wide | hibase load B t - --rowkey-column row --unescape` copies the "
+                   "newest cells (`hibase dump` copies everything).")
 @click.option("--bulk", is_flag=True,
               help="Suspend the table's index upkeep during the load and rebuild its indexes "
                    "afterwards (in worker processes): much faster for big loads; meanwhile "
                    "queries do not use those indexes.")
-@click.option("--progress/--no-progress", default=True, show_default=True,
-              help="Show a progress bar on stderr.")
+@click.option("--progress/--no-progress", default=None,
+              help="Show progress bars on stderr (default: when stderr is a terminal).")
 @durability_option
 def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: str | None,
-         rowkey_template: str | None, family: str | None, maps: dict, batch_size: int,
-         create: bool, types: dict, no_detect: bool, strict: bool, delimiter: str, bulk: bool,
-         progress: bool, durability: str) -> None:
+         rowkey_template: str | None, rowkey_auto: str | None, family: str | None, maps: dict,
+         batch_size: int, create: bool, types: dict, no_detect: bool, strict: bool,
+         errors_file: str | None, delimiter: str, unescape: bool, bulk: bool,
+         progress: bool | None, durability: str) -> None:
     """Load a CSV file (its header row names the columns) or JSON lines into a table, like
-    HBase's ImportTsv. FILE may be - for stdin.
+    HBase's ImportTsv. FILE may be - for stdin, and gzip, bz2 or xz compressed (told by its
+    first bytes); a file that is not text is refused before anything is created or written.
 
-    The rowkey comes from one column (--rowkey-column) or a template of columns (--rowkey).
+    The rowkey comes from one column (--rowkey-column), a template of columns (--rowkey), or,
+    for a file with no key column, --rowkey-auto (row numbers, uuid or ulid).
     Every other input column NAME becomes the cell FAMILY:NAME (--family), unless --map says
     otherwise; a column already named fam:qual for a family of the table keeps its name. Empty
     CSV fields and JSON nulls make no cell (Phoenix treats the empty string as NULL): a query
@@ -384,10 +460,12 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
     strings are stored as their JSON text.
 
     A bad row (missing rowkey column, a value that does not parse as its column's declared type,
-    malformed line) is reported on stderr with its line number and counted as rejected; the load
-    goes on. With --strict the load stops at the first bad row and exits 1: every row before it
-    is written (the pending batch is sent), nothing from that row on. A summary ends the load:
-    rows loaded, rows rejected, seconds, rows/s.
+    malformed line) is rejected with its line number and the load goes on: stderr shows the
+    first 20 rejected rows, --errors FILE keeps them all, and the exit code is 1 when any row
+    was rejected (the good rows are loaded). With --strict the load stops at the first bad row
+    and exits 1: every row before it is written (the pending batch is sent), nothing from that
+    row on. A summary ends the load: rows loaded, rows rejected, seconds (with --bulk the load
+    and the index rebuild each, and the total), rows/s.
 
     With --create, a new table's column types come from the data: the file is read once
     before the load, and a column whose values are all integers (64-bit) is declared long, all
@@ -404,11 +482,15 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
         hibase load data/ calls calls.csv --rowkey '{mdn}:{ts}' --family f --create
         hibase load data/ airports airports.csv --rowkey-column faa -f a --create --type zip=string
         hibase load data/ flights flights.jsonl --rowkey-column id --map dest=f:dest --strict
-        hibase load data/ calls big.csv --rowkey '{mdn}:{ts}' --family f --bulk
+        hibase load data/ calls big.csv.gz --rowkey '{mdn}:{ts}' --family f --bulk
+        hibase load data/ events events.csv --rowkey-auto -f e --create --errors bad.txt
         hibase load data/ calls calls.csv --rowkey '{mdn}:{ts}' --family f --durability fsync
     """
-    if (rowkey_column is None) == (rowkey_template is None):
-        raise click.UsageError("give one of --rowkey-column NAME and --rowkey TEMPLATE")
+    if [rowkey_column, rowkey_template, rowkey_auto].count(None) != 2:
+        raise click.UsageError("give one of --rowkey-column NAME, --rowkey TEMPLATE and "
+                               "--rowkey-auto (for a file with no key column)")
+    if progress is None:
+        progress = sys.stderr.isatty()
     if len(delimiter) != 1:
         raise click.BadParameter("must be one character", param_hint="--delimiter")
     if (types or no_detect) and not create:
@@ -416,6 +498,7 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
                                "declare an existing table's columns with `hibase alter-table "
                                f"{shlex.quote(dir)} {shlex.quote(table)} -c "
                                "FAMILY:QUALIFIER=TYPE`")
+    check_text(file)  # a binary file: one line, before anything is created
     db = open_store(dir, create=create, durability=durability)
     if create and table.encode() not in db.tables():
         fams = {family} if family else set()
@@ -437,14 +520,26 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
                                f"`hibase alter-table {shlex.quote(dir)} {shlex.quote(table)} "
                                "-c FAMILY:QUALIFIER=TYPE`")
 
+    shown = 0
+    errors_out = open(errors_file, "w", encoding="utf-8") if errors_file else None
+    if errors_out is not None:
+        click.get_current_context().call_on_close(errors_out.close)
+
     def reject(line: int, message: str) -> None:
-        tqdm.write(f"line {line}: {message}", file=sys.stderr)
+        nonlocal shown
+        if errors_out is not None:
+            errors_out.write(f"{line}\t{message}\n")
+        if shown < _SHOWN_REJECTS:
+            shown += 1
+            tqdm.write(f"line {line}: {message}", file=sys.stderr)
 
     def run() -> dict:
         return load_file(db.table(table), file, format_, rowkey_template, maps, batch_size,
                          progress, rowkey_column=rowkey_column, family=family, strict=strict,
-                         delimiter=delimiter, on_reject=reject)
+                         delimiter=delimiter, on_reject=reject, rowkey_auto=rowkey_auto,
+                         unescape=unescape)
 
+    started = time.perf_counter()
     try:
         if bulk:
             bars: dict[str, Any] = {}
@@ -459,8 +554,13 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
                 stats = run()
             for bar in bars.values():
                 bar.close()
+            total = time.perf_counter() - started
             if names:
                 note(f"Rebuilt {len(names)} index(es): {', '.join(names)}.")
+            stats["phases"] = {"load": stats["seconds"], "index rebuild": total -
+                               stats["seconds"]} if names else None
+            stats["seconds"] = total
+            stats["rows_per_second"] = stats["rows"] / total if total > 0 else 0.0
         else:
             stats = run()
     except LoadError as exc:
@@ -468,6 +568,15 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
             _summary(exc.stats, stopped=True)
         raise
     _summary(stats)
+    if stats["rejected"]:
+        more = (f"; every one in {errors_file}" if errors_file else
+                f"; the first {shown} above, --errors FILE keeps them all"
+                if stats["rejected"] > shown else " (above)")
+        raise click.ClickException(f"{stats['rejected']} row(s) rejected, "
+                                   f"{stats['rows']} loaded{more}")
+
+
+_SHOWN_REJECTS = 20
 
 
 def _spool_stdin() -> Any:
@@ -487,7 +596,7 @@ def _column_types(file: str, format_: str | None, delimiter: str, families: set[
     chosen: dict[str, codec.ColumnType | None] = {}
     if detect:
         detected = detect_types(file, format_, delimiter=delimiter,
-                                progress=progress and sys.stderr.isatty())
+                                progress=progress)
         chosen = cell_types(detected, families, family, maps, rowkey_column)
     given: dict[str, codec.ColumnType] = {}
     for name, spec in types.items():
@@ -523,8 +632,11 @@ def _column_types(file: str, format_: str | None, delimiter: str, families: set[
 def _summary(stats: dict, stopped: bool = False) -> None:
     empty = f", {stats['empty']} without values" if stats.get("empty") else ""
     end = " (stopped at the bad row)" if stopped else ""
+    phases = stats.get("phases")
+    split = (" (" + ", ".join(f"{name} {secs:.2f} s" for name, secs in phases.items()) + ")"
+             if phases else "")
     note(f"Rows loaded: {stats['rows']}, rejected: {stats['rejected']}{empty}, "
-          f"{stats['seconds']:.2f} s, {stats['rows_per_second']:.0f} rows/s{end}")
+          f"{stats['seconds']:.2f} s{split}, {stats['rows_per_second']:.0f} rows/s{end}")
 
 
 # -- regions / split ---------------------------------------------------------------------------

@@ -27,8 +27,8 @@ import time
 from importlib import resources
 from typing import Any
 
-from .local import (ClusterError, RedisProcess, ServerMissing, _die_with_parent, free_port,
-                    log_tail, port_taken)
+from .local import (ClusterError, RedisProcess, ServerMissing, _die_with_parent,
+                    find_redis_server, free_port, log_tail, port_taken)
 
 __all__ = ["HBaseCluster", "JVM_FLAGS", "classpath", "cache_dir", "ZK_PATH"]
 
@@ -408,6 +408,10 @@ class HBaseCluster:
         if running:
             raise ClusterError(f"the cluster in {self.dir} is partly running "
                                f"({', '.join(sorted(running))}): `hibase cluster stop` it first")
+        if self.redis_nodes and find_redis_server() is None:  # before HBase, not after it
+            raise ServerMissing("redis-server is not installed (Debian: apt-get install "
+                                "redis-server); or start without cache nodes (redis_nodes=0, "
+                                "hibase cluster start --redis-nodes 0)")
         jars = classpath(progress)
         os.makedirs(self._path("pids"), exist_ok=True)
         os.makedirs(self._path("logs"), exist_ok=True)

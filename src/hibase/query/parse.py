@@ -8,6 +8,7 @@ QueryPlanError. No table schema is consulted here: literals stay int / float / s
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 from typing import Any, NoReturn
@@ -67,8 +68,13 @@ def parse_select(sql: str) -> Select:
     """Parse ``[EXPLAIN] SELECT * | col, ... FROM table [WHERE cond] [LIMIT n]``."""
     m = _EXPLAIN.match(sql)
     offset = m.end() if m else 0
-    tree = _parse(sql[offset:], offset)
+    try:
+        tree = _parse(sql[offset:], offset)
+    except QuerySyntaxError:
+        _unknown_statement(sql, offset)
+        raise
     if not isinstance(tree, exp.Select):
+        _unknown_statement(sql, offset)
         _unsupported(f"only SELECT statements are supported, not {tree.key.upper()}", tree, offset)
     for key, val in tree.args.items():
         if val and key not in _SELECT_ARGS:
@@ -98,6 +104,23 @@ def parse_select(sql: str) -> Select:
         casts=_casts(tree, offset),
         **extra,
     )
+
+
+_FIRST_WORD = re.compile(r"\s*([A-Za-z_]\w*)")
+_STATEMENT_WORDS = frozenset(
+    "SELECT WITH EXPLAIN INSERT UPSERT UPDATE DELETE MERGE CREATE DROP ALTER TRUNCATE VALUES "
+    "SHOW DESCRIBE DESC USE SET GRANT REVOKE BEGIN COMMIT ROLLBACK".split())
+
+
+def _unknown_statement(sql: str, offset: int) -> None:
+    """A statement that failed to parse and starts with a word no SQL statement starts with
+    (``SELEC * FROM t``) is reported as that word, not as the parser's confusion further on."""
+    first = _FIRST_WORD.match(sql, offset)
+    if first and first.group(1).upper() not in _STATEMENT_WORDS:
+        word = first.group(1)
+        close = difflib.get_close_matches(word.upper(), ["SELECT", "EXPLAIN"], n=1)
+        hint = f"; did you mean {close[0]}?" if close else "; queries start with SELECT"
+        raise QuerySyntaxError(f"unknown statement {word!r}{hint}", first.start(1)) from None
 
 
 def parse_condition(text: str) -> Node:

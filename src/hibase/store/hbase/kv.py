@@ -24,13 +24,14 @@ from ... import errors
 from .. import cells as C
 from ..base import CountDelta, decode_count, encode_count
 
-__all__ = ["HBaseKeyValueTables", "KV_PREFIX", "VERIFIED", "UNVERIFIED", "is_index"]
+__all__ = ["HBaseKeyValueTables", "KV_PREFIX", "META_TABLE", "META_COL", "VERIFIED",
+           "UNVERIFIED", "is_index"]
 
 KV_PREFIX = "hibase_kv"
 VERIFIED, UNVERIFIED = b"\x01", b"\x00"
 _KV_COL = b"v:v"
 _COUNT_FAM = b"c"
-_META_COL = b"m:v"
+META_COL = b"m:v"
 META_TABLE = "hibase_meta"
 _SCAN_CHUNK = 1000
 # rows per multi-get when many rows are fetched: chunks go out in parallel (store.parallel)
@@ -122,7 +123,7 @@ class HBaseKeyValueTables:
     def _kv_check(self, name: str) -> None:
         if name not in self._kv:
             # another client may have created it since we opened
-            if not self._get_raw(META_TABLE, [b"kv/" + name.encode()], [_META_COL])[0]:
+            if not self._get_raw(META_TABLE, [b"kv/" + name.encode()], [META_COL])[0]:
                 raise errors.TableNotFound(f"no key-value table {name!r}")
             self._kv.add(name)
 

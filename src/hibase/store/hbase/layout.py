@@ -34,7 +34,7 @@ from typing import Any
 from ... import errors
 from .. import cells as C
 from ..base import Region
-from .kv import _META_COL, META_TABLE
+from .kv import META_COL, META_TABLE
 
 __all__ = ["HRegion", "Layouts"]
 
@@ -133,8 +133,8 @@ class Layouts:
 
     def stored(self, table: str) -> bytes:
         """The layout as HBase holds it now, read past this client's copy (b"" when none)."""
-        got = self.store._get_raw(META_TABLE, [b"meta/" + _layout_key(table)], [_META_COL])[0]
-        return got[_META_COL][1] if got else b""
+        got = self.store._get_raw(META_TABLE, [b"meta/" + _layout_key(table)], [META_COL])[0]
+        return got[META_COL][1] if got else b""
 
     def _record(self, table: str, pairs: list[tuple[bytes, int]]) -> None:
         self.store.put_meta(_layout_key(table), C.pack([[s, i] for s, i in pairs]))

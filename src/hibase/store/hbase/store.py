@@ -57,7 +57,7 @@ from ... import errors
 from ..api import BaseStore, Capabilities
 from ..faults import Faults
 from ..base import Region, SplitListener
-from .kv import (_FETCH_CHUNK, _META_COL, KV_PREFIX, META_TABLE, HBaseKeyValueTables)
+from .kv import (_FETCH_CHUNK, META_COL, KV_PREFIX, META_TABLE, HBaseKeyValueTables)
 from .layout import Layouts
 from ..schema import FOREVER, TableSchema
 
@@ -174,8 +174,8 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
                 self._create_hbase_table(META_TABLE, {b"m": 1})
             except errors.TableExists:
                 pass  # another client made it meanwhile
-        for key, value in self._scan_raw(META_TABLE, None, None, [_META_COL]):
-            v = value[_META_COL][1]
+        for key, value in self._scan_raw(META_TABLE, None, None, [META_COL]):
+            v = value[META_COL][1]
             if key.startswith(b"table/"):
                 schema = TableSchema.from_json(json.loads(v))
                 self._tables[schema.name] = _HTable(self, schema)
@@ -192,7 +192,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
             self._call("deleteAllRow", META_TABLE.encode(), key, {})
         else:
             self._call("mutateRow", META_TABLE.encode(), key,
-                       [M(column=_META_COL, value=value, isDelete=False)], {})
+                       [M(column=META_COL, value=value, isDelete=False)], {})
 
     def _create_hbase_table(self, name: str, families: dict[bytes, Any]) -> None:
         CD = self.T.ColumnDescriptor
@@ -224,10 +224,10 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         t = self._tables.get(name)
         if t is None:
             # another client may have created it since we opened
-            raw = self._get_raw(META_TABLE, [b"table/" + name.encode()], [_META_COL])[0]
+            raw = self._get_raw(META_TABLE, [b"table/" + name.encode()], [META_COL])[0]
             if not raw:
                 raise errors.TableNotFound(f"no table {name!r}")
-            schema = TableSchema.from_json(json.loads(raw[_META_COL][1]))
+            schema = TableSchema.from_json(json.loads(raw[META_COL][1]))
             t = self._tables[name] = _HTable(self, schema)
         return t
 
@@ -236,11 +236,11 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         HBase tables made outside hibase (no catalog entry, no declared types) are not listed."""
         if not self._closed:
             names = set()
-            for key, value in self._scan_raw(META_TABLE, b"table/", b"table0", [_META_COL]):
+            for key, value in self._scan_raw(META_TABLE, b"table/", b"table0", [META_COL]):
                 name = key[6:].decode()
                 names.add(name)
                 if name not in self._tables:
-                    schema = TableSchema.from_json(json.loads(value[_META_COL][1]))
+                    schema = TableSchema.from_json(json.loads(value[META_COL][1]))
                     self._tables[name] = _HTable(self, schema)
             for name in set(self._tables) - names:
                 del self._tables[name]
@@ -289,7 +289,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         with self._lock:
             self._check_writable()
             if schema.name in self._tables or self._get_raw(
-                    META_TABLE, [b"table/" + schema.name.encode()], [_META_COL])[0]:
+                    META_TABLE, [b"table/" + schema.name.encode()], [META_COL])[0]:
                 raise errors.TableExists(f"table {schema.name!r} is already a hibase table")
             self._meta_put(b"table/" + schema.name.encode(),
                            json.dumps(schema.to_json()).encode())
@@ -342,8 +342,8 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         if not force and now - self._checked_at < self.lease_s:
             return False
         self._checked_at = now
-        got = self._get_raw(META_TABLE, [b"gen"], [_META_COL])[0]
-        gen = got[_META_COL][1] if got else b""
+        got = self._get_raw(META_TABLE, [b"gen"], [META_COL])[0]
+        gen = got[META_COL][1] if got else b""
         if gen == self._gen:
             return False
         self._reload_meta()
@@ -356,8 +356,8 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
     def _reload_meta(self) -> None:
         """Re-read every meta key (one scan), leaving the generation to meta_changed."""
         meta = {}
-        for key, value in self._scan_raw(META_TABLE, b"meta/", b"meta0", [_META_COL]):
-            meta[key[5:]] = value[_META_COL][1]
+        for key, value in self._scan_raw(META_TABLE, b"meta/", b"meta0", [META_COL]):
+            meta[key[5:]] = value[META_COL][1]
         self._meta = meta
 
     def wait_lease(self) -> None:
