@@ -201,7 +201,8 @@ class HBaseCluster:
 
     def __init__(self, folder: str | os.PathLike, *, redis_nodes: int = 2,
                  thrift_port: int | None = None, zk_port: int | None = None,
-                 heap_mb: int = 1024, phoenix: bool | None = None):
+                 heap_mb: int = 1024, phoenix: bool | None = None,
+                 coprocessor: bool | None = None):
         self.dir = os.path.abspath(os.fspath(folder))
         self.redis_nodes = redis_nodes
         self.heap_mb = heap_mb
@@ -213,6 +214,10 @@ class HBaseCluster:
         self.redis_ports: list[int] = list(state.get("redis_ports", []))
         # Apache Phoenix's server jars and WAL codec in HBase (None: as recorded, else on)
         self.phoenix = bool(state.get("phoenix", True)) if phoenix is None else phoenix
+        # hibase's index upkeep in the region server (cluster/coprocessor.py), loaded on
+        # every region (None: as recorded, else on)
+        self.coprocessor = bool(state.get("coprocessor", True)) if coprocessor is None \
+            else coprocessor
         self._admin: subprocess.Popen | None = None
         self._admin_lock = threading.Lock()
 
@@ -232,6 +237,7 @@ class HBaseCluster:
             json.dump({"thrift_port": self.thrift_port, "thrift2_port": self.thrift2_port,
                        "zk_port": self.zk_port,
                        "redis_ports": self.redis_ports, "phoenix": self.phoenix,
+                       "coprocessor": self.coprocessor,
                        "markers": processes}, fh, indent=1)
         if processes.get("thrift"):
             _register(self.thrift_port, self.dir)
@@ -277,7 +283,8 @@ class HBaseCluster:
         return {"dir": self.dir, "running": running,
                 "stopped": sorted(set(markers) - set(running)), "ready": ready,
                 "thrift_url": self.thrift_url if self.thrift_port else None,
-                "zk_url": self.zk_url if self.zk_port else None, "phoenix": self.phoenix}
+                "zk_url": self.zk_url if self.zk_port else None, "phoenix": self.phoenix,
+                "coprocessor": self.coprocessor}
 
     def _thrift2_answers(self) -> bool:
         """Whether the Thrift2 server answers a one-row scan of hbase:meta."""
@@ -359,6 +366,9 @@ class HBaseCluster:
         if self.phoenix:  # Phoenix's mutable global indexes replay their WAL edits with it
             props["hbase.regionserver.wal.codec"] = \
                 "org.apache.hadoop.hbase.regionserver.wal.IndexedWALEditCodec"
+        if self.coprocessor:  # hibase's index upkeep on every region (coprocessor.py)
+            from .coprocessor import OBSERVER
+            props["hbase.coprocessor.region.classes"] = OBSERVER
         with open(self._path("conf", "hbase-site.xml"), "w") as fh:
             fh.write(_site_xml(props))
         with open(self._path("conf", "log4j2.properties"), "wb") as fh:
@@ -430,6 +440,9 @@ class HBaseCluster:
         if self.phoenix:
             from .phoenix import phoenix_classpath
             server_jars = phoenix_classpath(progress)
+        if self.coprocessor:
+            from .coprocessor import coprocessor_jar
+            server_jars = [coprocessor_jar(progress), *server_jars]
         master = self._spawn("master", self._java(
             server_jars, "org.apache.hadoop.hbase.master.HMaster", self.heap_mb,
             self._path("logs", "master.log")) + ["start"], self._path("logs", "master.out"),
