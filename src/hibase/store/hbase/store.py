@@ -100,7 +100,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
     # many clients, regions split by HBase, index rows and data rows in separate calls, and
     # reads that see each row as of its own read
     capabilities = Capabilities(shared=True, follows_splits=True, verified_index_writes=True,
-                                snapshot_reads=False)
+                                snapshot_reads=False, server_index_upkeep=True)
 
     def __init__(self, url: str, *, create: bool = True, read_only: bool = False, **_: Any):
         import happybase  # imported here: the embedded store works without it
@@ -113,6 +113,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         self._lock = threading.RLock()
         self._split_listeners: list[SplitListener] = []
         self._tables: dict[str, _HTable] = {}
+        self._server_kept: set[str] = set()  # tables hibase's coprocessor runs on (seen)
         self._kv: set[str] = set()
         self._meta: dict[bytes, bytes] = {}
         self._gen = b""
@@ -271,6 +272,29 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
             self.layouts.forget(name)
             self._meta_put(b"table/" + name.encode(), None)
             del self._tables[name]
+
+    def server_upkeep(self, table: str) -> bool:
+        """Whether hibase's region-server coprocessor (cluster/coprocessor.py) runs on
+        `table`, so it can keep the table's indexes. Its regions write the marker row
+        `copro/<table>` into the catalog when they first meet the table; a one-row get
+        carrying the attribute hibase.probe makes a region look now. Two calls, asked when an
+        index is made (the answer is kept in the index definition); False when the URL says
+        server_upkeep=0."""
+        if not self.opts["server_upkeep"]:
+            return False
+        if table in self._server_kept:
+            return True
+        self.table(table)
+        try:
+            self._call("getRowWithColumns", table.encode(), b"\x00hibase-probe", [],
+                       {b"hibase.probe": b"1"})
+        except errors.HibaseError:
+            return False
+        got = self._get_raw(META_TABLE, [b"copro/" + table.encode()], [_META_COL])[0]
+        if not got:
+            return False
+        self._server_kept.add(table)
+        return True
 
     def put_meta(self, key: bytes, value: bytes | None) -> None:
         with self._lock:

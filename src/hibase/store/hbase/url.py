@@ -15,14 +15,16 @@ DEFAULT_LEASE_MS = 1000
 
 def parse_url(url: str) -> dict:
     """thrift://host[:port][?transport=buffered|framed&protocol=binary|compact&timeout=ms
-    &pool_size=n&retries=n&region_check_ms=n&catalog_lease_ms=n&prefix=name&thrift2_port=n] -> happybase
+    &pool_size=n&retries=n&region_check_ms=n&catalog_lease_ms=n&prefix=name&thrift2_port=n&server_upkeep=0|1] -> happybase
     connection options and ours (region_check_ms: how often local-index work asks HBase for its
     regions, 0 = always; catalog_lease_ms: how long index definitions read from the catalog are
     trusted before a query or write checks them again, one get; 0 = before every query and
     write; prefix: every HBase table of this store, the catalog included, is named
     `<prefix>_<table>`, so several hibase stores share one HBase without seeing each other;
     thrift2_port: HBase's Thrift2 server on the same host, which answers a short scan in one
-    call instead of three: index lookups use it when given)."""
+    call instead of three: index lookups use it when given; server_upkeep: indexes made by
+    this client are kept by hibase's region-server coprocessor when it runs on the table, 1 by
+    default, 0 keeps them client-side)."""
     parts = urlsplit(url)
     if parts.scheme != "thrift":
         raise errors.InvalidArgument(f"not a thrift:// URL: {url!r}")
@@ -30,7 +32,7 @@ def parse_url(url: str) -> dict:
         raise errors.InvalidArgument(f"a thrift:// URL has no path, got {parts.path!r}")
     q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
     known = {"transport", "protocol", "timeout", "pool_size", "retries", "region_check_ms",
-             "catalog_lease_ms", "prefix", "thrift2_port"}
+             "catalog_lease_ms", "prefix", "thrift2_port", "server_upkeep"}
     unknown = sorted(set(q) - known)
     if unknown:
         raise errors.InvalidArgument(f"unknown thrift:// option(s) {unknown}; known: "
@@ -58,6 +60,9 @@ def parse_url(url: str) -> dict:
         raise errors.InvalidArgument(
             "timeout and pool_size must be >= 1, retries, region_check_ms and "
             "catalog_lease_ms >= 0")
+    server_upkeep = q.get("server_upkeep", "1")
+    if server_upkeep not in ("0", "1"):
+        raise errors.InvalidArgument(f"server_upkeep must be 0 or 1, not {server_upkeep!r}")
     prefix = q.get("prefix", "")
     if prefix and not prefix.replace("_", "").replace("-", "").replace(".", "").isalnum():
         raise errors.InvalidArgument(f"prefix must be letters, digits, _ - or ., not {prefix!r}")
@@ -65,4 +70,4 @@ def parse_url(url: str) -> dict:
             "protocol": protocol, "timeout": timeout, "pool_size": pool_size,
             "retries": retries, "region_check_ms": region_check_ms,
             "catalog_lease_ms": catalog_lease_ms, "prefix": prefix,
-            "thrift2_port": thrift2_port}
+            "thrift2_port": thrift2_port, "server_upkeep": server_upkeep == "1"}
