@@ -191,3 +191,126 @@ def test_foreign_writes_make_the_same_index_rows_as_client_upkeep(hbase):
         conn.close()
         client.close()
         server.close()
+
+
+class _JavaWriter:
+    """tests/java/ShellWrites.java in a JVM: the HBase shell's put / deleteall / delete /
+    incr through HBase's Java client."""
+
+    def __init__(self, cluster, tmp_path):
+        from hibase.cluster.hbase import _tool, classpath
+        jars = classpath(progress=False)
+        out = tmp_path / "shellwrites"
+        out.mkdir()
+        src = os.path.join(os.path.dirname(__file__), "java", "ShellWrites.java")
+        subprocess.run([_tool("javac", ""), "-nowarn", "-d", str(out), "-cp",
+                        os.pathsep.join(jars), src], check=True, capture_output=True)
+        cmd = cluster._java([str(out), *jars], "ShellWrites", 256, str(tmp_path / "sw.log"))
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=open(tmp_path / "sw.err", "wb"), text=True,
+                                     cwd=cluster.dir)
+        assert self.proc.stdout.readline().startswith("ok"), (tmp_path / "sw.err").read_text()
+
+    def __call__(self, *words: str) -> str:
+        self.proc.stdin.write(" ".join(words) + "\n")
+        self.proc.stdin.flush()
+        return self.proc.stdout.readline().strip()
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(30)
+
+
+def test_rows_written_by_any_client_are_found_like_hibase_rows(hbase, tmp_path):
+    """Rows written through hibase, plain happybase and HBase's Java client (the shell's put,
+    deleteall and delete of one cell) are found alike on global, composite, covered and
+    local indexes; every index verifies; increments (computed by the coprocessor from the row
+    read under the lock, as HBase computes them) are indexed too."""
+    prefix = _prefix()
+    db = hibase.connect(_url(hbase, prefix))
+    conn = happybase.Connection("127.0.0.1", hbase.thrift_port, timeout=60000)
+    java = _JavaWriter(hbase, tmp_path)
+    try:
+        db.create_table("t", {"f": {}}, columns={"f:a": "string", "f:n": "long",
+                                                  "f:m": "string", "f:k": "long binary"})
+        db.create_index("t", "g_a", ["f:a"])
+        db.create_index("t", "g_an", ["f:a", "f:n"])
+        db.create_index("t", "g_n_cov", ["f:n"], covering=["f:a", "f:m"])
+        db.create_index("t", "l_a", ["f:a"], local=True, covering=["f:n"])
+        db.create_index("t", "g_k", ["f:k"])
+        t, p = db.table("t"), conn.table(f"{prefix}_t")
+        hbase_name = f"{prefix}_t"
+        for i in range(30):
+            data = {b"f:a": b"v%d" % (i % 4), b"f:n": b"%d" % (i % 5 - 2), b"f:m": b"m%d" % i}
+            row = b"%02d" % i
+            if i % 3 == 0:
+                t.put(b"h" + row, data)
+            elif i % 3 == 1:
+                p.put(b"p" + row, data)
+            else:
+                for col, v in data.items():
+                    assert java("put", hbase_name, (b"s" + row).hex(), col.decode(),
+                                v.hex()) == "ok"
+        # updates and deletes, each client on the others' rows too
+        p.put(b"h00", {b"f:a": b"v9"})
+        assert java("put", hbase_name, b"p01".hex(), "f:a", b"v9".hex()) == "ok"
+        t.put(b"s02", {b"f:n": b"77"})
+        assert java("deleteall", hbase_name, b"h03".hex()) == "ok"
+        assert java("delete", hbase_name, b"p04".hex(), "f:a") == "ok"
+        p.delete(b"s05")
+        p.delete(b"h06", columns=[b"f:n"])
+        t.delete(b"p07", columns=[b"f:a"])
+        for _ in range(3):
+            assert java("increment", hbase_name, b"p10".hex(), "f:k") == "ok"
+        assert java("increment", hbase_name, b"h09".hex(), "f:k") == "ok"
+        assert [r for r, _ in t.where("f.k = 3")] == [b"p10"]
+        assert [r for r, _ in t.where("f.k = 1")] == [b"h09"]
+        for where in ("f.a = 'v9'", "f.a = 'v1'", "f.a = 'v2' AND f.n = 0", "f.n = 77",
+                      "f.n IS NULL", "f.a IS NULL", "f.a >= 'v1'", "f.n < 0", "f.m = 'm8'",
+                      "f.k > 0", "f.k IS NULL"):
+            want = sorted(t.where(where, full_scan=True))
+            assert sorted(t.where(where)) == want, where
+        assert sorted(r for r, _ in t.where("f.a = 'v9'")) == [b"h00", b"p01"]
+        assert [r for r, _ in t.where("f.n = 77")] == [b"s02"]
+        assert not list(t.where("f.m = 'm3'"))  # deleteall
+        assert sorted(r for r, _ in t.where("f.a IS NULL")) == [b"h06", b"p04", b"p07"] or \
+            sorted(r for r, _ in t.where("f.a IS NULL")) == [b"p04", b"p07"]
+        for name in ("g_a", "g_an", "g_n_cov", "l_a", "g_k"):
+            report = db.verify_index("t", name)
+            assert report["ok"], report
+    finally:
+        java.close()
+        conn.close()
+        db.close()
+
+
+def test_a_put_of_one_row_is_one_call(hbase):
+    """With the coprocessor keeping the indexes, writing a row is the data call alone
+    (client-side upkeep: 4 calls, tests/test_hbase_roundtrips.py), whatever the number of
+    indexes; a delete too. Reads are unchanged."""
+    prefix = _prefix()
+    admin = hibase.connect(_url(hbase, prefix))
+    db = hibase.connect(_url(hbase, prefix).replace("catalog_lease_ms=0",
+                                                    "catalog_lease_ms=60000"))
+    try:
+        admin.create_table("t", {"f": {}}, columns={"f:a": "string", "f:b": "string"})
+        admin.create_index("t", "by_a", ["f:a"], covering=["f:b"])
+        admin.create_index("t", "by_b", ["f:b"])
+        admin.create_index("t", "loc_a", ["f:a"], local=True)
+        t = db.table("t")
+        t.put(b"r0", {b"f:a": b"x"})  # the first write checks the catalog (then its lease)
+
+        def calls(fn):
+            before = db.stats()["store_calls"]
+            fn()
+            after = db.stats()["store_calls"]
+            return {m: n - before.get(m, 0) for m, n in after.items()
+                    if n != before.get(m, 0)}
+
+        assert calls(lambda: t.put(b"r1", {b"f:a": b"x", b"f:b": b"y"})) == {"mutateRowsTs": 1}
+        assert calls(lambda: t.delete(b"r0")) == {"mutateRowsTs": 1}
+        assert [r for r, _ in t.where("f.a = 'x'")] == [b"r1"]
+        assert [r for r, _ in t.where("f.b = 'y'")] == [b"r1"]
+    finally:
+        db.close()
+        admin.close()

@@ -37,6 +37,7 @@ import org.apache.hadoop.hbase.DoNotRetryIOException;
 import org.apache.hadoop.hbase.HConstants;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.TableNotFoundException;
+import org.apache.hadoop.hbase.client.Append;
 import org.apache.hadoop.hbase.client.Delete;
 import org.apache.hadoop.hbase.client.Get;
 import org.apache.hadoop.hbase.client.Increment;
@@ -83,7 +84,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
       Collections.synchronizedMap(new IdentityHashMap<>());
   private volatile Catalog catalog;
   private volatile boolean notHibase;
-  private long lastMiss = Long.MIN_VALUE;
+  private long lastMiss;  // when the last lookup found no catalog (0: never)
   private long lastStamp;  // index cells: strictly increasing timestamps (see stamp())
 
   static byte[] b(String s) { return s.getBytes(StandardCharsets.ISO_8859_1); }
@@ -113,7 +114,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     final String table;   // hibase's name of the table
     final String prefix;  // the HBase name of hibase table X is prefix + X
     byte[] gen = new byte[0];
-    long checkedAt = Long.MIN_VALUE;
+    long checkedAt;  // when gen was last read (0: never)
     List<Spec> specs = new ArrayList<>();
     byte[][] layout;  // local indexes: the recorded region starts (sorted)
 
@@ -157,6 +158,8 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
           // when it creates an index: store/hbase/store.py server_upkeep)
           t.put(new Put(b("copro/" + c[1])).addColumn(M, V, b("{\"version\": " + VERSION
               + ", \"region\": \"" + env.getRegionInfo().getEncodedName() + "\"}")));
+          LOG.info("hibase: region {} is hibase table {} of {}",
+              env.getRegionInfo().getEncodedName(), c[1], meta);
           catalog = found;
           return found;
         } catch (TableNotFoundException e) {
@@ -205,6 +208,10 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
               layout[i] = (byte[]) ((List<?>) pairs.get(i)).get(0);
             }
           }
+        }
+        if (specs.size() != cat.specs.size()) {
+          LOG.info("hibase: region {} keeps {} index(es) of {}",
+              env.getRegionInfo().getEncodedName(), specs.size(), cat.table);
         }
         cat.specs = specs;
         cat.layout = layout;
@@ -291,6 +298,30 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   static State apply(State before, List<Mutation> ms, long now) {
     State s = before.copy();
     for (Mutation m : ms) {
+      if (m instanceof Increment || m instanceof Append) {
+        // HBase computes the new cell from the newest stored one under the same row lock
+        // (8-byte big-endian sum; concatenation): the same here, from the state read
+        for (List<Cell> cells : m.getFamilyCellMap().values()) {
+          for (Cell c : cells) {
+            byte[] col = column(CellUtil.cloneFamily(c), CellUtil.cloneQualifier(c));
+            byte[] old = s.latest(col);
+            byte[] delta = CellUtil.cloneValue(c);
+            byte[] value;
+            if (m instanceof Increment) {
+              long base = old == null || old.length != 8 ? 0 : ByteBuffer.wrap(old).getLong();
+              value = ByteBuffer.allocate(8).putLong(base + ByteBuffer.wrap(delta).getLong())
+                  .array();
+            } else {
+              value = old == null ? delta : cat(old, delta);
+            }
+            TreeMap<Long, byte[]> versions =
+                s.cells.computeIfAbsent(ByteBuffer.wrap(col), k -> new TreeMap<>());
+            long ts = versions.isEmpty() ? now : Math.max(now, versions.lastKey() + 1);
+            versions.put(ts, value);
+          }
+        }
+        continue;
+      }
       if (!(m instanceof Put)) continue;
       for (List<Cell> cells : m.getFamilyCellMap().values()) {
         for (Cell c : cells) {
@@ -540,12 +571,8 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
           }
           continue;
         }
-        if (!(m instanceof Put) && !(m instanceof Delete)) {
-          // Increment / Append: their results are computed by HBase after this hook; refused
-          // on tables whose indexes are kept here rather than leaving the indexes wrong
-          mb.setOperationStatus(i, new OperationStatus(HConstants.OperationStatusCode.FAILURE,
-              "hibase: " + m.getClass().getSimpleName() + " is not supported on a table whose "
-              + "indexes the region server keeps (use put / delete)"));
+        if (!(m instanceof Put) && !(m instanceof Delete) && !(m instanceof Increment)
+            && !(m instanceof Append)) {
           continue;
         }
         byRow.computeIfAbsent(ByteBuffer.wrap(m.getRow()), k -> new ArrayList<>()).add(m);
