@@ -585,19 +585,23 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
       Pending p = new Pending();
       Map<TableName, List<Row>> phase1 = new LinkedHashMap<>();
       long now = System.currentTimeMillis();
+      Map<TableName, Map<ByteBuffer, long[]>> deltas = new LinkedHashMap<>();
       for (Map.Entry<ByteBuffer, List<Mutation>> e : byRow.entrySet()) {
         byte[] row = e.getKey().array();
         State before = read(row, specs, pointDeletes(e.getValue()));
         State after = apply(before, e.getValue(), now);
-        for (Spec s : specs) change(cat, s, row, before, after, phase1, p.phase3);
+        for (Spec s : specs) change(cat, s, row, before, after, phase1, p.phase3, deltas);
       }
+      counts(deltas, phase1, p.phase3);
       if (!reindex.isEmpty()) {  // written now: nothing of these rows changes
         Map<TableName, List<Row>> direct = new LinkedHashMap<>();
+        Map<TableName, Map<ByteBuffer, long[]>> built = new LinkedHashMap<>();
         for (Map.Entry<ByteBuffer, List<Spec>> e : reindex.entrySet()) {
           byte[] row = e.getKey().array();
           State st = read(row, e.getValue(), false);
-          for (Spec s : e.getValue()) reindex(cat, s, row, st, direct);
+          for (Spec s : e.getValue()) reindex(cat, s, row, st, direct, built);
         }
+        counts(built, direct, direct);
         send(direct);
       }
       send(phase1);
@@ -623,8 +627,8 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
    *  rows the build has not reached yet do not exist: the old entry is looked up before its
    *  count is taken. */
   private void change(Catalog cat, Spec s, byte[] row, State before, State after,
-                      Map<TableName, List<Row>> phase1, Map<TableName, List<Row>> phase3)
-      throws IOException {
+                      Map<TableName, List<Row>> phase1, Map<TableName, List<Row>> phase3,
+                      Map<TableName, Map<ByteBuffer, long[]>> deltas) throws IOException {
     byte[] oldKey = valueKey(s, before, row);
     byte[] newKey = valueKey(s, after, row);
     List<byte[]> newCov = newKey == null ? null : covered(s, after);
@@ -655,18 +659,38 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     }
     // value counts: family c of the index table, row = (region prefix +) value key; a count
     // is the number of entries that exist with that value
-    if (newKey != null && (!same || !oldExists)) {
-      add(phase1, idx, new Increment(cat(prefix, newKey)).addColumn(C, COUNT_QUAL, 1));
-    }
-    if (oldExists && !same) {
-      add(phase3, idx, new Increment(cat(prefix, oldKey)).addColumn(C, COUNT_QUAL, -1));
+    if (newKey != null && (!same || !oldExists)) count(deltas, idx, cat(prefix, newKey), 1);
+    if (oldExists && !same) count(deltas, idx, cat(prefix, oldKey), -1);
+  }
+
+  static void count(Map<TableName, Map<ByteBuffer, long[]>> deltas, TableName t, byte[] key,
+                    long d) {
+    deltas.computeIfAbsent(t, k -> new LinkedHashMap<>())
+        .computeIfAbsent(ByteBuffer.wrap(key), k -> new long[1])[0] += d;
+  }
+
+  /** One Increment per count a mini-batch changes (its net delta): counts that grow before
+   *  the data (phase 1), counts that shrink after (phase 3), so a value table is always a
+   *  superset of the values with rows. HBase runs increments of one row in one batch one
+   *  mini-batch (and one WAL sync) each: adding them up first keeps a batch's writes few. */
+  static void counts(Map<TableName, Map<ByteBuffer, long[]>> deltas,
+                     Map<TableName, List<Row>> phase1, Map<TableName, List<Row>> phase3) {
+    for (Map.Entry<TableName, Map<ByteBuffer, long[]>> t : deltas.entrySet()) {
+      for (Map.Entry<ByteBuffer, long[]> e : t.getValue().entrySet()) {
+        long d = e.getValue()[0];
+        if (d == 0) continue;
+        Increment inc = new Increment(e.getKey().array()).addColumn(C, COUNT_QUAL, d);
+        inc.setReturnResults(false);
+        add(d > 0 ? phase1 : phase3, t.getKey(), inc);
+      }
     }
   }
 
   /** A build's request for one row (REINDEX): the row as stored gets its entry, verified,
    *  and its count, unless the entry exists (written by a write since the index was made). */
   private void reindex(Catalog cat, Spec s, byte[] row, State st,
-                       Map<TableName, List<Row>> out) throws IOException {
+                       Map<TableName, List<Row>> out,
+                       Map<TableName, Map<ByteBuffer, long[]>> deltas) throws IOException {
     byte[] key = valueKey(s, st, row);
     if (key == null) return;
     byte[] prefix = s.local ? localPrefix(cat, row) : new byte[0];
@@ -677,7 +701,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     }
     add(out, idx, new Put(k).addColumn(V, V, stamp(),
         cat(new byte[] {VERIFIED}, HibaseCodec.packList(covered(s, st)))));
-    add(out, idx, new Increment(cat(prefix, key)).addColumn(C, COUNT_QUAL, 1));
+    count(deltas, idx, cat(prefix, key), 1);
   }
 
   @Override
