@@ -48,6 +48,26 @@ def test_java_codec_gives_pythons_bytes():
                      if ln and not ln.startswith("#")])
 
 
+def test_cli_builds_the_jar_and_says_how_to_load_it():
+    import json
+
+    from click.testing import CliRunner
+
+    from hibase.cli import cli
+    from hibase.cluster.hbase import classpath
+    try:
+        classpath(progress=False)
+    except ServerMissing as exc:
+        pytest.skip(str(exc))
+    got = CliRunner().invoke(cli, ["cluster", "coprocessor", "--json"])
+    assert got.exit_code == 0, got.output
+    info = json.loads(got.output.strip().splitlines()[-1])
+    assert os.path.exists(info["jar"]) and info["class"] == "io.hibase.IndexObserver"
+    assert info["site_property"] == "hbase.coprocessor.region.classes=io.hibase.IndexObserver"
+    names = subprocess.run(["jar", "tf", info["jar"]], capture_output=True, text=True).stdout
+    assert "io/hibase/IndexObserver.class" in names and "io/hibase/HibaseCodec.class" in names
+
+
 # -- real HBase ----------------------------------------------------------------------------------
 
 COLUMNS = {"f:i": "long", "f:s": "string", "f:d": "double binary", "f:c": "char",

@@ -143,10 +143,23 @@ def _build_server(store, catalog, spec: IndexSpec,
     catalog.clear(spec)
     catalog.set_state(spec, BUILDING)
     store.wait_lease()
-    sent = store.reindex(spec.table, spec.alias,
-                         (lambda done, _: progress(done, 0)) if progress else None)
+    store.reindex(spec.table, spec.alias, progress)
     catalog.set_state(spec, READY)
-    return {"rows_indexed": sent, "values": -1, "regions": len(store.regions(spec.table))}
+    # what the build made, as the value counts say: rows indexed, distinct values
+    rows = values = 0
+    if spec.local:
+        for key, raw in store.kv_scan(local_value_table(spec.table)):
+            if key[split_key(key)[1]:][:2] == spec.alias:
+                rows += decode_count(raw)
+                values += 1
+    else:
+        from ..codec import prefix_successor
+        for alias in spec.aliases:
+            for _, raw in store.kv_scan(value_table(spec.table), alias,
+                                        prefix_successor(alias)):
+                rows += decode_count(raw)
+                values += 1
+    return {"rows_indexed": rows, "values": values, "regions": len(store.regions(spec.table))}
 
 
 def _build_local(store, catalog, spec: IndexSpec, processes: int | None,

@@ -139,7 +139,8 @@ class Writes:
         coprocessor does not apply but answers by writing the row's entry and count from the
         row as stored, under the row's lock, unless the entry exists; so the build never
         races a write (the coprocessor keeps the index from the moment it is `building`).
-        Row keys come from one scan; 1,000 rows per mutateRows. Returns the rows sent."""
+        Row keys come from one scan per HBase region (`progress(regions done, regions)` after
+        each); 1,000 rows per mutateRows. Returns the rows sent."""
         T = self.T
         fam = next(iter(self.schema(table).families))
         mutation = [T.Mutation(column=fam + b":\x00hibase-reindex", value=b"", isDelete=False)]
@@ -152,19 +153,22 @@ class Writes:
             self._call("mutateRows", name, [T.BatchMutation(row=r, mutations=mutation)
                                             for r in part], attrs)
 
-        for row, _ in self._scan_raw(table, None, None, None):
-            rows.append(row)
-            if len(rows) >= 8 * _SCAN_CHUNK:
+        regions = self.layouts.live(table)
+        for done, region in enumerate(regions, 1):
+            for row, _ in self._scan_raw(table, region.start or None, region.end or None, None):
+                rows.append(row)
+                if len(rows) >= 8 * _SCAN_CHUNK:
+                    self.parallel(send, [rows[i:i + _SCAN_CHUNK]
+                                         for i in range(0, len(rows), _SCAN_CHUNK)])
+                    sent += len(rows)
+                    rows = []
+            if rows:
                 self.parallel(send, [rows[i:i + _SCAN_CHUNK]
                                      for i in range(0, len(rows), _SCAN_CHUNK)])
                 sent += len(rows)
                 rows = []
-                if progress:
-                    progress(sent, 0)
-        if rows:
-            self.parallel(send, [rows[i:i + _SCAN_CHUNK]
-                                 for i in range(0, len(rows), _SCAN_CHUNK)])
-            sent += len(rows)
+            if progress:
+                progress(done, len(regions))
         return sent
 
     def commit(self, prepared: list[tuple[Any, Mutation, list]],

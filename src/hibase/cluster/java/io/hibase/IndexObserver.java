@@ -73,9 +73,8 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
 
   static final byte[] M = b("m"), V = b("v"), C = b("c");
   static final byte VERIFIED = 0x01, UNVERIFIED = 0x00;
-  /** This coprocessor's count cell in family c (Python writers use c: + 8 random bytes; a
-   *  count is the sum of a row's cells): 8 bytes, added to by Increment. */
-  static final byte[] COUNT_QUAL = b("\u0000hbcopro");
+  /** Counts this region remembers for its own cell before it starts a new one. */
+  static final int REMEMBERED = 100_000;
 
   private RegionCoprocessorEnvironment env;
   private long leaseMs;
@@ -86,6 +85,10 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   private volatile boolean notHibase;
   private long lastMiss;  // when the last lookup found no catalog (0: never)
   private long lastStamp;  // index cells: strictly increasing timestamps (see stamp())
+  // value counts: this region's own count cell (c: + 8 random bytes, as each Python writer
+  // has; a count is the sum of its row's cells) and the totals it wrote there
+  private byte[] countQual;
+  private final Map<TableName, Map<ByteBuffer, Long>> held = new HashMap<>();
 
   static byte[] b(String s) { return s.getBytes(StandardCharsets.ISO_8859_1); }
 
@@ -94,6 +97,20 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     env = (RegionCoprocessorEnvironment) e;
     leaseMs = env.getConfiguration().getLong("hibase.index.catalog.lease.ms", 0);
     for (int i = 0; i < stripes.length; i++) stripes[i] = new ReentrantLock();
+    newCell();
+  }
+
+  /** A new count cell: what the old one holds stays in the sums, never written again. On
+   *  start (a region opened: what an earlier incarnation wrote is not known here), after a
+   *  batch failed (its deltas are in the totals but its data did not land) and when too many
+   *  totals are remembered. */
+  private void newCell() {
+    byte[] q = new byte[8];
+    new java.security.SecureRandom().nextBytes(q);
+    synchronized (held) {
+      countQual = q;
+      held.clear();
+    }
   }
 
   @Override
@@ -611,8 +628,10 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
         held = null;
       }
     } catch (IOException e) {
+      newCell();  // what the cell holds is unknown now
       throw e;
     } catch (RuntimeException e) {  // never abort the region server: fail the batch
+      newCell();
       LOG.error("hibase index upkeep failed", e);
       throw new DoNotRetryIOException("hibase index upkeep failed: " + e, e);
     } finally {
@@ -669,19 +688,31 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
         .computeIfAbsent(ByteBuffer.wrap(key), k -> new long[1])[0] += d;
   }
 
-  /** One Increment per count a mini-batch changes (its net delta): counts that grow before
-   *  the data (phase 1), counts that shrink after (phase 3), so a value table is always a
-   *  superset of the values with rows. HBase runs increments of one row in one batch one
-   *  mini-batch (and one WAL sync) each: adding them up first keeps a batch's writes few. */
-  static void counts(Map<TableName, Map<ByteBuffer, long[]>> deltas,
-                     Map<TableName, List<Row>> phase1, Map<TableName, List<Row>> phase3) {
-    for (Map.Entry<TableName, Map<ByteBuffer, long[]>> t : deltas.entrySet()) {
-      for (Map.Entry<ByteBuffer, long[]> e : t.getValue().entrySet()) {
-        long d = e.getValue()[0];
-        if (d == 0) continue;
-        Increment inc = new Increment(e.getKey().array()).addColumn(C, COUNT_QUAL, d);
-        inc.setReturnResults(false);
-        add(d > 0 ? phase1 : phase3, t.getKey(), inc);
+  /** One write per count a mini-batch changes (its net delta): counts that grow before the
+   *  data (phase 1), counts that shrink after (phase 3), so a value table is always a
+   *  superset of the values with rows. Each is a blind put of this region's own cell: the
+   *  total it holds plus the delta, with a timestamp above every earlier one of this region
+   *  (stamp()), so whichever of two batches' puts lands last, the later total wins; no count
+   *  is read (HBase's Increment reads, and runs increments of one row in one batch as
+   *  separate mini-batches, each with its WAL sync). */
+  private void counts(Map<TableName, Map<ByteBuffer, long[]>> deltas,
+                      Map<TableName, List<Row>> phase1, Map<TableName, List<Row>> phase3) {
+    synchronized (held) {
+      for (Map.Entry<TableName, Map<ByteBuffer, long[]>> t : deltas.entrySet()) {
+        Map<ByteBuffer, Long> mine = held.computeIfAbsent(t.getKey(), k -> new HashMap<>());
+        for (Map.Entry<ByteBuffer, long[]> e : t.getValue().entrySet()) {
+          long d = e.getValue()[0];
+          if (d == 0) continue;
+          long n = mine.getOrDefault(e.getKey(), 0L) + d;
+          mine.put(e.getKey(), n);
+          Put put = new Put(e.getKey().array()).addColumn(C, countQual, stamp(),
+              ByteBuffer.allocate(8).putLong(n).array());
+          add(d > 0 ? phase1 : phase3, t.getKey(), put);
+        }
+        if (mine.size() > REMEMBERED) {
+          newCell();
+          return;
+        }
       }
     }
   }
@@ -711,6 +742,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     Pending p = pending.remove(mb);
     if (p == null) return;
     try {
+      if (!success) newCell();  // the batch's deltas are in the totals, its data is not
       if (success) send(p.phase3);
       // else: the data did not land; the unverified entries stay, and readers (which resolve
       // an unverified entry against the data row) skip them; verify --repair removes them
