@@ -52,7 +52,10 @@ import org.apache.hadoop.hbase.coprocessor.ObserverContext;
 import org.apache.hadoop.hbase.coprocessor.RegionCoprocessor;
 import org.apache.hadoop.hbase.coprocessor.RegionCoprocessorEnvironment;
 import org.apache.hadoop.hbase.coprocessor.RegionObserver;
+import org.apache.hadoop.hbase.filter.MultiRowRangeFilter;
 import org.apache.hadoop.hbase.regionserver.MiniBatchOperationInProgress;
+import org.apache.hadoop.hbase.regionserver.Region;
+import org.apache.hadoop.hbase.regionserver.RegionScanner;
 import org.apache.hadoop.hbase.regionserver.OperationStatus;
 import org.apache.hbase.thirdparty.com.google.gson.JsonArray;
 import org.apache.hbase.thirdparty.com.google.gson.JsonElement;
@@ -101,9 +104,9 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   }
 
   /** A new count cell: what the old one holds stays in the sums, never written again. On
-   *  start (a region opened: what an earlier incarnation wrote is not known here), after a
-   *  batch failed (its deltas are in the totals but its data did not land) and when too many
-   *  totals are remembered. */
+   *  start (a region opened: what an earlier incarnation wrote is not known here), when the
+   *  catalog changed, after a batch failed (its deltas are in the totals but its data did not
+   *  land) and when too many totals are remembered. */
   private void newCell() {
     byte[] q = new byte[8];
     new java.security.SecureRandom().nextBytes(q);
@@ -233,6 +236,9 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
         cat.specs = specs;
         cat.layout = layout;
         cat.gen = gen;
+        // an index may have been dropped (its HBase table with it) and made again: what this
+        // region's count cell held is unknown now (as a Python writer's, kv.py)
+        newCell();
         return specs;
       }
     }
@@ -407,30 +413,71 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   }
 
   State read(byte[] row, List<Spec> specs, boolean allVersions) throws IOException {
-    Get g = new Get(row);
+    return readMany(Collections.singletonList(row), specs, allVersions)
+        .get(ByteBuffer.wrap(row));
+  }
+
+  /** The stored state of `rows` (the columns the indexes read; the whole row when one keeps a
+   *  NULL list): one get per row for a few rows, else one scan of the region seeking from row
+   *  to row (MultiRowRangeFilter), as a load's batch of new rows costs next to nothing. */
+  Map<ByteBuffer, State> readMany(List<byte[]> rows, List<Spec> specs, boolean allVersions)
+      throws IOException {
     boolean whole = false;
     for (Spec s : specs) whole |= s.nullAlias != null;  // a NULL list: does any cell exist?
+    List<byte[][]> cols = new ArrayList<>();
     if (!whole) {
       for (Spec s : specs) {
-        for (byte[][] cols : new byte[][][] {s.columns, s.covering}) {
-          for (byte[] col : cols) {
+        for (byte[][] cs : new byte[][][] {s.columns, s.covering}) {
+          for (byte[] col : cs) {
             int i = indexOf(col, (byte) ':');
-            g.addColumn(Arrays.copyOfRange(col, 0, i), Arrays.copyOfRange(col, i + 1, col.length));
+            cols.add(new byte[][] {Arrays.copyOfRange(col, 0, i),
+                                   Arrays.copyOfRange(col, i + 1, col.length)});
           }
         }
       }
     }
-    if (allVersions) g.readAllVersions();
-    Result r = env.getRegion().get(g);
-    State s = new State();
-    if (r.rawCells() != null) {
-      for (Cell c : r.rawCells()) {
-        s.cells.computeIfAbsent(ByteBuffer.wrap(column(CellUtil.cloneFamily(c),
-            CellUtil.cloneQualifier(c))), k -> new TreeMap<>()).put(c.getTimestamp(),
-            CellUtil.cloneValue(c));
+    Map<ByteBuffer, State> out = new HashMap<>();
+    for (byte[] r : rows) out.put(ByteBuffer.wrap(r), new State());
+    if (rows.size() <= 8) {
+      for (byte[] row : rows) {
+        Get g = new Get(row);
+        for (byte[][] c : cols) g.addColumn(c[0], c[1]);
+        if (allVersions) g.readAllVersions();
+        Result r = env.getRegion().get(g);
+        if (r.rawCells() != null) addCells(out.get(ByteBuffer.wrap(row)), Arrays.asList(r.rawCells()));
       }
+      return out;
     }
-    return s;
+    List<byte[]> sorted = new ArrayList<>(rows);
+    sorted.sort(Arrays::compareUnsigned);
+    List<MultiRowRangeFilter.RowRange> ranges = new ArrayList<>(sorted.size());
+    for (byte[] r : sorted) ranges.add(new MultiRowRangeFilter.RowRange(r, true, r, true));
+    Scan scan = new Scan().withStartRow(sorted.get(0))
+        .withStopRow(sorted.get(sorted.size() - 1), true)
+        .setFilter(new MultiRowRangeFilter(ranges));
+    for (byte[][] c : cols) scan.addColumn(c[0], c[1]);
+    if (allVersions) scan.readAllVersions();
+    try (RegionScanner rs = env.getRegion().getScanner(scan)) {
+      List<Cell> cells = new ArrayList<>();
+      boolean more;
+      do {
+        cells.clear();
+        more = rs.next(cells);
+        if (!cells.isEmpty()) {
+          State st = out.get(ByteBuffer.wrap(CellUtil.cloneRow(cells.get(0))));
+          if (st != null) addCells(st, cells);
+        }
+      } while (more);
+    }
+    return out;
+  }
+
+  static void addCells(State s, List<Cell> cells) {
+    for (Cell c : cells) {
+      s.cells.computeIfAbsent(ByteBuffer.wrap(column(CellUtil.cloneFamily(c),
+          CellUtil.cloneQualifier(c))), k -> new TreeMap<>()).put(c.getTimestamp(),
+          CellUtil.cloneValue(c));
+    }
   }
 
   static int indexOf(byte[] a, byte x) {
@@ -552,11 +599,40 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     out.computeIfAbsent(t, k -> new ArrayList<>()).add(r);
   }
 
+  /** Write index rows: straight into the index table's regions this region server hosts
+   *  (Region.batchMutate: no client, no protobuf, no RPC handler), the rest through the
+   *  region server's connection (also when a local region refuses: closing, too busy). */
   private void send(Map<TableName, List<Row>> writes) throws IOException {
     for (Map.Entry<TableName, List<Row>> e : writes.entrySet()) {
+      List<Row> remote = new ArrayList<>();
+      List<? extends Region> local = env.getOnlineRegions().getRegions(e.getKey());
+      Map<Region, List<Mutation>> byRegion = new LinkedHashMap<>();
+      for (Row r : e.getValue()) {
+        Region home = null;
+        for (Region region : local) {
+          if (region.getRegionInfo().containsRow(r.getRow())) {
+            home = region;
+            break;
+          }
+        }
+        if (home == null) remote.add(r); else byRegion.computeIfAbsent(home, k -> new ArrayList<>()).add((Mutation) r);
+      }
+      for (Map.Entry<Region, List<Mutation>> g : byRegion.entrySet()) {
+        try {
+          OperationStatus[] st = g.getKey().batchMutate(g.getValue().toArray(new Mutation[0]));
+          for (int i = 0; i < st.length; i++) {
+            if (st[i].getOperationStatusCode() != HConstants.OperationStatusCode.SUCCESS) {
+              throw new IOException("index row write failed: " + st[i].getExceptionMsg());
+            }
+          }
+        } catch (IOException ex) {
+          remote.addAll(g.getValue());  // idempotent: timestamps are fixed
+        }
+      }
+      if (remote.isEmpty()) continue;
       try (Table t = env.getConnection().getTable(e.getKey())) {
-        Object[] results = new Object[e.getValue().size()];
-        t.batch(e.getValue(), results);
+        Object[] results = new Object[remote.size()];
+        t.batch(remote, results);
       } catch (InterruptedException ie) {
         throw new InterruptedIOException("interrupted writing hibase index rows");
       }
@@ -603,9 +679,17 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
       Map<TableName, List<Row>> phase1 = new LinkedHashMap<>();
       long now = System.currentTimeMillis();
       Map<TableName, Map<ByteBuffer, long[]>> deltas = new LinkedHashMap<>();
+      boolean allVersions = false;
+      List<byte[]> written = new ArrayList<>();
+      for (Map.Entry<ByteBuffer, List<Mutation>> e : byRow.entrySet()) {
+        allVersions |= pointDeletes(e.getValue());
+        written.add(e.getKey().array());
+      }
+      Map<ByteBuffer, State> states = byRow.isEmpty() ? Collections.emptyMap()
+          : readMany(written, specs, allVersions);
       for (Map.Entry<ByteBuffer, List<Mutation>> e : byRow.entrySet()) {
         byte[] row = e.getKey().array();
-        State before = read(row, specs, pointDeletes(e.getValue()));
+        State before = states.get(e.getKey());
         State after = apply(before, e.getValue(), now);
         for (Spec s : specs) change(cat, s, row, before, after, phase1, p.phase3, deltas);
       }
