@@ -334,3 +334,36 @@ def test_a_put_of_one_row_is_one_call(hbase):
     finally:
         db.close()
         admin.close()
+
+
+def test_hot_cache_sees_other_clients_writes_within_a_lease(hbase):
+    """A client's in-process cache holds a value's set; plain happybase writes move rows into
+    and out of that value; within one catalog lease the client answers with the new rows (the
+    coprocessor rewrites the catalog row ver/<table> after each batch; the client compares it
+    once per lease and drops the table's sets when it moved)."""
+    import time
+    prefix = _prefix()
+    admin = hibase.connect(_url(hbase, prefix))
+    lease_ms = 300
+    db = hibase.connect(_url(hbase, prefix).replace("catalog_lease_ms=0",
+                                                    f"catalog_lease_ms={lease_ms}"),
+                        cache="memory", cache_policy="lru")
+    conn = happybase.Connection("127.0.0.1", hbase.thrift_port, timeout=60000)
+    try:
+        admin.create_table("t", {"f": {}}, columns={"f:a": "string"})
+        admin.create_index("t", "by_a", ["f:a"])
+        t = db.table("t")
+        for i in range(5):
+            t.put(b"r%d" % i, {b"f:a": b"x"})
+        assert len(list(t.where("f.a = 'x'"))) == 5
+        assert len(list(t.where("f.a = 'x'"))) == 5  # hot: from the cache
+        p = conn.table(f"{prefix}_t")
+        p.put(b"r9", {b"f:a": b"x"})
+        p.delete(b"r0")
+        time.sleep(lease_ms / 1000 + 0.1)
+        got = sorted(r for r, _ in t.where("f.a = 'x'"))
+        assert got == [b"r1", b"r2", b"r3", b"r4", b"r9"]
+    finally:
+        conn.close()
+        db.close()
+        admin.close()

@@ -52,6 +52,9 @@ class IndexManager:
         lookup, answered by the hot cache when it holds the set."""
         if self.cache is None:
             return lookup.entries_for_value(self.store, spec, vkey)
+        if spec.server and self.store.server_writes_seen(spec.table):
+            # another client's write changed the table's sets (seen once per catalog lease)
+            self._invalidate_cache(spec.table)
         return self.cache.read(spec, vkey, lambda: lookup.entries_for_value(self.store, spec,
                                                                             vkey))
 

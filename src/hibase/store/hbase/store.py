@@ -114,6 +114,8 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         self._split_listeners: list[SplitListener] = []
         self._tables: dict[str, _HTable] = {}
         self._server_kept: set[str] = set()  # tables hibase's coprocessor runs on (seen)
+        # per table: (monotonic time of the last check, the version row's value then)
+        self._server_versions: dict[str, tuple[float, bytes]] = {}
         self._kv: set[str] = set()
         self._meta: dict[bytes, bytes] = {}
         self._gen = b""
@@ -270,6 +272,12 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
             self.table(name)
             self._drop_hbase_table(name)
             self.layouts.forget(name)
+            # the coprocessor's marker and version rows (a table made again under this name
+            # may be one it does not run on)
+            for row in (b"copro/", b"ver/"):
+                self._meta_put(row + name.encode(), None)
+            self._server_kept.discard(name)
+            self._server_versions.pop(name, None)
             self._meta_put(b"table/" + name.encode(), None)
             del self._tables[name]
 
@@ -295,6 +303,20 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
             return False
         self._server_kept.add(table)
         return True
+
+    def server_writes_seen(self, table: str) -> bool:
+        """Whether hibase's coprocessor changed `table`'s index sets since the last check: it
+        rewrites the catalog row `ver/<table>` after every batch that changed entries; one get,
+        at most once per catalog lease (within it the answer is False), so a hot cache is
+        as fresh as the index definitions."""
+        now = time.monotonic()
+        last = self._server_versions.get(table)
+        if last is not None and now - last[0] < self.lease_s:
+            return False
+        got = self._get_raw(META_TABLE, [b"ver/" + table.encode()], [_META_COL])[0]
+        version = got[_META_COL][1] if got else b""
+        self._server_versions[table] = (now, version)
+        return last is not None and last[1] != version
 
     def put_meta(self, key: bytes, value: bytes | None) -> None:
         with self._lock:

@@ -559,6 +559,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   static final class Pending {
     final Map<TableName, List<Row>> phase3 = new LinkedHashMap<>();
     final List<ReentrantLock> locks = new ArrayList<>();
+    Catalog cat;
   }
 
   /** Strictly increasing timestamps for index cells: an entry key belongs to one data row,
@@ -676,6 +677,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
       for (ByteBuffer r : reindex.keySet()) rows.add(r.array());
       held = lock(rows);
       Pending p = new Pending();
+      p.cat = cat;
       Map<TableName, List<Row>> phase1 = new LinkedHashMap<>();
       long now = System.currentTimeMillis();
       Map<TableName, Map<ByteBuffer, long[]>> deltas = new LinkedHashMap<>();
@@ -827,7 +829,14 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     if (p == null) return;
     try {
       if (!success) newCell();  // the batch's deltas are in the totals, its data is not
-      if (success) send(p.phase3);
+      if (success && !p.phase3.isEmpty()) {
+        // the table's index sets changed: clients' hot caches compare this row once per
+        // catalog lease and drop the table's sets when it moved
+        byte[] version = new byte[8];
+        java.util.concurrent.ThreadLocalRandom.current().nextBytes(version);
+        add(p.phase3, p.cat.meta, new Put(b("ver/" + p.cat.table)).addColumn(M, V, version));
+        send(p.phase3);
+      }
       // else: the data did not land; the unverified entries stay, and readers (which resolve
       // an unverified entry against the data row) skip them; verify --repair removes them
     } catch (IOException | RuntimeException e) {
