@@ -562,14 +562,19 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     Catalog cat;
   }
 
-  /** Strictly increasing timestamps for index cells: an entry key belongs to one data row,
-   *  written only under that row's lock here, so a delete of an entry never hides a later put
-   *  of the same entry in the same millisecond (HBase's delete markers hide every put at or
-   *  below their timestamp, later ones too). */
-  private synchronized long stamp() {
-    long now = System.currentTimeMillis();
-    lastStamp = Math.max(now, lastStamp + 1);
-    return lastStamp;
+  /** Strictly increasing timestamps for index cells, `n` of them (the first returned): an
+   *  entry key belongs to one data row, written only under that row's lock here, so a delete
+   *  of an entry never hides a later put of the same entry in the same millisecond (HBase's
+   *  delete markers hide every put at or below their timestamp, later ones too). Taken a few
+   *  per mini-batch (never per cell), so they stay within a millisecond or two of the clock:
+   *  a client's delete (clear, repair: server time) hides what was written before it. One
+   *  millisecond ahead of the clock, so a client's delete in the same millisecond as a later
+   *  write here does not hide it. */
+  private synchronized long stamp(int n) {
+    long now = System.currentTimeMillis() + 1;
+    long first = Math.max(now, lastStamp + 1);
+    lastStamp = first + n - 1;
+    return first;
   }
 
   private List<ReentrantLock> lock(Iterable<byte[]> rows) throws IOException {
@@ -689,20 +694,22 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
       }
       Map<ByteBuffer, State> states = byRow.isEmpty() ? Collections.emptyMap()
           : readMany(written, specs, allVersions);
+      long ts = stamp(2);  // phase 1 writes at ts, phase 3 at ts + 1
       for (Map.Entry<ByteBuffer, List<Mutation>> e : byRow.entrySet()) {
         byte[] row = e.getKey().array();
         State before = states.get(e.getKey());
         State after = apply(before, e.getValue(), now);
-        for (Spec s : specs) change(cat, s, row, before, after, phase1, p.phase3, deltas);
+        for (Spec s : specs) change(cat, s, row, before, after, ts, phase1, p.phase3, deltas);
       }
       counts(deltas, phase1, p.phase3);
       if (!reindex.isEmpty()) {  // written now: nothing of these rows changes
         Map<TableName, List<Row>> direct = new LinkedHashMap<>();
         Map<TableName, Map<ByteBuffer, long[]>> built = new LinkedHashMap<>();
+        long rts = stamp(1);
         for (Map.Entry<ByteBuffer, List<Spec>> e : reindex.entrySet()) {
           byte[] row = e.getKey().array();
           State st = read(row, e.getValue(), false);
-          for (Spec s : e.getValue()) reindex(cat, s, row, st, direct, built);
+          for (Spec s : e.getValue()) reindex(cat, s, row, st, rts, direct, built);
         }
         counts(built, direct, direct);
         send(direct);
@@ -731,7 +738,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
    *  the old one and takes the counts that shrink. While the index is building, entries of
    *  rows the build has not reached yet do not exist: the old entry is looked up before its
    *  count is taken. */
-  private void change(Catalog cat, Spec s, byte[] row, State before, State after,
+  private void change(Catalog cat, Spec s, byte[] row, State before, State after, long ts,
                       Map<TableName, List<Row>> phase1, Map<TableName, List<Row>> phase3,
                       Map<TableName, Map<ByteBuffer, long[]>> deltas) throws IOException {
     byte[] oldKey = valueKey(s, before, row);
@@ -749,8 +756,6 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
         oldExists = t.exists(new Get(cat(prefix, oldKey, row)).addColumn(V, V));
       }
     }
-    long ts = stamp();
-    stamp();  // ts + 1 is taken too
     if (oldKey != null && !same) {
       byte[] k = cat(prefix, oldKey, row);
       add(phase1, idx, new Put(k).addColumn(V, V, ts, unverified));
@@ -784,6 +789,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   private void counts(Map<TableName, Map<ByteBuffer, long[]>> deltas,
                       Map<TableName, List<Row>> phase1, Map<TableName, List<Row>> phase3) {
     synchronized (held) {
+      long ts = stamp(1);  // taken with the totals: a later total has a later timestamp
       for (Map.Entry<TableName, Map<ByteBuffer, long[]>> t : deltas.entrySet()) {
         Map<ByteBuffer, Long> mine = held.computeIfAbsent(t.getKey(), k -> new HashMap<>());
         for (Map.Entry<ByteBuffer, long[]> e : t.getValue().entrySet()) {
@@ -791,7 +797,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
           if (d == 0) continue;
           long n = mine.getOrDefault(e.getKey(), 0L) + d;
           mine.put(e.getKey(), n);
-          Put put = new Put(e.getKey().array()).addColumn(C, countQual, stamp(),
+          Put put = new Put(e.getKey().array()).addColumn(C, countQual, ts,
               ByteBuffer.allocate(8).putLong(n).array());
           add(d > 0 ? phase1 : phase3, t.getKey(), put);
         }
@@ -805,7 +811,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
 
   /** A build's request for one row (REINDEX): the row as stored gets its entry, verified,
    *  and its count, unless the entry exists (written by a write since the index was made). */
-  private void reindex(Catalog cat, Spec s, byte[] row, State st,
+  private void reindex(Catalog cat, Spec s, byte[] row, State st, long ts,
                        Map<TableName, List<Row>> out,
                        Map<TableName, Map<ByteBuffer, long[]>> deltas) throws IOException {
     byte[] key = valueKey(s, st, row);
@@ -816,7 +822,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     try (Table t = env.getConnection().getTable(idx)) {
       if (t.exists(new Get(k).addColumn(V, V))) return;
     }
-    add(out, idx, new Put(k).addColumn(V, V, stamp(),
+    add(out, idx, new Put(k).addColumn(V, V, ts,
         cat(new byte[] {VERIFIED}, HibaseCodec.packList(covered(s, st)))));
     count(deltas, idx, cat(prefix, key), 1);
   }
