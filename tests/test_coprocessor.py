@@ -244,8 +244,9 @@ class _JavaWriter:
 def test_rows_written_by_any_client_are_found_like_hibase_rows(hbase, tmp_path):
     """Rows written through hibase, plain happybase and HBase's Java client (the shell's put,
     deleteall and delete of one cell) are found alike on global, composite, covered and
-    local indexes; every index verifies; increments (computed by the coprocessor from the row
-    read under the lock, as HBase computes them) are indexed too."""
+    local indexes; every index verifies; increments and appends (computed by the coprocessor
+    from the row read under the lock, as HBase computes them) and checkAndMutate are indexed
+    too."""
     prefix = _prefix()
     db = hibase.connect(_url(hbase, prefix))
     conn = happybase.Connection("127.0.0.1", hbase.thrift_port, timeout=60000)
@@ -285,6 +286,13 @@ def test_rows_written_by_any_client_are_found_like_hibase_rows(hbase, tmp_path):
         assert java("increment", hbase_name, b"h09".hex(), "f:k") == "ok"
         assert [r for r, _ in t.where("f.k = 3")] == [b"p10"]
         assert [r for r, _ in t.where("f.k = 1")] == [b"h09"]
+        # append (computed from the stored cell, as HBase does) and checkAndMutate
+        assert java("append", hbase_name, b"h12".hex(), "f:a", b"-x".hex()) == "ok"
+        assert [r for r, _ in t.where("f.a = 'v0-x'")] == [b"h12"]
+        assert java("checkandput", hbase_name, b"c1".hex(), "f:a", b"v7".hex()) == "ok true"
+        assert java("checkandput", hbase_name, b"c1".hex(), "f:a", b"v8".hex()) == "ok false"
+        assert [r for r, _ in t.where("f.a = 'v7'")] == [b"c1"]
+        assert not list(t.where("f.a = 'v8'"))
         for where in ("f.a = 'v9'", "f.a = 'v1'", "f.a = 'v2' AND f.n = 0", "f.n = 77",
                       "f.n IS NULL", "f.a IS NULL", "f.a >= 'v1'", "f.n < 0", "f.m = 'm8'",
                       "f.k > 0", "f.k IS NULL"):

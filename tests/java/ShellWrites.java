@@ -4,11 +4,16 @@
 //   deleteall <table> <row hex>                           (shell: deleteall 't', 'r')
 //   delete <table> <row hex> <family:qualifier>           (shell: delete 't', 'r', 'f:q')
 //   increment <table> <row hex> <family:qualifier>        (shell: incr 't', 'r', 'f:q')
+//   append <table> <row hex> <family:qualifier> <value hex>      (shell: append)
+//   checkandput <table> <row hex> <family:qualifier> <value hex>  put if the cell is absent
+//                                                         -> ok true | ok false
 // hbase-site.xml on the classpath says where ZooKeeper is (tests/test_coprocessor.py).
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import org.apache.hadoop.hbase.HBaseConfiguration;
 import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.Append;
+import org.apache.hadoop.hbase.client.CheckAndMutate;
 import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
 import org.apache.hadoop.hbase.client.Delete;
@@ -41,6 +46,14 @@ public class ShellWrites {
               break;
             case "increment":
               t.increment(new Increment(row).addColumn(col[0], col[1], 1));
+              break;
+            case "append":
+              t.append(new Append(row).addColumn(col[0], col[1], hex(a[4])));
+              break;
+            case "checkandput":
+              answer = "ok " + t.checkAndMutate(CheckAndMutate.newBuilder(row)
+                  .ifNotExists(col[0], col[1])
+                  .build(new Put(row).addColumn(col[0], col[1], hex(a[4])))).isSuccess();
               break;
             default:
               answer = "error unknown command " + a[0];
