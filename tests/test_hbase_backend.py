@@ -29,7 +29,7 @@ def test_url_options(tmp_path):
                                        "protocol": "binary", "timeout": 30000, "pool_size": 8,
                                        "retries": 3, "region_check_ms": 1000,
                                        "catalog_lease_ms": 1000, "prefix": "",
-                                       "thrift2_port": None}
+                                       "thrift2_port": None, "server_upkeep": True}
     assert parse_url("thrift://h?prefix=t1")["prefix"] == "t1"
     assert parse_url("thrift://h:9090?thrift2_port=9095")["thrift2_port"] == 9095
     o = parse_url("thrift://127.0.0.1:9091?transport=framed&protocol=compact&timeout=5000")

@@ -205,7 +205,7 @@ def test_catalog_lease_between_two_clients(hb):
     """A client trusts the index definitions it read for a lease: its queries cost no
     catalog call meanwhile, and a change made by another client waits the lease out before
     relying on it (so no write misses a new index and no query reads a dropped one)."""
-    lease = "&catalog_lease_ms=300"
+    lease = "&catalog_lease_ms=1000"  # 300 ms: 3 queries overran it on a loaded machine
     a_db, b = _connect(hb, lease, cache=None), _connect(hb, lease, cache=None)
     t_a = _table(a_db, 30)
     t_b = b.table("t")
