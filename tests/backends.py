@@ -50,7 +50,9 @@ class Backend:
         self._split_sizes: dict[str, int] = {}
         if kind == "hbase":
             assert cluster is not None, "an hbase backend needs the session's cluster"
-            self.prefix = f"t{next(_prefixes)}"
+            # a cluster kept across sessions (HIBASE_TEST_CLUSTER) holds earlier sessions' tables
+            self.prefix = f"t{next(_prefixes)}" + (
+                f"x{os.getpid()}" if os.environ.get("HIBASE_TEST_CLUSTER") else "")
             sep = "&" if "?" in cluster.thrift_url else "?"  # it names the Thrift2 port
             self.url = (f"{cluster.thrift_url}{sep}timeout={HBASE_TIMEOUT_MS}&region_check_ms=0"
                         f"&catalog_lease_ms=0&prefix={self.prefix}")

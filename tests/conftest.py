@@ -60,11 +60,16 @@ def pytest_generate_tests(metafunc):
 
 @pytest.fixture(scope="session")
 def hbase_cluster(tmp_path_factory):
-    """The session's real HBase (hibase.cluster.HBaseCluster, no cache nodes, Phoenix's jars in),
-    started on first use (the first run resolves its jars with Maven), stopped at the end of the
-    session."""
+    """The session's real HBase (hibase.cluster.HBaseCluster, no cache nodes, Phoenix's jars and
+    hibase's index coprocessor in), started on first use (the first run resolves its jars with
+    Maven), stopped at the end of the session. HIBASE_TEST_CLUSTER=DIR uses the running
+    `hibase cluster start DIR` instead (left running)."""
     from hibase.cluster import HBaseCluster, ServerMissing
 
+    running = os.environ.get("HIBASE_TEST_CLUSTER")
+    if running:  # a cluster started by `hibase cluster start DIR` (development): used, kept
+        yield HBaseCluster(running)
+        return
     cluster = HBaseCluster(tmp_path_factory.mktemp("hbase"), redis_nodes=0, heap_mb=2048,
                            phoenix=True)  # tests/test_phoenix.py drives Phoenix on it
     try:

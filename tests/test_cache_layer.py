@@ -169,7 +169,10 @@ def test_writes_patch_cached_sets(backend, cache_spec):
         for v in range(6):
             assert found(t, f"f.a = {v}") == oracle(t, v), v
         assert dict(t.where("f.a = 2", columns=[b"f:b"]))[b"r002"] == {b"f:b": b"changed"}
-        assert db.cache_stats()["misses"] == misses  # every set stayed cached and exact
+        if not any(s.server for s in db.indexer.specs("t")):
+            assert db.cache_stats()["misses"] == misses  # every set stayed cached and exact
+        # kept by hibase's coprocessor (real HBase): the client does not know a write's old
+        # values, so its writes drop the table's sets instead of patching them
 
 
 def test_a_set_emptied_by_writes_stays_exact(backend, cache_spec):

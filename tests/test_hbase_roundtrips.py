@@ -43,6 +43,12 @@ def _table(db, n=100):
     return t
 
 
+def _server_kept(hb) -> bool:
+    """Whether indexes made on this backend are kept by hibase's coprocessor (real HBase
+    started by `hibase cluster`, which loads it) rather than by the client."""
+    return hb.kind == "hbase" and hb.cluster.coprocessor
+
+
 SCAN = {"getScannerResults": 1}  # a short scan: one Thrift2 call (Thrift1: open, get, close)
 THRIFT1_SCAN = {"scannerOpenWithScan": 1, "scannerGetList": 1, "scannerClose": 1}
 
@@ -107,10 +113,14 @@ def test_put_budget_does_not_grow_with_indexes(hb):
     three, _ = _calls(db, lambda: u.put(b"r002", {b"f:a": b"v4", b"f:b": b"q",
                                                   b"f:c": b"y"}))
     moved, _ = _calls(db, lambda: u.put(b"r002", {b"f:a": b"v5", b"f:b": b"p"}))
-    # old values; unverified entries + grown counts (counts are deltas in the index's own
-    # HBase table: no read, the same call); data; verify marks + old entries gone + shrunk
-    # counts
+    # client-side upkeep: old values; unverified entries + grown counts (counts are deltas
+    # in the index's own HBase table: no read, the same call); data; verify marks + old
+    # entries gone + shrunk counts. Kept by hibase's coprocessor (real HBase here): the data
+    # call alone (tests/test_coprocessor.py)
     for calls in (one, three, moved):
+        if _server_kept(hb):
+            assert calls == {"mutateRowsTs": 1}, calls
+            continue
         gets = {m: n for m, n in calls.items() if m.startswith("getRows")}
         assert sum(gets.values()) == 1 and calls == {**gets, "mutateRows": 2,
                                                      "mutateRowsTs": 1}, calls
@@ -195,7 +205,7 @@ def test_catalog_lease_between_two_clients(hb):
     """A client trusts the index definitions it read for a lease: its queries cost no
     catalog call meanwhile, and a change made by another client waits the lease out before
     relying on it (so no write misses a new index and no query reads a dropped one)."""
-    lease = "&catalog_lease_ms=300"
+    lease = "&catalog_lease_ms=1000"  # 300 ms: 3 queries overran it on a loaded machine
     a_db, b = _connect(hb, lease, cache=None), _connect(hb, lease, cache=None)
     t_a = _table(a_db, 30)
     t_b = b.table("t")
@@ -205,6 +215,9 @@ def test_catalog_lease_between_two_clients(hb):
     assert b"late" in {k for k, _ in t_a.where("f.a = 'v1'")}
     assert a_db.verify_index("t", "by_a")["ok"]
     assert "INDEX by_a" in t_b.explain("f.a = 'v1'")
+    # b's first lookup learns the index's key-value table (one get; b's own write taught it
+    # that when b kept the index itself, before hibase's coprocessor did)
+    list(t_b.where("f.a = 'v1'"))
     calls, _ = _calls(b, lambda: [list(t_b.where("f.a = 'v1'")) for _ in range(3)])
     assert "getRowsWithColumns" not in calls  # no catalog (gen) read per query in the lease
     a_db.drop_index("t", "by_a")  # marked stale, a lease passes, then cleared
@@ -239,7 +252,10 @@ def test_roundtrips_benchmark_reports_what_it_measured(hb):
         covered = r["hot_cold"][cache]["covered"]
         assert covered["hot_calls_per_query"] == 0 and 1 <= covered["cold_calls_per_query"] <= 2
         assert r["hot_cold"][cache]["with_rows"]["hot_calls_per_query"] == 1
-    assert r["load"]["three_indexes"]["calls"] > r["load"]["no_index"]["calls"] > 0
+    if _server_kept(hb):  # the coprocessor keeps the indexes: a load costs the same calls
+        assert r["load"]["three_indexes"]["calls"] == r["load"]["no_index"]["calls"] > 0
+    else:
+        assert r["load"]["three_indexes"]["calls"] > r["load"]["no_index"]["calls"] > 0
     assert r["full_scan"]["indexed_speedup"] > 0
     db = hb.connect()
     assert db.tables() == []  # its tables are dropped

@@ -109,11 +109,67 @@ class BenchmarkMismatch(errors.HibaseError):
     """An indexed answer differed from the full scan's: nothing is reported."""
 
 
+def _phoenix(url: str, data: list, picked: list[bytes], expected: dict, progress: bool
+             ) -> dict[str, Any]:
+    """Apache Phoenix beside hibase on the same HBase and rows (a `hibase cluster` with
+    Phoenix's jars): the same load into a table without index and one with the same three
+    indexes as global indexes (by_a INCLUDE (b), by_c, by_d: Phoenix's strongly consistent
+    global indexes, kept by its IndexRegionObserver), batches of 1,000 upserts per commit,
+    timed inside Phoenix's JVM; then the covered lookup `SELECT k, b WHERE a = ?` of each
+    picked value (answers checked against the full scan), timed inside the JVM."""
+    from ..cluster.phoenix import phoenix_for_backend
+
+    px = phoenix_for_backend(url)
+    if px is None:
+        return {"ran": False, "reason": f"no running `hibase cluster` with Phoenix serves {url}"}
+    base = f"RT_{os.getpid()}"
+    rows = [(r.decode(), c[b"f:a"].decode(), c[b"f:b"].decode(), c[b"f:c"].decode(),
+             c[b"f:d"].decode()) for r, c in data]
+    with px:
+        made = []
+        try:
+            for kind in ("PLAIN", "IDX"):
+                px.execute(f"CREATE TABLE {base}_{kind} (k VARCHAR PRIMARY KEY, a VARCHAR, "
+                           f"b VARCHAR, c VARCHAR, d VARCHAR)")
+                made.append(f"{base}_{kind}")
+            px.execute(f"CREATE INDEX {base}_BY_A ON {base}_IDX (a) INCLUDE (b)")
+            px.execute(f"CREATE INDEX {base}_BY_C ON {base}_IDX (c)")
+            px.execute(f"CREATE INDEX {base}_BY_D ON {base}_IDX (d)")
+            load = {}
+            for kind in ("PLAIN", "IDX"):
+                sql = f"UPSERT INTO {base}_{kind} VALUES (?, ?, ?, ?, ?)"
+                secs = 0.0
+                for i in tqdm(range(0, len(rows), 50_000), desc=f"Phoenix load {kind}",
+                              disable=not progress):
+                    secs += px.upsert_many(sql, rows[i:i + 50_000])
+                load[kind] = round(secs, 3)
+            sql = f"SELECT k, b FROM {base}_IDX WHERE a = ?"
+            plan = " ".join(str(r[0]) for r in px.execute("EXPLAIN " + sql, ["x"]))
+            times = []
+            for v in picked:
+                got = sorted(px.execute(sql, [v.decode()]))
+                want = sorted((r.decode(), d[b"f:b"].decode()) for r, d in expected.get(v, []))
+                if got != want:
+                    raise BenchmarkMismatch(f"Phoenix: a = {v!r} gave {len(got)} rows, the "
+                                            f"full scan {len(want)}")
+                times += px.time_query(sql, [v.decode()], 3)[1:]
+            return {"ran": True, "how": px.describe(),
+                    "load": {"no_index_s": load["PLAIN"], "three_global_indexes_s": load["IDX"],
+                             "three_vs_none_time_ratio": round(load["IDX"] / load["PLAIN"], 3),
+                             "rows_per_s_no_index": round(len(rows) / load["PLAIN"]),
+                             "rows_per_s_three_indexes": round(len(rows) / load["IDX"])},
+                    "covered_lookup_p50_ms": _median_ms(times), "plan": plan[:300]}
+        finally:
+            for table in made:
+                px.execute(f"DROP TABLE IF EXISTS {table}")
+
+
 def measure(url: str, rows: int = 20_000, values: int = 2_000, lookups: int = 200,
             caches: tuple[str, ...] = ("memory",), progress: bool = True,
-            reader_lease_ms: int | None = None) -> dict[str, Any]:
+            reader_lease_ms: int | None = None, phoenix: bool = False) -> dict[str, Any]:
     """The measurements on an open thrift:// URL (tables made and dropped here);
-    `reader_lease_ms`: the catalog lease of the lookup clients (default: the URL's)."""
+    `reader_lease_ms`: the catalog lease of the lookup clients (default: the URL's);
+    `phoenix`: Phoenix's loads and covered lookups beside, on the same rows (_phoenix)."""
     data = _rows(rows, values)
     tag = f"rt_{os.getpid()}_{time.time_ns() // 1_000_000}"
     plain, indexed = tag + "_plain", tag + "_idx"
@@ -124,6 +180,9 @@ def measure(url: str, rows: int = 20_000, values: int = 2_000, lookups: int = 20
         load0 = _load(db, plain, data, False, progress, "load, no index")
         made.append(indexed)
         load3 = _load(db, indexed, data, True, progress, "load, 3 indexes")
+        # who kept the indexes: hibase's region-server coprocessor, or this client
+        load3["upkeep"] = "server" if all(s.server for s in db.indexer.specs(indexed)) \
+            else "client"
         expected: dict[bytes, list] = {}
         t0 = time.perf_counter()
         for row, cells in db.table(indexed).scan():
@@ -162,7 +221,9 @@ def measure(url: str, rows: int = 20_000, values: int = 2_000, lookups: int = 20
             s0 = time.perf_counter()
             list(t.where(cond))
             idx.append(time.perf_counter() - s0)
+        px = _phoenix(url, data, picked, expected, progress) if phoenix else None
         return {
+            **({"phoenix": px} if px is not None else {}),
             "rows": rows, "values": values, "rows_per_value": rows // values,
             "lookups": len(picked),
             "load": {"no_index": load0, "three_indexes": load3,
@@ -183,7 +244,8 @@ def measure(url: str, rows: int = 20_000, values: int = 2_000, lookups: int = 20
 
 
 def run(backend: str, rows: int = 20_000, values: int = 2_000, lookups: int = 200,
-        caches: tuple[str, ...] = ("memory", "redis"), progress: bool = True) -> dict[str, Any]:
+        caches: tuple[str, ...] = ("memory", "redis"), progress: bool = True,
+        phoenix: bool = False) -> dict[str, Any]:
     """measure() on `backend`: "gateway" (started here, stopped at the end) or a thrift://
     URL; a JSON-ready report."""
     if check_backend(backend) == "embedded":
@@ -195,7 +257,7 @@ def run(backend: str, rows: int = 20_000, values: int = 2_000, lookups: int = 20
             url = backend
             if backend == "gateway":
                 url = stack.enter_context(Gateway(os.path.join(base, "gateway-store"))).url
-            report = measure(url, rows, values, lookups, caches, progress)
+            report = measure(url, rows, values, lookups, caches, progress, phoenix=phoenix)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return {"benchmark": "roundtrips", "backend": backend,
@@ -210,7 +272,17 @@ def summary(r: dict[str, Any]) -> list[str]:
     ld = r["load"]
     lines.append(f"load: no index {ld['no_index']['rows_per_s']:,} rows/s, 3 indexes "
                  f"{ld['three_indexes']['rows_per_s']:,} rows/s "
-                 f"(time ratio {ld['three_vs_none_time_ratio']})")
+                 f"(time ratio {ld['three_vs_none_time_ratio']}, upkeep "
+                 f"{ld['three_indexes'].get('upkeep', 'client')})")
+    px = r.get("phoenix")
+    if px and px.get("ran"):
+        pl = px["load"]
+        lines.append(f"Phoenix load: no index {pl['rows_per_s_no_index']:,} rows/s, 3 global "
+                     f"indexes {pl['rows_per_s_three_indexes']:,} rows/s (time ratio "
+                     f"{pl['three_vs_none_time_ratio']}); covered lookup "
+                     f"{px['covered_lookup_p50_ms']} ms (inside its JVM)")
+    elif px:
+        lines.append(f"Phoenix: not run ({px['reason']})")
     for cache, kinds in r["hot_cold"].items():
         for kind, m in kinds.items():
             lines.append(f"{cache} {kind}: cold {m['cold_p50_ms']} ms "

@@ -371,6 +371,10 @@ def _ints(text: str) -> list[int]:
                    "(--rows rows, 10 per value; hibase.bench.roundtrips).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the data and the queries.")
+@click.option("--phoenix", is_flag=True,
+              help="With --backend thrift://... of a `hibase cluster` running Phoenix: "
+                   "Phoenix's load (plain and with the same 3 indexes as global indexes) and "
+                   "covered lookups on the same rows, beside hibase's.")
 @click.option("--scenarios", type=click.Choice(["with", "only", "no"]), default="with",
               show_default=True, help="Also (or only) the scenario table: the policies and "
               "Belady on static Zipf, shifting, scan and mixed-size traces.")
@@ -379,7 +383,7 @@ def _ints(text: str) -> list[int]:
                    "matplotlib: pip install 'hibase[bench]'.")
 @bench_options
 def bench_cache(rows: int, queries: int, zipf: float, ratios: str, backends: str,
-                redis_nodes: str, store_backend: str, seed: int, scenarios: str,
+                redis_nodes: str, store_backend: str, seed: int, phoenix: bool, scenarios: str,
                 plots: str | None, as_json: bool, output: str | None, progress: bool) -> None:
     """The paper's cache experiment: hit ratio and latency of window-heat (the default),
     hotscore as published, LRU and hotscore-per-record against no cache and the offline
@@ -402,7 +406,7 @@ def bench_cache(rows: int, queries: int, zipf: float, ratios: str, backends: str
             raise click.BadParameter(f"unknown cache backend(s) {bad}; use memory and/or redis",
                                      param_hint="--backends")
         report = roundtrips.run(store_backend, rows=rows, values=max(1, rows // 10),
-                                caches=caches, progress=progress)
+                                caches=caches, progress=progress, phoenix=phoenix)
         finish_bench(report, as_json, output, roundtrips.summary)
         return
     from ..bench import cache as mod

@@ -56,8 +56,13 @@ def cluster() -> None:
                    "Phoenix can be compared with hibase on it (hibase.cluster.phoenix).")
 @click.option("--progress/--no-progress", default=None,
               help="Show the wait for HBase on stderr (default: when stderr is a terminal).")
+@click.option("--coprocessor/--no-coprocessor", default=True, show_default=True,
+              help="Load hibase's index coprocessor on every region (built at first use; "
+                   "`hibase cluster coprocessor --help`): indexes made on this HBase are then "
+                   "kept by the region server, whoever writes.")
 def start(dir: str, redis_nodes: int, thrift_port: int | None, zk_port: int | None,
-          heap_mb: int, timeout: float, phoenix: bool, progress: bool | None) -> None:
+          heap_mb: int, timeout: float, phoenix: bool, progress: bool | None,
+          coprocessor: bool) -> None:
     """Start the cluster kept in DIR (created if missing) and print its URLs, one per line.
 
     Returns once HBase creates and drops a probe table through Thrift and every cache node is
@@ -79,7 +84,7 @@ def start(dir: str, redis_nodes: int, thrift_port: int | None, zk_port: int | No
             "redis-server is not installed (Debian: apt-get install redis-server); or start "
             "without cache nodes: hibase cluster start --redis-nodes 0 ...")
     c = HBaseCluster(dir, redis_nodes=redis_nodes, thrift_port=thrift_port, zk_port=zk_port,
-                     heap_mb=heap_mb, phoenix=phoenix)
+                     heap_mb=heap_mb, phoenix=phoenix, coprocessor=coprocessor)
     c.start(timeout=timeout, progress=sys.stderr.isatty() if progress is None else progress)
     for url in c.urls:
         click.echo(url)
@@ -132,3 +137,55 @@ def status(dir: str, as_json: bool) -> None:
     if st["stopped"] or not st["running"] or not st["ready"]:
         raise SystemExit(1)
 
+
+
+@cluster.command("coprocessor")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print {jar, class, site_property, table_attribute} as one JSON object.")
+def coprocessor(as_json: bool) -> None:
+    """Build hibase's index coprocessor (once; javac against HBase 2.6's jars from Maven) and
+    print its jar's path and how to load it into an HBase of your own.
+
+    The coprocessor (io.hibase.IndexObserver, a RegionObserver) keeps every hibase index made
+    while it runs on the table exact on each put, delete, increment and append from any
+    client (hibase, the HBase shell, happybase, Java or Spark), so a hibase write is one
+    Thrift call. `hibase cluster start` loads it by default.
+
+    On your HBase 2.6: copy the jar into every region server's lib/ folder, then either load
+    it on every region, in hbase-site.xml of each region server (restart them):
+
+    \b
+        <property><name>hbase.coprocessor.region.classes</name>
+                  <value>io.hibase.IndexObserver</value></property>
+
+    or on one table from the HBase shell (the jar on HDFS or a path every region server
+    reads):
+
+    \b
+        alter 't', METHOD => 'table_att', 'coprocessor' =>
+              'hdfs:///hbase/lib/hibase-coprocessor.jar|io.hibase.IndexObserver|1073741823|'
+
+    Then create the indexes (hibase create-index, or db.create_index): each index made while
+    the coprocessor answers on the table is kept by it (`upkeep: server` in its definition);
+    indexes made before stay kept by the clients. hbase.index.catalog.lease.ms (region
+    server configuration, default 0) is how long a region trusts the index definitions it
+    read (0: one local get of the catalog's generation per write batch).
+
+    Example:
+
+    \b
+        hibase cluster coprocessor
+    """
+    from ..cluster.coprocessor import OBSERVER, coprocessor_jar
+
+    jar = coprocessor_jar(progress=True)
+    site = f"hbase.coprocessor.region.classes={OBSERVER}"
+    attr = f"'coprocessor' => 'file://{jar}|{OBSERVER}|1073741823|'"
+    if as_json:
+        click.echo(json.dumps({"jar": jar, "class": OBSERVER, "site_property": site,
+                               "table_attribute": attr}))
+        return
+    click.echo(f"jar\t{jar}")
+    click.echo(f"class\t{OBSERVER}")
+    click.echo(f"hbase-site.xml\t{site}")
+    click.echo(f"table\talter 'TABLE', METHOD => 'table_att', {attr}")

@@ -18,15 +18,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
-from importlib import resources
 from typing import Any
 
+from .jars import _resource, _tool, _work_dir, cache_dir, classpath, phoenix_classpath
 from .local import (ClusterError, RedisProcess, ServerMissing, _die_with_parent,
                     find_redis_server, free_port, log_tail, port_taken)
 
@@ -47,86 +46,6 @@ JVM_FLAGS = [
         "java.base/jdk.internal.misc", "java.security.jgss/sun.security.krb5",
         "java.base/sun.net.dns", "java.base/sun.net.util")],
 ]
-
-
-def cache_dir() -> str:
-    """Where the resolved classpath and the compiled Java helper are kept
-    ($HIBASE_CACHE_DIR, else $XDG_CACHE_HOME/hibase or ~/.cache/hibase)."""
-    base = os.environ.get("HIBASE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "hibase")
-    return base
-
-
-def _resource(name: str) -> bytes:
-    return resources.files(__package__).joinpath(name).read_bytes()
-
-
-def _tool(name: str, hint: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        raise ServerMissing(f"{name} is not installed ({hint})")
-    return path
-
-
-def _work_dir(pom: str = "pom.xml", label: str = "hbase") -> str:
-    """The folder of a pom's resolution: keyed by the pom's content."""
-    digest = hashlib.sha256(_resource(pom)).hexdigest()[:12]
-    return os.path.join(cache_dir(), f"{label}-{digest}")
-
-
-def classpath(progress: bool = True) -> list[str]:
-    """The jars of the local HBase, resolved by Maven on first use (shown as a progress bar of
-    files downloaded) and cached; re-resolved if a jar vanished from the local repository."""
-    return resolve("pom.xml", "hbase", progress)
-
-
-def resolve(pom: str, label: str, progress: bool = True) -> list[str]:
-    """The runtime jars of package-data pom `pom` (Maven, once; cached under cache_dir())."""
-    work = _work_dir(pom, label)
-    cp_file = os.path.join(work, "classpath.txt")
-    if os.path.exists(cp_file):
-        jars = open(cp_file).read().strip().split(os.pathsep)
-        if jars and all(os.path.exists(j) for j in jars):
-            return jars
-    mvn = _tool("mvn", "Debian: apt-get install maven")
-    _tool("java", "Debian: apt-get install openjdk-17-jdk-headless")
-    os.makedirs(work, exist_ok=True)
-    with open(os.path.join(work, "pom.xml"), "wb") as fh:
-        fh.write(_resource(pom))
-    log_path = os.path.join(work, "mvn.log")
-    tmp = cp_file + ".tmp"
-    cmd = [mvn, "-B", "-f", os.path.join(work, "pom.xml"), "dependency:build-classpath",
-           f"-Dmdep.outputFile={tmp}", "-Dmdep.includeScope=runtime"]
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(desc=f"resolving {label} jars (Maven)", unit=" files", file=sys.stderr)
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, text=True, cwd=work)
-        for line in proc.stdout:  # type: ignore[union-attr]
-            log.write(line)
-            if bar is not None and line.startswith(("Downloaded from", "[INFO] Downloaded")):
-                bar.update(1)
-        code = proc.wait()
-    if bar is not None:
-        bar.close()
-    if code != 0 or not os.path.exists(tmp):
-        errors_seen = [ln for ln in open(log_path, errors="replace") if "[ERROR]" in ln][:2]
-        raise ClusterError(f"Maven could not resolve {label} jars (exit {code}; log {log_path}): "
-                           + (" | ".join(e.strip() for e in errors_seen) or log_tail(log_path)))
-    os.replace(tmp, cp_file)
-    return open(cp_file).read().strip().split(os.pathsep)
-
-
-def phoenix_classpath(progress: bool = True) -> list[str]:
-    """HBase's jars, then those of Phoenix (phoenix-pom.xml) that HBase does not already bring:
-    where both name an artifact, HBase's version wins (Phoenix 5.2.1 is built for HBase 2.6.1)."""
-    jars = classpath(progress)
-    seen = {os.path.dirname(os.path.dirname(j)) for j in jars}  # .../group/artifact
-    extra = [j for j in resolve("phoenix-pom.xml", "phoenix", progress)
-             if os.path.dirname(os.path.dirname(j)) not in seen]
-    return jars + extra
 
 
 def admin_classes(jars: list[str]) -> str:
@@ -211,7 +130,8 @@ class HBaseCluster:
 
     def __init__(self, folder: str | os.PathLike, *, redis_nodes: int = 2,
                  thrift_port: int | None = None, zk_port: int | None = None,
-                 heap_mb: int = 1024, phoenix: bool | None = None):
+                 heap_mb: int = 1024, phoenix: bool | None = None,
+                 coprocessor: bool | None = None):
         self.dir = os.path.abspath(os.fspath(folder))
         self.redis_nodes = redis_nodes
         self.heap_mb = heap_mb
@@ -223,6 +143,10 @@ class HBaseCluster:
         self.redis_ports: list[int] = list(state.get("redis_ports", []))
         # Apache Phoenix's server jars and WAL codec in HBase (None: as recorded, else on)
         self.phoenix = bool(state.get("phoenix", True)) if phoenix is None else phoenix
+        # hibase's index upkeep in the region server (cluster/coprocessor.py), loaded on
+        # every region (None: as recorded, else on)
+        self.coprocessor = bool(state.get("coprocessor", True)) if coprocessor is None \
+            else coprocessor
         self._admin: subprocess.Popen | None = None
         self._admin_lock = threading.Lock()
 
@@ -242,6 +166,7 @@ class HBaseCluster:
             json.dump({"thrift_port": self.thrift_port, "thrift2_port": self.thrift2_port,
                        "zk_port": self.zk_port,
                        "redis_ports": self.redis_ports, "phoenix": self.phoenix,
+                       "coprocessor": self.coprocessor,
                        "markers": processes}, fh, indent=1)
         if processes.get("thrift"):
             _register(self.thrift_port, self.dir)
@@ -287,7 +212,8 @@ class HBaseCluster:
         return {"dir": self.dir, "running": running,
                 "stopped": sorted(set(markers) - set(running)), "ready": ready,
                 "thrift_url": self.thrift_url if self.thrift_port else None,
-                "zk_url": self.zk_url if self.zk_port else None, "phoenix": self.phoenix}
+                "zk_url": self.zk_url if self.zk_port else None, "phoenix": self.phoenix,
+                "coprocessor": self.coprocessor}
 
     def _thrift2_answers(self) -> bool:
         """Whether the Thrift2 server answers a one-row scan of hbase:meta."""
@@ -369,6 +295,9 @@ class HBaseCluster:
         if self.phoenix:  # Phoenix's mutable global indexes replay their WAL edits with it
             props["hbase.regionserver.wal.codec"] = \
                 "org.apache.hadoop.hbase.regionserver.wal.IndexedWALEditCodec"
+        if self.coprocessor:  # hibase's index upkeep on every region (coprocessor.py)
+            from .coprocessor import OBSERVER
+            props["hbase.coprocessor.region.classes"] = OBSERVER
         with open(self._path("conf", "hbase-site.xml"), "w") as fh:
             fh.write(_site_xml(props))
         with open(self._path("conf", "log4j2.properties"), "wb") as fh:
@@ -443,6 +372,9 @@ class HBaseCluster:
         server_jars = jars
         if self.phoenix:
             server_jars = phoenix_classpath(progress)
+        if self.coprocessor:
+            from .coprocessor import coprocessor_jar
+            server_jars = [coprocessor_jar(progress), *server_jars]
         master = self._spawn("master", self._java(
             server_jars, "org.apache.hadoop.hbase.master.HMaster", self.heap_mb,
             self._path("logs", "master.log")) + ["start"], self._path("logs", "master.out"),

@@ -24,8 +24,8 @@ import time
 from typing import Any, Iterable, Sequence
 from urllib.parse import urlsplit
 
-from .hbase import (HBaseCluster, _resource, _tool, _work_dir, cluster_for_port,
-                    phoenix_classpath)
+from .hbase import HBaseCluster, cluster_for_port
+from .jars import _resource, _tool, _work_dir, phoenix_classpath
 from .local import ClusterError, _die_with_parent, log_tail
 
 __all__ = ["PhoenixClient", "PhoenixError", "phoenix_classpath", "phoenix_for_backend"]

@@ -25,7 +25,7 @@ from .maintain import raw_values
 from ..store.base import CountDelta
 from .spec import decode_count, encode_count
 from .local import local_table, local_value_table, region_prefix, split_key
-from .spec import READY, IndexSpec, index_table, value_table
+from .spec import BUILDING, READY, STALE, IndexSpec, index_table, value_table
 
 __all__ = ["build_index", "verify_index", "expected_entries"]
 
@@ -103,6 +103,8 @@ def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,
                 ) -> dict[str, int]:
     """Rebuild `spec` from its table; returns {"rows_indexed", "values", "regions"}. A local
     index's routing filters are rebuilt by `router` (the index manager's)."""
+    if spec.server:
+        return _build_server(store, catalog, spec, progress)
     if spec.local:
         return _build_local(store, catalog, spec, processes, progress, router)
     with store.write_lock():
@@ -126,6 +128,38 @@ def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,
             store.commit([], [(val, k, CountDelta(n)) for k, n in items[i:i + _CHUNK]])
         catalog.set_state(spec, READY)
     return {"rows_indexed": total, "values": len(counts), "regions": regions}
+
+
+def _build_server(store, catalog, spec: IndexSpec,
+                  progress: Callable[[int, int], Any] | None) -> dict[str, int]:
+    """An index the region server keeps (spec.server): its entries go (stale: the coprocessor
+    stops writing them, then cleared), then it is `building` (the coprocessor keeps every
+    write from then on, looking up whether a row's old entry exists before taking its count)
+    and every existing row is handed to the coprocessor (store.reindex), which writes the
+    row's entry and count under the row's lock unless a write did already. No entry is
+    computed here, so the build never races a writer of any client."""
+    catalog.set_state(spec, STALE)
+    store.wait_lease()
+    catalog.clear(spec)
+    catalog.set_state(spec, BUILDING)
+    store.wait_lease()
+    store.reindex(spec.table, spec.alias, progress)
+    catalog.set_state(spec, READY)
+    # what the build made, as the value counts say: rows indexed, distinct values
+    rows = values = 0
+    if spec.local:
+        for key, raw in store.kv_scan(local_value_table(spec.table)):
+            if key[split_key(key)[1]:][:2] == spec.alias:
+                rows += decode_count(raw)
+                values += 1
+    else:
+        from ..codec import prefix_successor
+        for alias in spec.aliases:
+            for _, raw in store.kv_scan(value_table(spec.table), alias,
+                                        prefix_successor(alias)):
+                rows += decode_count(raw)
+                values += 1
+    return {"rows_indexed": rows, "values": values, "regions": len(store.regions(spec.table))}
 
 
 def _build_local(store, catalog, spec: IndexSpec, processes: int | None,

@@ -100,8 +100,11 @@ class IndexCatalog:
             alias = next(free)
             # global indexes keep a NULL list under a second alias (spec.py); local ones none
             null_alias = None if local else next(free)
+            # the region server keeps it when hibase's coprocessor runs on the table
+            server = self.store.capabilities.server_index_upkeep and \
+                self.store.server_upkeep(table)
             spec = IndexSpec(name, table, cols, types, [c for c in cover if c not in cols],
-                             alias, local, BUILDING, null_alias)
+                             alias, local, BUILDING, null_alias, server)
             if local:
                 for kv in (local_table(table), local_value_table(table), routing_table(table)):
                     self.store.create_kv(kv)

@@ -261,7 +261,8 @@ def plan_route(store, spec: IndexSpec, ranges: list, router=None) -> Route:
     """The regions a lookup of `ranges` visits now (the caller holds the write lock when the
     route must match iterators opened with it)."""
     regions = store.regions(spec.table)
-    routed = router is not None and router.enabled
+    # an index the region server keeps has no routing filters (its writes are not seen here)
+    routed = router is not None and router.enabled and not spec.server
     version = router.version if routed else -1
     per_range: list[list[Any]] = []
     by_filter = empty = points = 0

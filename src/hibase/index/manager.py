@@ -52,6 +52,9 @@ class IndexManager:
         lookup, answered by the hot cache when it holds the set."""
         if self.cache is None:
             return lookup.entries_for_value(self.store, spec, vkey)
+        if spec.server and self.store.server_writes_seen(spec.table):
+            # another client's write changed the table's sets (seen once per catalog lease)
+            self._invalidate_cache(spec.table)
         return self.cache.read(spec, vkey, lambda: lookup.entries_for_value(self.store, spec,
                                                                             vkey))
 
@@ -86,12 +89,36 @@ class IndexManager:
             if force:
                 self._layouts[table] = store.layout_token(table)
 
+    def client_kept(self, table: str) -> tuple[list[IndexSpec], bool]:
+        """The seam of server-side upkeep: (the indexes of `table` this client keeps on its
+        writes, whether the region server keeps others). An index made where hibase's
+        coprocessor runs (IndexSpec.server) is kept by the region server on every write, so
+        the client computes nothing for it and a write is the data call alone."""
+        specs = self.catalog.for_table(table)
+        return [s for s in specs if s.state != STALE and not s.server], \
+            any(s.server for s in specs)
+
     def write(self, mutations: list[Mutation]) -> list[Change]:
         """Write mutations and their index rows / value counts in one atomic batch."""
         if self.shared:
             self._refresh()
-        specs = [s for t in {m.table for m in mutations} for s in self.catalog.for_table(t)
-                 if s.state != STALE]
+        specs: list[IndexSpec] = []
+        server_kept = []
+        for t in {m.table for m in mutations}:
+            mine, theirs = self.client_kept(t)
+            specs += mine
+            if theirs:
+                server_kept.append(t)
+        try:
+            return self._write(mutations, specs)
+        finally:
+            # the region server changed index sets this process may have cached: its own
+            # writes drop them, fills in flight included (other clients' writes:
+            # docs/architecture.md, "Index upkeep inside HBase")
+            for t in server_kept:
+                self._invalidate_cache(t)
+
+    def _write(self, mutations: list[Mutation], specs: list[IndexSpec]) -> list[Change]:
         if not specs:
             self.store.apply(mutations)
             return []

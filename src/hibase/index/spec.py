@@ -66,6 +66,9 @@ class IndexSpec:
     local: bool = False
     state: str = BUILDING
     null_alias: bytes | None = None  # the NULL list's alias (see module doc); None: no list
+    # kept by the region server's coprocessor (HBase with hibase's IndexObserver), not by
+    # the clients: writes compute no index rows for it (IndexManager.write)
+    server: bool = False
 
     @property
     def aliases(self) -> list[bytes]:
@@ -160,6 +163,7 @@ class IndexSpec:
 
     # -- persistence -------------------------------------------------------------------------
     def to_json(self) -> bytes:
+        extra = {"upkeep": "server"} if self.server else {}
         return json.dumps({
             "name": self.name, "table": self.table,
             "columns": [c.decode() for c in self.columns],
@@ -167,7 +171,7 @@ class IndexSpec:
             "covering": [c.decode() for c in self.covering],
             "alias": self.alias.hex(), "local": self.local, "state": self.state,
             "null_alias": self.null_alias.hex() if self.null_alias is not None else None,
-        }).encode()
+            **extra}).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> "IndexSpec":
@@ -176,7 +180,8 @@ class IndexSpec:
                    [codec.parse_type(t) for t in d["types"]],
                    [c.encode() for c in d["covering"]], bytes.fromhex(d["alias"]),
                    d["local"], d["state"],
-                   bytes.fromhex(d["null_alias"]) if d.get("null_alias") else None)
+                   bytes.fromhex(d["null_alias"]) if d.get("null_alias") else None,
+                   d.get("upkeep") == "server")
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "table": self.table,
@@ -184,4 +189,5 @@ class IndexSpec:
                 "types": [str(t) for t in self.types],
                 "covering": [c.decode() for c in self.covering],
                 "local": self.local, "state": self.state, "alias": self.alias.hex(),
-                "null_list": self.null_alias is not None}
+                "null_list": self.null_alias is not None,
+                **({"upkeep": "server"} if self.server else {})}

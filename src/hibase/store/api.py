@@ -38,6 +38,10 @@ class Capabilities:
     # reads across rows and tables see one instant (iterators opened together under the
     # write lock); without it a scan guarded by layout_token is redone when a split lands
     snapshot_reads: bool = True
+    # a region-server coprocessor may keep some tables' indexes (HBase with hibase's
+    # IndexObserver): `server_upkeep(table)` tells whether it runs on that table; indexes made
+    # there say so (IndexSpec.server) and the client computes no index writes for them
+    server_index_upkeep: bool = False
 
 
 class BaseStore:
@@ -49,6 +53,15 @@ class BaseStore:
     read_only: bool = False
     # set by the index layer on stores with verified_index_writes (row_of / resolve)
     index_hooks: Any = None
+
+    def server_upkeep(self, table: str) -> bool:
+        """Whether a coprocessor in the server keeps `table`'s indexes: never here."""
+        return False
+
+    def server_writes_seen(self, table: str) -> bool:
+        """Whether the server changed `table`'s server-kept index sets since this was last
+        asked (checked at most once per catalog lease): never here."""
+        return False
 
     def meta_changed(self, force: bool = False) -> bool:
         """Whether another client changed the catalog since this one read it: never here."""
@@ -152,6 +165,8 @@ class Store(KeyValueStore, Protocol):
     def regions(self, table: str) -> list[Region]: ...
     def add_split_listener(self, listener: SplitListener) -> None: ...
     def meta_changed(self, force: bool = False) -> bool: ...
+    def server_upkeep(self, table: str) -> bool: ...
+    def server_writes_seen(self, table: str) -> bool: ...
     def wait_lease(self) -> None: ...
     def follow_splits(self, table: str, force: bool = False) -> int: ...
     def layout_token(self, table: str) -> bytes: ...

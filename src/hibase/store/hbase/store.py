@@ -106,7 +106,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
     # many clients, regions split by HBase, index rows and data rows in separate calls, and
     # reads that see each row as of its own read
     capabilities = Capabilities(shared=True, follows_splits=True, verified_index_writes=True,
-                                snapshot_reads=False)
+                                snapshot_reads=False, server_index_upkeep=True)
     kind = "hbase"
 
     def __init__(self, url: str, *, create: bool = True, read_only: bool = False, **_: Any):
@@ -120,6 +120,9 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         self._lock = threading.RLock()
         self._split_listeners: list[SplitListener] = []
         self._tables: dict[str, _HTable] = {}
+        self._server_kept: set[str] = set()  # tables hibase's coprocessor runs on (seen)
+        # per table: (monotonic time of the last check, the version row's value then)
+        self._server_versions: dict[str, tuple[float, bytes]] = {}
         self._kv: set[str] = set()
         self._meta: dict[bytes, bytes] = {}
         self._gen = b""
@@ -318,8 +321,51 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
             self.table(name)
             self._drop_hbase_table(name)
             self.layouts.forget(name)
+            # the coprocessor's marker and version rows (a table made again under this name
+            # may be one it does not run on)
+            for row in (b"copro/", b"ver/"):
+                self._meta_put(row + name.encode(), None)
+            self._server_kept.discard(name)
+            self._server_versions.pop(name, None)
             self._meta_put(b"table/" + name.encode(), None)
             del self._tables[name]
+
+    def server_upkeep(self, table: str) -> bool:
+        """Whether hibase's region-server coprocessor (cluster/coprocessor.py) runs on
+        `table`, so it can keep the table's indexes. Its regions write the marker row
+        `copro/<table>` into the catalog when they first meet the table; a one-row get
+        carrying the attribute hibase.probe makes a region look now. Two calls, asked when an
+        index is made (the answer is kept in the index definition); False when the URL says
+        server_upkeep=0."""
+        if not self.opts["server_upkeep"]:
+            return False
+        if table in self._server_kept:
+            return True
+        self.table(table)
+        try:
+            self._call("getRowWithColumns", table.encode(), b"\x00hibase-probe", [],
+                       {b"hibase.probe": b"1"})
+        except errors.HibaseError:
+            return False
+        got = self._get_raw(META_TABLE, [b"copro/" + table.encode()], [META_COL])[0]
+        if not got:
+            return False
+        self._server_kept.add(table)
+        return True
+
+    def server_writes_seen(self, table: str) -> bool:
+        """Whether hibase's coprocessor changed `table`'s index sets since the last check: it
+        rewrites the catalog row `ver/<table>` after every batch that changed entries; one get,
+        at most once per catalog lease (within it the answer is False), so a hot cache is
+        as fresh as the index definitions."""
+        now = time.monotonic()
+        last = self._server_versions.get(table)
+        if last is not None and now - last[0] < self.lease_s:
+            return False
+        got = self._get_raw(META_TABLE, [b"ver/" + table.encode()], [META_COL])[0]
+        version = got[META_COL][1] if got else b""
+        self._server_versions[table] = (now, version)
+        return last is not None and last[1] != version
 
     def put_meta(self, key: bytes, value: bytes | None) -> None:
         with self._lock:

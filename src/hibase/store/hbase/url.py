@@ -16,7 +16,7 @@ DEFAULT_LEASE_MS = 1000
 def parse_url(url: str) -> dict:
     """thrift[s]://host[:port][?transport=buffered|framed&protocol=binary|compact&timeout=ms
     &pool_size=n&retries=n&region_check_ms=n&catalog_lease_ms=n&prefix=name&thrift2_port=n
-    &tls=1&tls_ca=FILE&token=T] -> happybase
+    &tls=1&tls_ca=FILE&token=T&server_upkeep=0|1] -> happybase
     connection options and ours (region_check_ms: how often local-index work asks HBase for its
     regions, 0 = always; catalog_lease_ms: how long index definitions read from the catalog are
     trusted before a query or write checks them again, one get; 0 = before every query and
@@ -26,7 +26,9 @@ def parse_url(url: str) -> dict:
     call instead of three: index lookups use it when given; thrifts:// or tls=1: TLS to both
     ports, the server's certificate checked against the system's CAs or `tls_ca` (a PEM file)
     and its name against the host; token: what hibase's gateway (`hibase serve --token`) wants
-    before it lets this client write hibase's own tables, gateway.py)."""
+    before it lets this client write hibase's own tables, gateway.py; server_upkeep: indexes
+    made by this client are kept by hibase's region-server coprocessor when it runs on the
+    table, 1 by default, 0 keeps them client-side)."""
     parts = urlsplit(url)
     if parts.scheme not in ("thrift", "thrifts"):
         raise errors.InvalidArgument(f"not a thrift:// or thrifts:// URL: {url!r}")
@@ -34,7 +36,8 @@ def parse_url(url: str) -> dict:
         raise errors.InvalidArgument(f"a thrift:// URL has no path, got {parts.path!r}")
     q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
     known = {"transport", "protocol", "timeout", "pool_size", "retries", "region_check_ms",
-             "catalog_lease_ms", "prefix", "thrift2_port", "tls", "tls_ca", "token"}
+             "catalog_lease_ms", "prefix", "thrift2_port", "tls", "tls_ca", "token",
+             "server_upkeep"}
     unknown = sorted(set(q) - known)
     if unknown:
         raise errors.InvalidArgument(f"unknown thrift:// option(s) {unknown}; known: "
@@ -62,6 +65,9 @@ def parse_url(url: str) -> dict:
         raise errors.InvalidArgument(
             "timeout and pool_size must be >= 1, retries, region_check_ms and "
             "catalog_lease_ms >= 0")
+    server_upkeep = q.get("server_upkeep", "1")
+    if server_upkeep not in ("0", "1"):
+        raise errors.InvalidArgument(f"server_upkeep must be 0 or 1, not {server_upkeep!r}")
     prefix = q.get("prefix", "")
     if prefix and not prefix.replace("_", "").replace("-", "").replace(".", "").isalnum():
         raise errors.InvalidArgument(f"prefix must be letters, digits, _ - or ., not {prefix!r}")
@@ -78,4 +84,4 @@ def parse_url(url: str) -> dict:
             "retries": retries, "region_check_ms": region_check_ms,
             "catalog_lease_ms": catalog_lease_ms, "prefix": prefix,
             "thrift2_port": thrift2_port, "tls": tls == "1", "tls_ca": tls_ca,
-            "token": q.get("token") or None}
+            "token": q.get("token") or None, "server_upkeep": server_upkeep == "1"}

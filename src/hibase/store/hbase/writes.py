@@ -128,6 +128,45 @@ class Writes:
                 for part in parts:  # a row twice at one timestamp: the later must land last
                     send(part)
 
+    def reindex(self, table: str, alias: bytes,
+                progress: Any = None) -> int:
+        """Server-side build of the index with `alias` (kept by hibase's coprocessor): every
+        row of `table` is sent as a put carrying the attribute hibase.reindex, which the
+        coprocessor does not apply but answers by writing the row's entry and count from the
+        row as stored, under the row's lock, unless the entry exists; so the build never
+        races a write (the coprocessor keeps the index from the moment it is `building`).
+        Row keys come from one scan per HBase region (`progress(regions done, regions)` after
+        each); 1,000 rows per mutateRows. Returns the rows sent."""
+        T = self.T
+        fam = next(iter(self.schema(table).families))
+        mutation = [T.Mutation(column=fam + b":\x00hibase-reindex", value=b"", isDelete=False)]
+        attrs = {b"hibase.reindex": alias.hex().encode()}
+        name = table.encode()
+        sent = 0
+        rows: list[bytes] = []
+
+        def send(part: list[bytes]) -> None:
+            self._call("mutateRows", name, [T.BatchMutation(row=r, mutations=mutation)
+                                            for r in part], attrs)
+
+        regions = self.layouts.live(table)
+        for done, region in enumerate(regions, 1):
+            for row, _ in self._scan_raw(table, region.start or None, region.end or None, None):
+                rows.append(row)
+                if len(rows) >= 8 * _SCAN_CHUNK:
+                    self.parallel(send, [rows[i:i + _SCAN_CHUNK]
+                                         for i in range(0, len(rows), _SCAN_CHUNK)])
+                    sent += len(rows)
+                    rows = []
+            if rows:
+                self.parallel(send, [rows[i:i + _SCAN_CHUNK]
+                                     for i in range(0, len(rows), _SCAN_CHUNK)])
+                sent += len(rows)
+                rows = []
+            if progress:
+                progress(done, len(regions))
+        return sent
+
     def commit(self, prepared: list[tuple[Any, Mutation, list]],
                kv_writes: list[tuple[str, bytes, bytes | None]] = ()) -> None:  # type: ignore[assignment]
         """Write data mutations and key-value writes. With data mutations, index entries

@@ -1,0 +1,420 @@
+// hibase's typed, order-preserving key codec (src/hibase/codec.py) and the msgpack subset its
+// index rows use, ported to Java for the region-server index upkeep (IndexObserver). Byte for
+// byte the Python encodings: tests/golden/codec_vectors.txt is written by Python and checked
+// by main() (tests/test_coprocessor.py runs it). No dependency beyond the JDK.
+package io.hibase;
+
+import java.io.BufferedReader;
+import java.io.ByteArrayOutputStream;
+import java.io.FileInputStream;
+import java.io.InputStreamReader;
+import java.math.BigInteger;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.regex.Pattern;
+
+public final class HibaseCodec {
+  private HibaseCodec() {}
+
+  /** A cell that is no valid value of its declared type (Python: ValueTypeError). */
+  public static final class Malformed extends Exception {
+    public Malformed(String msg) { super(msg); }
+  }
+
+  /** A declared column type: "long", "double binary", ... (codec.parse_type). */
+  public static final class Type {
+    public final String name;
+    public final boolean binary;
+
+    public Type(String name, boolean binary) { this.name = name; this.binary = binary; }
+
+    public static Type parse(String spec) {
+      String[] p = spec.trim().toLowerCase().split("\\s+");
+      return new Type(p[0], p.length == 2 && p[1].equals("binary"));
+    }
+  }
+
+  public static final byte NULL = 0x00, PRESENT = 0x01;
+
+  // Python's float() grammar (codec._FLOAT_CHARS already excludes whitespace and '_')
+  private static final Pattern FLOAT = Pattern.compile(
+      "[+-]?(?:(?:[0-9]+\\.?[0-9]*|\\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:inf(?:inity)?|nan))");
+
+  private static int width(String name) {
+    switch (name) {
+      case "byte": return 1;
+      case "short": return 2;
+      case "int": return 4;
+      case "long": return 8;
+      default: return 0;
+    }
+  }
+
+  /** codec.cell_key: the key encoding of a stored cell's value, or null for NaN. */
+  public static byte[] cellKey(Type t, byte[] raw) throws Malformed {
+    int w = width(t.name);
+    if (w > 0) return intKey(w, t.binary ? binInt(t, w, raw) : textInt(t, w, raw));
+    switch (t.name) {
+      case "float":
+      case "double": {
+        boolean is32 = t.name.equals("float");
+        double v;
+        if (t.binary) {
+          if (raw.length != (is32 ? 4 : 8)) throw bad(t, raw, "wrong width");
+          v = is32 ? Float.intBitsToFloat(ByteBuffer.wrap(raw).getInt())
+                   : Double.longBitsToDouble(ByteBuffer.wrap(raw).getLong());
+        } else {
+          v = textFloat(t, raw, is32);
+        }
+        if (Double.isNaN(v)) return null;
+        return floatKey(is32, v);
+      }
+      case "char": {
+        char ch;
+        if (t.binary) {
+          if (raw.length != 2) throw bad(t, raw, "expected 2 bytes");
+          ch = (char) (((raw[0] & 0xff) << 8) | (raw[1] & 0xff));
+        } else {
+          String s = utf8(t, raw);
+          if (s.length() != 1 || Character.isSurrogate(s.charAt(0)))
+            throw bad(t, raw, "expected exactly one character U+0000..U+FFFF");
+          ch = s.charAt(0);
+        }
+        return new byte[] {(byte) (ch >> 8), (byte) ch};
+      }
+      case "string":
+        utf8(t, raw);  // the key's order relies on valid UTF-8
+        return escape(raw);
+      case "bytes":
+        return escape(raw);
+      default:
+        throw bad(t, raw, "unknown type " + t.name);
+    }
+  }
+
+  private static Malformed bad(Type t, byte[] raw, String why) {
+    return new Malformed("invalid " + t.name + (t.binary ? " binary" : "") + " value "
+        + hex(raw) + ": " + why);
+  }
+
+  private static String utf8(Type t, byte[] raw) throws Malformed {
+    try {
+      return StandardCharsets.UTF_8.newDecoder()
+          .onMalformedInput(CodingErrorAction.REPORT)
+          .onUnmappableCharacter(CodingErrorAction.REPORT)
+          .decode(ByteBuffer.wrap(raw)).toString();
+    } catch (CharacterCodingException e) {
+      throw bad(t, raw, "not valid UTF-8");
+    }
+  }
+
+  private static long binInt(Type t, int w, byte[] raw) throws Malformed {
+    if (raw.length != w) throw bad(t, raw, "expected " + w + " bytes");
+    long v = raw[0];  // sign-extended
+    for (int i = 1; i < w; i++) v = (v << 8) | (raw[i] & 0xff);
+    return v;
+  }
+
+  private static long textInt(Type t, int w, byte[] raw) throws Malformed {
+    int start = raw.length > 0 && (raw[0] == '-' || raw[0] == '+') ? 1 : 0;
+    if (raw.length == start) throw bad(t, raw, "not a decimal integer");
+    for (int i = start; i < raw.length; i++) {
+      if (raw[i] < '0' || raw[i] > '9') throw bad(t, raw, "not a decimal integer");
+    }
+    BigInteger v = new BigInteger(new String(raw, start, raw.length - start,
+                                             StandardCharsets.US_ASCII));
+    if (raw[0] == '-') v = v.negate();
+    BigInteger hi = BigInteger.ONE.shiftLeft(8 * w - 1);
+    if (v.compareTo(hi.negate()) < 0 || v.compareTo(hi) >= 0) throw bad(t, raw, "out of range");
+    return v.longValue();
+  }
+
+  private static double textFloat(Type t, byte[] raw, boolean is32) throws Malformed {
+    String s = new String(raw, StandardCharsets.ISO_8859_1);
+    if (!FLOAT.matcher(s).matches()) throw bad(t, raw, "not a number");
+    String body = s.startsWith("+") || s.startsWith("-") ? s.substring(1) : s;
+    boolean neg = s.startsWith("-");
+    double v;
+    char c0 = Character.toLowerCase(body.charAt(0));
+    if (c0 == 'i') {
+      v = neg ? Double.NEGATIVE_INFINITY : Double.POSITIVE_INFINITY;
+    } else if (c0 == 'n') {
+      v = Double.NaN;
+    } else {
+      v = Double.parseDouble(s);  // correctly rounded, as Python's float()
+      if (Double.isInfinite(v)) throw bad(t, raw, "out of range");
+    }
+    if (is32) {
+      float f = (float) v;  // Python: float() then rounded to float32 (struct.pack('>f'))
+      if (Float.isInfinite(f) && !Double.isInfinite(v)) throw bad(t, raw, "out of float32 range");
+      v = f;
+    }
+    return v;
+  }
+
+  /** Ints: the value plus the bias 2^(bits-1), unsigned big-endian. */
+  static byte[] intKey(int w, long v) {
+    byte[] out = new byte[w];
+    for (int i = w - 1; i >= 0; i--) { out[i] = (byte) v; v >>= 8; }
+    out[0] ^= (byte) 0x80;
+    return out;
+  }
+
+  /** Floats: -0.0 as 0.0; negative: every bit inverted, positive: the sign bit set. */
+  static byte[] floatKey(boolean is32, double v) {
+    v = v + 0.0;
+    byte[] b;
+    if (is32) {
+      b = ByteBuffer.allocate(4).putFloat((float) v).array();
+    } else {
+      b = ByteBuffer.allocate(8).putDouble(v).array();
+    }
+    if ((b[0] & 0x80) != 0) {
+      for (int i = 0; i < b.length; i++) b[i] = (byte) ~b[i];
+    } else {
+      b[0] ^= (byte) 0x80;
+    }
+    return b;
+  }
+
+  /** codec.escape_bytes: 0x00 as 0x00 0xFF, then the terminator 0x00 0x00. */
+  public static byte[] escape(byte[] raw) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream(raw.length + 4);
+    for (byte x : raw) {
+      out.write(x);
+      if (x == 0) out.write(0xff);
+    }
+    out.write(0);
+    out.write(0);
+    return out.toByteArray();
+  }
+
+  /** IndexSpec.cells_key: alias | first value's key | (0x00 | 0x01 + key) per later column;
+   *  the null alias (or null: no entry) when the first column is absent or NaN. cells holds
+   *  the row's raw newest values by column (null: absent); rowExists: the row has any cell. */
+  public static byte[] valueKey(byte[] alias, byte[] nullAlias, Type[] types, byte[][] cells,
+                                boolean rowExists) throws Malformed {
+    ByteArrayOutputStream out = new ByteArrayOutputStream(32);
+    out.write(alias, 0, alias.length);
+    for (int i = 0; i < types.length; i++) {
+      byte[] k = cells[i] == null ? null : cellKey(types[i], cells[i]);
+      if (i == 0) {
+        if (k == null) return nullAlias != null && rowExists ? nullAlias : null;
+        out.write(k, 0, k.length);
+      } else if (k == null) {
+        out.write(NULL);
+      } else {
+        out.write(PRESENT);
+        out.write(k, 0, k.length);
+      }
+    }
+    return out.toByteArray();
+  }
+
+  // -- msgpack (use_bin_type=True): lists of bytes / None, as store/cells.py's pack -----------
+
+  /** msgpack of a list whose items are byte strings or null. */
+  public static byte[] packList(List<byte[]> items) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream(16);
+    int n = items.size();
+    if (n < 16) {
+      out.write(0x90 | n);
+    } else if (n < 65536) {
+      out.write(0xdc);
+      out.write(n >> 8);
+      out.write(n);
+    } else {
+      out.write(0xdd);
+      writeInt(out, n);
+    }
+    for (byte[] b : items) {
+      if (b == null) {
+        out.write(0xc0);
+        continue;
+      }
+      int len = b.length;
+      if (len < 256) {
+        out.write(0xc4);
+        out.write(len);
+      } else if (len < 65536) {
+        out.write(0xc5);
+        out.write(len >> 8);
+        out.write(len);
+      } else {
+        out.write(0xc6);
+        writeInt(out, len);
+      }
+      out.write(b, 0, len);
+    }
+    return out.toByteArray();
+  }
+
+  private static void writeInt(ByteArrayOutputStream out, int n) {
+    out.write(n >>> 24);
+    out.write(n >>> 16);
+    out.write(n >>> 8);
+    out.write(n);
+  }
+
+  /** Decode the msgpack subset hibase's meta uses: arrays, bin/str, ints, nil, bools. */
+  public static Object unpack(byte[] b) {
+    return new Unpacker(b).next();
+  }
+
+  private static final class Unpacker {
+    final ByteBuffer buf;
+
+    Unpacker(byte[] b) { buf = ByteBuffer.wrap(b); }
+
+    Object next() {
+      int c = buf.get() & 0xff;
+      if (c <= 0x7f) return (long) c;
+      if (c >= 0xe0) return (long) (byte) c;
+      if ((c & 0xf0) == 0x90) return array(c & 0x0f);
+      if ((c & 0xe0) == 0xa0) return bytes(c & 0x1f);
+      switch (c) {
+        case 0xc0: return null;
+        case 0xc2: return Boolean.FALSE;
+        case 0xc3: return Boolean.TRUE;
+        case 0xc4: case 0xd9: return bytes(buf.get() & 0xff);
+        case 0xc5: case 0xda: return bytes(buf.getShort() & 0xffff);
+        case 0xc6: case 0xdb: return bytes(buf.getInt());
+        case 0xcc: return (long) (buf.get() & 0xff);
+        case 0xcd: return (long) (buf.getShort() & 0xffff);
+        case 0xce: return buf.getInt() & 0xffffffffL;
+        case 0xcf: return buf.getLong();
+        case 0xd0: return (long) buf.get();
+        case 0xd1: return (long) buf.getShort();
+        case 0xd2: return (long) buf.getInt();
+        case 0xd3: return buf.getLong();
+        case 0xdc: return array(buf.getShort() & 0xffff);
+        case 0xdd: return array(buf.getInt());
+        default: throw new IllegalArgumentException("msgpack type 0x" + Integer.toHexString(c));
+      }
+    }
+
+    List<Object> array(int n) {
+      List<Object> out = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) out.add(next());
+      return out;
+    }
+
+    byte[] bytes(int n) {
+      byte[] out = new byte[n];
+      buf.get(out);
+      return out;
+    }
+  }
+
+  // -- hex, and the test-vector check -------------------------------------------------------
+
+  public static String hex(byte[] b) {
+    StringBuilder sb = new StringBuilder();
+    for (byte x : b) sb.append(String.format("%02x", x));
+    return sb.toString();
+  }
+
+  public static byte[] unhex(String s) {
+    if (s.equals("-")) return new byte[0];
+    byte[] b = new byte[s.length() / 2];
+    for (int i = 0; i < b.length; i++) {
+      b[i] = (byte) Integer.parseInt(s.substring(2 * i, 2 * i + 2), 16);
+    }
+    return b;
+  }
+
+  private static byte[] opt(String s) {
+    if (s.equals("~")) return null;
+    int star = s.indexOf('*');
+    if (star < 0) return unhex(s);
+    byte[] out = new byte[Integer.parseInt(s.substring(0, star))];
+    Arrays.fill(out, unhex(s.substring(star + 1))[0]);
+    return out;
+  }
+
+  private static String digest(byte[] packed) throws Exception {
+    if (packed.length <= 1024) return hex(packed);
+    return "sha256:" + hex(java.security.MessageDigest.getInstance("SHA-256").digest(packed));
+  }
+
+  /** Check a vector file written by tests/test_coprocessor.py (one case a line):
+   *    cell TYPE BINARY(0|1) RAWHEX EXPECT          EXPECT: key hex, "null" (NaN), "error"
+   *    key ALIAS NULLALIAS|~ TYPE,TYPE.. CELL,CELL.. EXISTS(0|1) EXPECT   CELL: hex or ~
+   *    pack ITEM,ITEM.. EXPECT                       ITEM: hex, ~ (None), N*HEX (a byte N
+   *                                                  times); "." empty; NxITEM N items;
+   *                                                  EXPECT: hex, or sha256:HEX past 1 KB
+   *  Types are written with '_' for the space ("long_binary"). Prints the failures and
+   *  "checked N, failed M"; exit code 1 on a failure. */
+  public static void main(String[] args) throws Exception {
+    int n = 0, failed = 0;
+    try (BufferedReader in = new BufferedReader(new InputStreamReader(
+        new FileInputStream(args[0]), StandardCharsets.UTF_8))) {
+      String line;
+      while ((line = in.readLine()) != null) {
+        if (line.isEmpty() || line.startsWith("#")) continue;
+        String[] a = line.split(" ");
+        String got;
+        String want;
+        try {
+          if (a[0].equals("cell")) {
+            want = a[4];
+            byte[] raw = unhex(a[3]);
+            Type t = new Type(a[1], a[2].equals("1"));
+            try {
+              byte[] k = cellKey(t, raw);
+              got = k == null ? "null" : hex(k);
+            } catch (Malformed e) {
+              got = "error";
+            }
+          } else if (a[0].equals("key")) {
+            want = a[6];
+            String[] ts = a[3].split(",");
+            String[] cs = a[4].split(",", -1);
+            Type[] types = new Type[ts.length];
+            byte[][] cells = new byte[ts.length][];
+            for (int i = 0; i < ts.length; i++) {
+              types[i] = Type.parse(ts[i].replace('_', ' '));
+              cells[i] = opt(cs[i]);
+            }
+            try {
+              byte[] k = valueKey(unhex(a[1]), opt(a[2]), types, cells, a[5].equals("1"));
+              got = k == null ? "null" : hex(k);
+            } catch (Malformed e) {
+              got = "error";
+            }
+          } else if (a[0].equals("pack")) {
+            want = a[2];
+            List<byte[]> items = new ArrayList<>();
+            int x = a[1].indexOf('x');
+            if (x > 0 && a[1].substring(0, x).chars().allMatch(Character::isDigit)) {
+              byte[] one = opt(a[1].substring(x + 1));  // NxITEM: N times the same item
+              for (int i = Integer.parseInt(a[1].substring(0, x)); i > 0; i--) items.add(one);
+            } else if (!a[1].equals(".")) {
+              for (String s : a[1].split(",", -1)) items.add(opt(s));
+            }
+            got = digest(packList(items));
+          } else {
+            throw new IllegalArgumentException("unknown case " + a[0]);
+          }
+        } catch (RuntimeException e) {
+          got = "exception " + e;
+          want = "?";
+        }
+        n++;
+        if (!got.equals(want)) {
+          failed++;
+          if (failed <= 50) System.out.println("FAIL " + line + " -> got " + got);
+        }
+      }
+    }
+    System.out.println("checked " + n + ", failed " + failed);
+    System.exit(failed == 0 ? 0 : 1);
+  }
+
+  static boolean same(byte[] a, byte[] b) { return Arrays.equals(a, b); }
+}
