@@ -165,7 +165,7 @@ def hbase(request):
     if not cluster.coprocessor:
         if in_ci():
             pytest.fail("CI's session HBase must run hibase's coprocessor")
-        pytest.skip("the session's HBase runs without hibase's coprocessor")
+        pytest.skip("the session's cluster runs without hibase's coprocessor")
     return cluster
 
 
