@@ -34,12 +34,12 @@ from ..index import KeyRange, index_table, null_range, walk_values
 from .ast import (
     ROWKEY, SQL_TYPE_NAMES, Agg, Column, HavingCompare, IsNull, OrderItem, Select, walk,
 )
-from .columns import statement_types, usable_specs
+from .columns import usable_specs
 from .evaluate import cell_value, matches_dnf, three_valued
 from .execute import execute
 from .normalize import coerce_literal, untyped_use
 from .plan import IndexLookup, Plan
-from .prepare import prepare
+from .prepare import prepare, types_of
 
 __all__ = ["run", "explain"]
 
@@ -94,7 +94,7 @@ def _check_typed(select: Select, types) -> None:
             what = "undeclared" if t is None else SQL_TYPE_NAMES[t.name]
             raise QueryPlanError(f"{e.func} needs a numeric column; {e.column} is {what}"
                                  + ("" if t is not None else
-                                    f": write {e.func}(CAST({_sql(e.column)} AS DOUBLE))"))
+                                    f": write {e.func}(CAST({e.column.sql} AS DOUBLE))"))
         if e.func in ("MIN", "MAX") and t is None and not e.column.is_rowkey:
             raise untyped_use(e.column, e.func)
     for o in select.order_by:
@@ -106,12 +106,8 @@ def _check_typed(select: Select, types) -> None:
             coerce_literal(n.expr, n.value, types)  # raises for a number on an undeclared column
 
 
-def _sql(column: Column) -> str:
-    return str(column).replace(":", ".", 1)
-
-
 def _prepare(select: Select, store, indexer, range_method: str, full_scan: bool) -> _Shaped:
-    types = statement_types(select.casts, store.schema(select.table).columns)
+    types = types_of(select, store)
     _check_typed(select, types)
     if select.aggregate:
         exprs = _exprs(select)
@@ -257,7 +253,7 @@ def _index_walk(select: Select, base: Plan, conjuncts, specs) -> _Shaped | None:
 def run(select: Select, store, indexer, range_method: str = "auto", full_scan: bool = False
         ) -> list:
     shaped = _prepare(select, store, indexer, range_method, full_scan)
-    types = statement_types(select.casts, store.schema(select.table).columns)
+    types = types_of(select, store)
     if not select.aggregate:
         return _ordered_rows(shaped, store, indexer, types)
     if shaped.how == "value-table" and shaped.count is not None:

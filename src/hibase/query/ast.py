@@ -67,6 +67,11 @@ class Column:
     def is_rowkey(self) -> bool:
         return self.name == ROWKEY
 
+    @property
+    def sql(self) -> str:
+        """The column as SQL writes it: ``family.qualifier`` (ROWKEY as is)."""
+        return str(self).replace(":", ".", 1)
+
     def __str__(self) -> str:
         return self.name.decode("utf-8", "backslashreplace")
 

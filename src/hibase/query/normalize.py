@@ -55,11 +55,10 @@ def untyped_use(column: Column, what: str) -> QueryPlanError:
     if column.is_rowkey:
         return QueryPlanError(f"ROWKEY is bytes: {what} would compare bytes; compare it with a "
                               "'string' or X'..' literal")
-    sql = str(column).replace(":", ".", 1)
     return QueryPlanError(
         f"column {column} has no declared type, so {what} would compare its bytes, not its "
         f"values; declare its type (hibase alter-table DIR TABLE -c {column}=long, or "
-        f"db.declare_columns(table, {{'{column}': 'long'}})) or write CAST({sql} AS BIGINT) "
+        f"db.declare_columns(table, {{'{column}': 'long'}})) or write CAST({column.sql} AS BIGINT) "
         "(or DOUBLE, VARCHAR, ...)")
 
 
