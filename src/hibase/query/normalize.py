@@ -281,10 +281,11 @@ def conjuncts(node: Node) -> list[Conjunct]:
         return [()]
     if isinstance(node, FalseNode):
         return []
-    out = []
+    out: list[Conjunct] = []
     for item in (node.items if isinstance(node, Or) else (node,)):
-        atoms = item.items if isinstance(item, And) else (item,)
-        if not all(isinstance(a, _ATOMS) for a in atoms):
+        items = item.items if isinstance(item, And) else (item,)
+        atoms = tuple(a for a in items if isinstance(a, _ATOMS))
+        if len(atoms) != len(items):
             raise TypeError(f"not in disjunctive normal form: {node}")
         out.append(atoms)
     return out
