@@ -77,8 +77,8 @@ def _atom_needles(atom: Any, types: dict) -> list[bytes] | None:
     if isinstance(atom, In) and atom.values:
         if len(atom.values) > _MAX_IN_NEEDLES:
             return None  # a substring search per value and row costs more than it saves
-        found = [_needle(t, v) for v in atom.values]
-        return found if all(found) else None  # type: ignore[return-value]
+        found = [n for n in (_needle(t, v) for v in atom.values) if n]
+        return found if len(found) == len(atom.values) else None
     if isinstance(atom, Like) and (t is None or t.name in ("string", "char", "bytes")):
         p = atom.prefix
         raw = p.encode("utf-8") if isinstance(p, str) else p
