@@ -67,7 +67,7 @@ class _Shaped:
     def plan(self) -> Plan:
         """The WHERE's plan, which every shape but index-ends (it reads no rows) has."""
         if self.base is None:
-            raise AssertionError(f"an {self.how} answer has no plan for its rows")
+            raise AssertionError(f"the {self.how} answer has no plan for its rows")
         return self.base
 
 
