@@ -415,7 +415,7 @@ class Connection:
         """The indexes of `table` (str or bytes) as dicts: name, table, columns, types,
         covering, local, state (building / ready / stale), alias (hex), null_list."""
         full = self._full(table)
-        self.store.schema(full)  # TableNotFound for an unknown table
+        self.store.schema(full)
         return [s.describe() for s in self.indexer.specs(full)]
 
     def bulk_load(self, table: str | bytes, processes: int | None = None,
