@@ -488,7 +488,9 @@ def _walk_rows(shaped: _Shaped, store, indexer, types, cols) -> list:
     o = select.order_by[0]
     expr = _order_column(o)
     col = expr.name
-    want = (select.offset or 0) + select.limit  # type: ignore[operator]
+    if select.limit is None:
+        raise AssertionError("an index walk is chosen only for a query with a LIMIT")
+    want = (select.offset or 0) + select.limit
     fetch = None if cols is None else sorted(set(cols) | {col} | set(
         _where_columns(shaped.conjuncts)))
     out: list = []
@@ -552,6 +554,8 @@ def explain(select: Select, store, indexer, range_method: str = "auto",
     elif shaped.how == "index-ends":
         lines.append(f"  MIN/MAX FROM INDEX ENDS of index {shaped.spec.name} (one entry per end)")
     elif shaped.how == "index-walk":
+        if select.limit is None:
+            raise AssertionError("an index walk is chosen only for a query with a LIMIT")
         o = select.order_by[0]
         nulls = [i for i, (r, _) in enumerate(shaped.ranges)
                  if shaped.spec.null_alias is not None and r.start == shaped.spec.null_alias]
@@ -559,7 +563,7 @@ def explain(select: Select, store, indexer, range_method: str = "auto",
                      f"{'backwards ' if o.desc else ''}over {len(shaped.ranges)} key range(s)"
                      + ("" if not nulls else " (NULL list first" if nulls[0] == 0
                         else " (NULL list last") + (")" if nulls else "") + ", "
-                     f"stops after {(select.offset or 0) + select.limit} row(s) (no sort); "  # type: ignore[operator]
+                     f"stops after {(select.offset or 0) + select.limit} row(s) (no sort); "
                      "each row FETCHED and checked against the whole WHERE"
                      + ("; then rows with NULL by the plan below if too few" if
                         shaped.nulls_after else ""))

@@ -106,6 +106,7 @@ def coerce_prefix(column: Column, prefix: str | bytes,
         if not isinstance(prefix, str):
             raise ValueTypeError(f"LIKE on {t} column {column} needs a str pattern")
         return prefix
+    # a bytes (or undeclared) column's str / bytes literal coerces to bytes
     return _coerce(t, prefix)  # type: ignore[return-value]
 
 

@@ -47,7 +47,8 @@ _STRUCTURE = re.compile(r"[()]|[nao](?:ot|nd|r)\b")
 _EXPONENT_DIGITS = re.compile(r"[+-]?\d")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _EMPTY_AGG = re.compile(r"(?<![\w.])(COUNT|SUM|MIN|MAX|AVG)\s*\(\s*\)", re.IGNORECASE)
-_COMPARE: dict[type[exp.Expression], str] = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+_COMPARE: dict[type[exp.Expression], str] = {
+    exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _SELECT_ARGS = {"expressions", "from", "from_", "where", "limit", "hint", "group", "having",
                 "order", "offset", "distinct"}
 _CLAUSE_NAMES = {"joins": "JOIN", "group": "GROUP BY", "having": "HAVING", "order": "ORDER BY",
@@ -698,16 +699,17 @@ def _in_text_order(tree: exp.Expression) -> list[exp.Placeholder]:
 
 
 # clauses of a SELECT in the order SQL writes them (args are stored in another order)
-_ARG_ORDER: dict[type[exp.Expression], tuple[str, ...]] = {exp.Select: ("expressions", "from", "from_", "where", "group", "having", "order",
-                           "limit", "offset")}
+_ARG_ORDER: dict[type[exp.Expression], tuple[str, ...]] = {
+    exp.Select: ("expressions", "from", "from_", "where", "group", "having", "order", "limit",
+                 "offset")}
 
 
 def _is_agg(node: exp.Expression) -> bool:
     return isinstance(node, exp.AggFunc)
 
 
-_AGG_NAMES: dict[type[exp.Expression], str] = {exp.Count: "COUNT", exp.Sum: "SUM", exp.Min: "MIN", exp.Max: "MAX",
-              exp.Avg: "AVG"}
+_AGG_NAMES: dict[type[exp.Expression], str] = {
+    exp.Count: "COUNT", exp.Sum: "SUM", exp.Min: "MIN", exp.Max: "MAX", exp.Avg: "AVG"}
 
 
 def _agg(node: exp.Expression, offset: int) -> Agg:
