@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from ..extras import require
@@ -150,7 +152,7 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: in
         if not allow and host not in ("127.0.0.1", "localhost", "::1"):
             click.echo(f"Note: listening on {host}, but only loopback clients may connect; "
                        "open networks with --allow CIDR.", err=True)
-        click.get_text_stream("stdout").flush()
+        sys.stdout.flush()  # the address lines reach a parent reading our stdout now
 
     db = open_store(dir, create=not read_only, read_only=read_only, durability=durability)
     if not read_only:  # a read-only gateway serves the catalog a writable one published
