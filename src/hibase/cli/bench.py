@@ -322,15 +322,15 @@ def bench_query(backend: str, rows: int | None, repeats: int, seed: int, workdir
         hibase bench query --backend thrift://127.0.0.1:9090 --json
     """
     if backend != "embedded":
-        from hibase_bench import query_remote as mod
-        report = mod.run(backend, rows=rows or mod.DEFAULT_ROWS, repeats=repeats, seed=seed,
-                         progress=progress, workdir=workdir)
-        finish_bench(report, as_json, output, mod.summary)
+        from hibase_bench import query_remote
+        report = query_remote.run(backend, rows=rows or query_remote.DEFAULT_ROWS,
+                                  repeats=repeats, seed=seed, progress=progress, workdir=workdir)
+        finish_bench(report, as_json, output, query_remote.summary)
         return
-    from hibase_bench import query as mod
-    report = mod.run(rows=rows or 1_000_000, repeats=repeats, seed=seed, progress=progress,
-                     workdir=workdir)
-    finish_bench(report, as_json, output, mod.summary)
+    from hibase_bench import query
+    report = query.run(rows=rows or 1_000_000, repeats=repeats, seed=seed, progress=progress,
+                       workdir=workdir)
+    finish_bench(report, as_json, output, query.summary)
 
 
 # -- cache and local indexes ---------------------------------------------------------------

@@ -144,8 +144,8 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: in
                                         (", token", token)) if on)
         click.echo(f"Serving {dir} over HBase Thrift1 on {h}:{p} ({transport} transport, "
                    f"{protocol} protocol{extra}); stop with Ctrl-C or SIGTERM.")
-        if server.thrift2 is not None:  # type: ignore[attr-defined]
-            p2 = server.thrift2.address[1]  # type: ignore[attr-defined]
+        if server.thrift2 is not None:
+            p2 = server.thrift2.address[1]
             click.echo(f"Thrift2 (getScannerResults) on {h}:{p2}; hibase clients: "
                        f"{scheme}://{h}:{p}?thrift2_port={p2}")
         click.echo(f"Clients allowed from {' '.join(allow or DEFAULT_ALLOW)}.")
