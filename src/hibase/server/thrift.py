@@ -87,8 +87,9 @@ def _make_processor(service: Any, handler: Any, io_error: Any, illegal: Any = No
     """A processor of `service` calling `handler`; `io_error`, `illegal`, `exists`: the IDL's
     IOError / IllegalArgument / AlreadyExists classes (Thrift1's names, or Thrift2's TIOError
     and TIllegalArgument; thriftpy2 makes them when it loads the IDL, so like the service they
-    have no static type: each has a `message` field). `policy`: calls it refuses are answered with `io_error` before the
-    handler sees them (policy.py); the hello call marks the caller's connection trusted."""
+    have no static type: each has a `message` field). `policy`: calls it refuses are answered
+    with `io_error` before the handler sees them (policy.py); the hello call marks the caller's
+    connection trusted."""
     from thriftpy2.thrift import TApplicationException, TProcessor
 
     declared = tuple(c for c in (io_error, illegal, exists) if c is not None)
