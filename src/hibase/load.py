@@ -676,10 +676,11 @@ def detect_types(path: str, format: str | None = None, *, delimiter: str = ",",
                         col = seen.get(key)
                         if col is None:
                             col = seen[key] = _Seen()
-                        if value is not None:
+                        raw = _json_value(value)
+                        if raw is not None:  # JSON null: no value
                             number = isinstance(value, (int, float)) and \
                                 not isinstance(value, bool)
-                            col.add(_json_value(value), text=not number)  # type: ignore[arg-type]
+                            col.add(raw, text=not number)
         finally:
             if counter.bar is not None:
                 counter.bar.close()

@@ -416,7 +416,7 @@ def _point_reads(get: Callable[[bytes], dict], keys: list[bytes], warm: list[byt
     return {"row_p50_us": quantile(lat, 0.50) * us, "row_p99_us": quantile(lat, 0.99) * us,
             "row_mean_us": sum(lat) / len(lat) * us, "row_min_us": lat[0] * us,
             "row_cpu_us_per_read": cpu / len(lat) * us, "row_missing": missing,
-            "row_disk_read_bytes": None if io0 is None else io1 - io0}  # type: ignore[operator]
+            "row_disk_read_bytes": None if io0 is None or io1 is None else io1 - io0}
 
 
 def _multi_gets(get_many: Callable[[list[bytes]], list], key_sets: list[list[bytes]]
@@ -450,7 +450,7 @@ def _scan(it_factory: Callable[[], Iterator], rows: int, progress: bool, name: s
             bar.update(k)
         el, cpu = clock() - t0, time.process_time() - c0
     io1 = _disk_reads()
-    return el, n, cpu, None if io0 is None else io1 - io0  # type: ignore[operator]
+    return el, n, cpu, None if io0 is None or io1 is None else io1 - io0
 
 
 def run(rows: int = 100_000, workdir: str | None = None, seed: int = 0, reads: int = 20_000,

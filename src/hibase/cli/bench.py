@@ -271,7 +271,7 @@ def bench_scbf(probes: int, seed: int, as_json: bool, output: str | None,
     finish_bench(report, as_json, output, _scbf_summary)
 
 
-def _backend_option(ctx: click.Context, param: click.Parameter, value: str) -> str:
+def _backend_option(ctx: click.Context, param: click.Parameter | None, value: str) -> str:
     from ..errors import InvalidArgument
     if value != "embedded":
         require("hbase", f"--backend {value}")
@@ -571,7 +571,7 @@ def bench_paper(backend: str, scale: str, out: str, seed: int, progress: bool) -
         if not backend.startswith("thrift://"):
             raise click.BadParameter(f"expected embedded or thrift://host:port, got {backend!r}",
                                      param_hint="--backend")
-        _backend_option(click.get_current_context(), None, backend)  # type: ignore[arg-type]
+        _backend_option(click.get_current_context(), None, backend)
     from hibase_bench import paper
     from hibase_bench.paper.report import headline
 
