@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from click.testing import CliRunner
 
 import hibase
-from hibase import demo
+from hibase import demo, errors
 from hibase.cli import cli
+from hibase.samples.workload import Stats, paper_queries
 
 
 def test_demo_prints_the_four_queries_with_rows(tmp_path):
@@ -58,3 +60,10 @@ def test_demo_into_a_folder_keeps_it_and_refuses_to_overwrite(tmp_path):
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines()[-1].startswith("Error: ")
     assert "already holds a table 'telecom'" in result.stderr
+
+
+def test_paper_queries_refuse_counts_of_no_rows():
+    """The queries' values are picked from the loaded rows' counts: with none counted the time
+    window was None - int (a TypeError deep inside; found by mypy), now a clear refusal."""
+    with pytest.raises(errors.InvalidArgument, match="counted rows"):
+        paper_queries(Stats(), "telecom")

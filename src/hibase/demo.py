@@ -177,6 +177,7 @@ def run(rows: int = 200_000, path: str | None = None, keep: bool = False, seed: 
             t0 = time.perf_counter()
             scanned = db.sql(sql, full_scan=True)
             t_scan = time.perf_counter() - t0
+            assert isinstance(scanned, list)  # a SELECT's rows (DML gives a count, DDL None)
             if sorted(k for k, _ in got) != sorted(k for k, _ in scanned):
                 raise RuntimeError(f"query {i}: the index path and the full scan disagree")
             results.append({"query": i, "name": label, "sql": sql, "rows": len(got),

@@ -41,7 +41,7 @@ import re
 import sys
 import time
 import zlib
-from typing import IO, Any, Callable, Iterable, Iterator, Mapping
+from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Protocol, runtime_checkable
 
 from tqdm import tqdm
 
@@ -106,21 +106,22 @@ class RowKeyTemplate:
             raise errors.InvalidArgument(
                 f"rowkey template {template!r} names no column; write e.g. '{{id}}' or "
                 "'{a}:{b}'")
-        self._parts = [(f, t if f else t.encode("utf-8", "surrogateescape"))
-                       for f, t in self.parts]
+        # what render joins: a column's name (str) or literal bytes
+        self._parts: list[str | bytes] = [t if f else t.encode("utf-8", "surrogateescape")
+                                          for f, t in self.parts]
 
     @classmethod
     def column(cls, name: str) -> "RowKeyTemplate":
         """The rowkey is exactly one column's value."""
         t = cls.__new__(cls)
-        t.template, t.parts, t.fields, t._parts = name, [(True, name)], [name], [(True, name)]
+        t.template, t.parts, t.fields, t._parts = name, [(True, name)], [name], [name]
         return t
 
     def render(self, record: Mapping[str, bytes | None]) -> bytes:
         out = []
-        for is_field, part in self._parts:
-            if is_field:
-                value = record.get(part)  # type: ignore[call-overload]
+        for part in self._parts:
+            if isinstance(part, str):
+                value = record.get(part)
                 if not value:
                     raise _Reject(f"rowkey column {part!r} is missing or empty")
                 out.append(value)
@@ -226,15 +227,29 @@ def _format_path(path: str) -> str:
     return base if ext.lower() in _EXTENSIONS else path
 
 
-def open_input(path: str) -> tuple[IO[bytes], IO[bytes]]:
+@runtime_checkable
+class PeekableStream(Protocol):
+    """What open_input gives to read: a binary stream that can look ahead without consuming
+    (io.BufferedReader, or gzip's, bz2's and lzma's file objects)."""
+
+    def read(self, size: int = ..., /) -> bytes: ...
+    def peek(self, size: int, /) -> bytes: ...
+    def __iter__(self) -> Iterator[bytes]: ...
+    def close(self) -> None: ...
+
+
+def open_input(path: str) -> tuple[PeekableStream, IO[bytes]]:
     """(decompressed binary stream, raw stream) for `path` ("-": stdin): gzip, bz2 and xz are
     recognized by their first bytes, so a compressed file loads whatever its name. The raw
     stream is what to close and what progress follows (its position in the file)."""
     import io
 
     raw: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")
-    buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)  # type: ignore[arg-type]
-    head = buffered.peek(8)[:8]  # type: ignore[attr-defined]
+    # a stdin that cannot peek (a test runner's) is buffered; typeshed wants a raw stream
+    # there (readinto...), which IO[bytes] does not promise
+    buffered = (raw if isinstance(raw, PeekableStream)
+                else io.BufferedReader(raw))  # type: ignore[type-var]
+    head = buffered.peek(8)[:8]
     kind = compression_of(path, head)
     if kind is None:
         return buffered, raw
@@ -243,9 +258,9 @@ def open_input(path: str) -> tuple[IO[bytes], IO[bytes]]:
     import lzma
 
     if kind == "gzip":
-        return gzip.GzipFile(fileobj=buffered), raw  # type: ignore[arg-type]
+        return gzip.GzipFile(fileobj=buffered), raw
     opener = {"bz2": bz2.BZ2File, "xz": lzma.LZMAFile}[kind]
-    return opener(buffered), raw  # type: ignore[operator]
+    return opener(buffered), raw
 
 
 def binary_reason(sample: bytes) -> str | None:
@@ -303,7 +318,7 @@ class _Progress:
             self.pending = 0
 
 
-def _lines(fh: IO[bytes], progress: _Progress) -> Iterator[str]:
+def _lines(fh: Iterable[bytes], progress: _Progress) -> Iterator[str]:
     first = True
     for raw in fh:
         progress.add(len(raw))
@@ -421,9 +436,14 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
         raise errors.InvalidArgument(f"unknown format {fmt!r}; use one of {FORMATS}")
     if not isinstance(batch_size, int) or batch_size < 1:
         raise errors.InvalidArgument("batch_size must be an int >= 1")
-    key: Any = (RowKeyTemplate(rowkey) if rowkey is not None else
-                 RowKeyTemplate.column(rowkey_column) if rowkey_column is not None else
-                 AutoKey(rowkey_auto))  # type: ignore[arg-type]
+    key: RowKeyTemplate | AutoKey
+    if rowkey is not None:
+        key = RowKeyTemplate(rowkey)
+    elif rowkey_column is not None:
+        key = RowKeyTemplate.column(rowkey_column)
+    else:
+        assert rowkey_auto is not None  # exactly one of the three (checked above)
+        key = AutoKey(rowkey_auto)
     schema = table.schema
     families = {f.decode() for f in schema.families}
     if family is None and len(families) == 1:
@@ -431,12 +451,13 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
     if family is not None:
         schema.check_family(family.encode())
     mapped: dict[str, bytes] = {}
-    for name, col in (columns_map or {}).items():
-        fam, sep, qual = col.partition(":")
+    for name, target in (columns_map or {}).items():
+        fam, sep, qual = target.partition(":")
         if not sep or not qual:
-            raise errors.InvalidArgument(f"map {name}={col}: the target must be 'family:qualifier'")
+            raise errors.InvalidArgument(
+                f"map {name}={target}: the target must be 'family:qualifier'")
         schema.check_family(fam.encode())
-        mapped[name] = col.encode("utf-8", "surrogateescape")
+        mapped[name] = target.encode("utf-8", "surrogateescape")
     types = schema.columns
     skip = {rowkey_column} - set(mapped) if rowkey_column is not None else set()
     resolved: dict[str, bytes | None] = {}
@@ -472,7 +493,7 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
     counter = _Progress(stats)
     try:
         if stdin:
-            reason = binary_reason(fh.peek(_SNIFF)[:_SNIFF])  # type: ignore[attr-defined]
+            reason = binary_reason(fh.peek(_SNIFF)[:_SNIFF])
             if reason is not None:
                 raise LoadError(f"standard input is not CSV or JSON-lines text ({reason})")
         lines = _lines(fh, counter)
@@ -655,10 +676,11 @@ def detect_types(path: str, format: str | None = None, *, delimiter: str = ",",
                         col = seen.get(key)
                         if col is None:
                             col = seen[key] = _Seen()
-                        if value is not None:
+                        raw = _json_value(value)
+                        if raw is not None:  # JSON null: no value
                             number = isinstance(value, (int, float)) and \
                                 not isinstance(value, bool)
-                            col.add(_json_value(value), text=not number)  # type: ignore[arg-type]
+                            col.add(raw, text=not number)
         finally:
             if counter.bar is not None:
                 counter.bar.close()

@@ -58,7 +58,8 @@ N_CELLS, CELL0 = 20_000, 10_000
 POINT_COLUMNS = [b"f:port", b"f:mdn"]
 SIZE_TARGETS = (1, 10, 100, 1000)
 # policy variants replayed on the same trace (simulation only): what would close the gap
-VARIANTS = {
+# name -> (policy, make_policy's options)
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "hotscore fill_gaps": ("hotscore", {"fill_gaps": True}),
     "hotscore-per-record fill_gaps": ("hotscore-per-record", {"fill_gaps": True}),
     "hotscore count_period=100": ("hotscore", {"count_period": 100}),
@@ -202,7 +203,12 @@ def _hot_cold(db: Any, ips: list[str], samples: int) -> dict:
     t = db.table(TABLE)
     store = db.store
     chosen = ips[:samples]
-    lk_none, lk_cold, lk_hot, q_cold, q_hot, sizes = [], [], [], [], [], []
+    lk_none: list[float] = []  # seconds: lookups without cache, on a miss, on a hit
+    lk_cold: list[float] = []
+    lk_hot: list[float] = []
+    q_cold: list[float] = []  # seconds: whole queries on a miss, on a hit
+    q_hot: list[float] = []
+    sizes: list[int] = []  # entries per looked-up value
     clock = time.perf_counter
     cache.clear()
     for ip in chosen:
@@ -308,9 +314,11 @@ def run(rows: int = 100_000, queries: int = 10_000, zipf: float = 0.99,
                 for ratio in ratios:
                     for policy in names:
                         note(f"{label}: {policy} at cache ratio {ratio}")
-                        opts = hot_opts if policy in HEAT else {}
+                        heat = policy in HEAT  # the policies that take alpha and count_period
                         with hibase.connect(path, read_only=True, cache=spec, cache_policy=policy,
-                                            cache_capacity=capacities[ratio], **opts) as db:
+                                            cache_capacity=capacities[ratio],
+                                            hotscore_alpha=alpha if heat else None,
+                                            count_period=count_period if heat else None) as db:
                             if backend == "redis":
                                 db.cache.clear()
                             lat = _timed(db, work)
@@ -344,7 +352,7 @@ def run(rows: int = 100_000, queries: int = 10_000, zipf: float = 0.99,
         shutil.rmtree(base, ignore_errors=True)
 
     point = sum(1 for kind, _, _ in work if kind == "point")
-    report = {
+    report: dict[str, Any] = {
         "experiment": "hot-index cache: hit ratio and latency by policy and cache ratio",
         "params": {"rows": rows, "queries": queries, "zipf": zipf, "ratios": ratios,
                    "backends": backends, "redis_nodes": redis_nodes, "seed": seed,

@@ -84,10 +84,11 @@ def _connected(socks: list[socket.socket], wait: float) -> list[socket.socket]:
     deadline = time.monotonic() + wait
     while len(ok) < len(socks) and time.monotonic() < deadline:
         for key, _ in sel.select(timeout=max(0.0, deadline - time.monotonic())):
-            s = key.fileobj
-            sel.unregister(s)
-            if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:  # type: ignore[union-attr]
-                ok.append(s)  # type: ignore[arg-type]
+            sock = key.fileobj
+            assert isinstance(sock, socket.socket)  # what was registered above
+            sel.unregister(sock)
+            if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
+                ok.append(sock)
     sel.close()
     return ok
 

@@ -46,6 +46,7 @@ import hibase
 from hibase.samples.telecom import C_IP, C_PORT, C_URL, TELECOM_COLUMNS, telecom_rows
 from hibase.query import engine
 from hibase.query.ast import Select
+from hibase.query.plan import IndexLookup
 
 __all__ = ["run", "summary"]
 
@@ -151,7 +152,7 @@ def _visits(db: Any, table: str, cond: str) -> tuple[int, str]:
     select = Select(table, (b"f:mdn",), engine.parse_condition(cond), None)
     plan = engine.prepare(select, db.store, db.indexer)[0]
     path = plan.steps[0].path if plan.steps else None
-    if path is None or not hasattr(path, "spec"):
+    if not isinstance(path, IndexLookup):  # no index read
         return 0, "none"
     if path.route is not None:
         return path.route.visits, path.spec.name + " (local)"

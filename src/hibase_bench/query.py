@@ -583,7 +583,7 @@ def run(rows: int = 1_000_000, repeats: int = 50, seed: int = 0, progress: bool 
         <= TARGETS["covered_eq_le10_vs_sqlite_p50_ratio"],
         "load_ratio_3_indexes_embedded": load_ratio <= TARGETS["load_ratio_3_indexes_embedded"],
     }
-    report = {
+    report: dict[str, Any] = {
         "benchmark": "query",
         "rows": rows, "seed": seed, "repeats": repeats,
         "machine": {"python": platform.python_version(), "platform": platform.platform(),

@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 import hibase
 from hibase.samples.telecom import COLUMNS, TELECOM_COLUMNS, telecom_rows, url_value
-from hibase_bench.store import _loadavg, _machine, progress_bar, sqlite_open
+from hibase_bench.store import _loadavg, _machine, embedded_store, progress_bar, sqlite_open
 from hibase.query import scan as scan_mod
 
 __all__ = ["run", "summary", "TARGETS"]
@@ -141,7 +141,7 @@ def _load(tmp: str, rows: int, seed: int, progress: bool, duck: Any) -> dict[str
     db.create_index(TABLE, "by_url", ["f:url"])
     db.create_index(TABLE, "by_end", ["f:end_time"])
     spent["hibase_indexes"] = time.perf_counter() - t0
-    db.store.flush()
+    embedded_store(db).flush()
     db.close()
     t0 = time.perf_counter()
     con.execute(f"CREATE INDEX by_url ON {TABLE}(url)")
@@ -232,7 +232,8 @@ def _fetch_queries(e: dict, repeats: int) -> list[dict]:
         url = url_value(tier, 0).decode()
         cond = f"f.url = '{url}'"
         for cols in (None, [b"f:mdn", b"f:start_time"]):
-            s, rows = _timed(lambda c=cols: list(t.where(cond, columns=c)), repeats)
+            # _timed runs it before the loop moves on: cols needs no binding default
+            s, rows = _timed(lambda: list(t.where(cond, columns=cols)), repeats)
             cpu = _CPU[0]
             keys = _keys(rows)
             peers = _peers(e, _sql_select(cols, "url = ?"), repeats, (url,))

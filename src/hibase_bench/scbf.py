@@ -47,7 +47,7 @@ def _ratio_flag(paper: float | None, exact: float) -> tuple[float | None, bool |
 
 
 def _table1() -> dict[str, Any]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for p, (pk, pm, pn) in PAPER_TABLE1.items():
         k, m, n = optimal_parameters(PAPER_M, p)
         f = 1.0 - (1.0 - 1.0 / m) ** n

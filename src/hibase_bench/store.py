@@ -63,6 +63,7 @@ from tqdm import tqdm
 
 import hibase
 from hibase.samples.telecom import COLUMNS, telecom_rows
+from hibase.store.embedded import EmbeddedStore
 
 __all__ = ["run", "run_durability", "TARGETS"]
 
@@ -188,6 +189,15 @@ def _machine() -> dict[str, Any]:
 
 # -- hibase -----------------------------------------------------------------------------------
 
+def embedded_store(db: hibase.Connection) -> EmbeddedStore:
+    """The embedded store under `db`: these benchmarks measure it (its flush, size on disk,
+    RocksDB files and WAL syncs are its own), so another backend is refused."""
+    store = db.store
+    if not isinstance(store, EmbeddedStore):
+        raise TypeError(f"this benchmark measures the embedded store, not {type(store).__name__}")
+    return store
+
+
 def _hibase_open(path: str) -> tuple[Any, Any]:
     db = hibase.connect(path)
     return db, db.table(TABLE)
@@ -252,13 +262,14 @@ def _hibase_load(path: str, rows: int, seed: int, progress: bool,
         t0, c0 = clock(), time.process_time()
         batch.send()
         put_s = elapsed + clock() - t0
+    store = embedded_store(db)
     t1 = clock()
-    db.store.flush()
+    store.flush()
     flush_s = clock() - t1
     cpu += time.process_time() - c0
-    size_after_flush = db.store.disk_size()
+    size_after_flush = store.disk_size()
     settle_s = _settle_rocksdb(db)
-    size = db.store.disk_size()
+    size = store.disk_size()
     lsm = _lsm_shape(db)
     db.close()
     files = _dir_bytes(path)
@@ -339,7 +350,7 @@ class _SqliteReader:
         self.con = con
         cols = ", ".join(SQL_COLS)
         self.point = f"SELECT {cols} FROM {TABLE} WHERE k = ?"
-        self.in_sql = {}  # n -> statement
+        self.in_sql: dict[int, str] = {}  # n -> statement
         self.cols_sql = cols
 
     def row(self, key: bytes) -> dict[bytes, bytes]:
@@ -382,7 +393,7 @@ def _point_reads(get: Callable[[bytes], dict], keys: list[bytes], warm: list[byt
     for k in warm:
         get(k)
     clock = time.perf_counter
-    lat = []
+    lat: list[float] = []
     append = lat.append
     missing = 0
     gc.collect()
@@ -405,7 +416,7 @@ def _point_reads(get: Callable[[bytes], dict], keys: list[bytes], warm: list[byt
     return {"row_p50_us": quantile(lat, 0.50) * us, "row_p99_us": quantile(lat, 0.99) * us,
             "row_mean_us": sum(lat) / len(lat) * us, "row_min_us": lat[0] * us,
             "row_cpu_us_per_read": cpu / len(lat) * us, "row_missing": missing,
-            "row_disk_read_bytes": None if io0 is None else io1 - io0}  # type: ignore[operator]
+            "row_disk_read_bytes": None if io0 is None or io1 is None else io1 - io0}
 
 
 def _multi_gets(get_many: Callable[[list[bytes]], list], key_sets: list[list[bytes]]
@@ -439,7 +450,7 @@ def _scan(it_factory: Callable[[], Iterator], rows: int, progress: bool, name: s
             bar.update(k)
         el, cpu = clock() - t0, time.process_time() - c0
     io1 = _disk_reads()
-    return el, n, cpu, None if io0 is None else io1 - io0  # type: ignore[operator]
+    return el, n, cpu, None if io0 is None or io1 is None else io1 - io0
 
 
 def run(rows: int = 100_000, workdir: str | None = None, seed: int = 0, reads: int = 20_000,
@@ -598,7 +609,8 @@ def _durability_case(path: str, level: str, threads: int, work: list[list[tuple[
     try:
         db.create_table(TABLE, {"f": {"max_versions": 1}})
         table = db.table(TABLE)
-        stats0 = db.store.durability_stats()
+        store = embedded_store(db)
+        stats0 = store.durability_stats()
 
         def writer(part: list[list[tuple[bytes, dict]]]) -> None:
             if batched:
@@ -619,7 +631,7 @@ def _durability_case(path: str, level: str, threads: int, work: list[list[tuple[
         for w in workers:
             w.join()
         wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-        stats = db.store.durability_stats()
+        stats = store.durability_stats()
         fsyncs = stats["fsyncs"] - stats0["fsyncs"]
         acked = stats["acknowledged"] - stats0["acknowledged"]
         n_rows = sum(len(rows) for rows in work)
@@ -646,7 +658,8 @@ def run_durability(puts: int = 4000, batches: int = 400, batch_rows: int = 100,
     rows = list(islice(telecom_rows(batches * batch_rows, seed + 1), batches * batch_rows))
     grouped = [rows[i:i + batch_rows] for i in range(0, len(rows), batch_rows)]
     own = workdir is None
-    base = tempfile.mkdtemp(prefix="hibase-bench-durability-") if own else workdir
+    base = (workdir if workdir is not None
+            else tempfile.mkdtemp(prefix="hibase-bench-durability-"))
     os.makedirs(base, exist_ok=True)
     cases: dict[str, dict[str, Any]] = {}
     steps = [(level, kind, threads) for level in ("process", "fsync")

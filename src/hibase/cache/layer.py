@@ -173,8 +173,8 @@ class HotCache:
         prefix = b"" if table is None else table_prefix(table)
         with self._lock:
             if self.policy is not None:
-                for key in list(self.policy):
-                    if key.startswith(prefix):
+                for key in list(self.policy):  # the layer's keys are bytes (cache_key)
+                    if isinstance(key, bytes) and key.startswith(prefix):
                         self.policy.discard(key)
             if self._local:
                 self.backend.invalidate(prefix)

@@ -258,7 +258,9 @@ class CacheNodeService:
         if token != self._token:
             log.warning("cache node %s was restarted or flushed; starting afresh", self.url)
             self._reset()
-        records = client.lpop(VISITS, self.batch) or []
+        # redis-py types every command for its sync and async clients at once (value |
+        # Awaitable) and keys as str (redis/redis-py#2399, #3497): LPOP with a count gives a list
+        records: list[bytes] = client.lpop(VISITS, self.batch) or []  # type: ignore[arg-type, assignment]
         policy = self.policy
         delete: set = set()
         admitted: set = set()

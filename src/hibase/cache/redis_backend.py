@@ -500,7 +500,9 @@ class RedisBackend(Backend):
             if not self.node_managed or not info["up"]:
                 continue
             try:
-                raw = node.client.hgetall(STATS)
+                # redis-py types every command for its sync and async clients at once
+                # (value | Awaitable) and keys as str (redis/redis-py#2399, #3497)
+                raw: dict[bytes, bytes] = node.client.hgetall(STATS)  # type: ignore[arg-type, assignment]
             except RedisError:
                 continue
             node_stats.append({k.decode(): _num(v) for k, v in raw.items()})

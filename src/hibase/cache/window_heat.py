@@ -170,11 +170,11 @@ class WindowHeatPolicy(Policy):
                           if k in cached or heat(k) >= self.prune}
             self._prune_at = max(PRUNE_MIN, 2 * len(self._heat))
         if self._shadows is not None:
-            self._climb()
+            self._climb(self._shadows)
 
-    def _climb(self) -> None:
+    def _climb(self, shadows: tuple[WindowHeatPolicy, WindowHeatPolicy]) -> None:
         """The window moves toward the shadow that hit more in the period that ended."""
-        hits = tuple(s.stats["hits"] for s in self._shadows)
+        hits = tuple(s.stats["hits"] for s in shadows)
         small, lru = (now - before for now, before in zip(hits, self._shadow_hits))
         self._shadow_hits = hits
         if lru > small:

@@ -271,7 +271,7 @@ def bench_scbf(probes: int, seed: int, as_json: bool, output: str | None,
     finish_bench(report, as_json, output, _scbf_summary)
 
 
-def _backend_option(ctx: click.Context, param: click.Parameter, value: str) -> str:
+def _backend_option(ctx: click.Context, param: click.Parameter | None, value: str) -> str:
     from ..errors import InvalidArgument
     if value != "embedded":
         require("hbase", f"--backend {value}")
@@ -322,15 +322,15 @@ def bench_query(backend: str, rows: int | None, repeats: int, seed: int, workdir
         hibase bench query --backend thrift://127.0.0.1:9090 --json
     """
     if backend != "embedded":
-        from hibase_bench import query_remote as mod
-        report = mod.run(backend, rows=rows or mod.DEFAULT_ROWS, repeats=repeats, seed=seed,
-                         progress=progress, workdir=workdir)
-        finish_bench(report, as_json, output, mod.summary)
+        from hibase_bench import query_remote
+        report = query_remote.run(backend, rows=rows or query_remote.DEFAULT_ROWS,
+                                  repeats=repeats, seed=seed, progress=progress, workdir=workdir)
+        finish_bench(report, as_json, output, query_remote.summary)
         return
-    from hibase_bench import query as mod
-    report = mod.run(rows=rows or 1_000_000, repeats=repeats, seed=seed, progress=progress,
-                     workdir=workdir)
-    finish_bench(report, as_json, output, mod.summary)
+    from hibase_bench import query
+    report = query.run(rows=rows or 1_000_000, repeats=repeats, seed=seed, progress=progress,
+                       workdir=workdir)
+    finish_bench(report, as_json, output, query.summary)
 
 
 # -- cache and local indexes ---------------------------------------------------------------
@@ -571,7 +571,7 @@ def bench_paper(backend: str, scale: str, out: str, seed: int, progress: bool) -
         if not backend.startswith("thrift://"):
             raise click.BadParameter(f"expected embedded or thrift://host:port, got {backend!r}",
                                      param_hint="--backend")
-        _backend_option(click.get_current_context(), None, backend)  # type: ignore[arg-type]
+        _backend_option(click.get_current_context(), None, backend)
     from hibase_bench import paper
     from hibase_bench.paper.report import headline
 

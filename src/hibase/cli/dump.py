@@ -17,14 +17,16 @@ __all__ = ["dump", "restore"]
 def _bar(enabled: bool | None, desc: str) -> tuple:
     show = sys.stderr.isatty() if enabled is None else enabled
     bar = tqdm(desc=desc, unit=" rows", disable=not show, leave=False, file=sys.stderr)
-    state = {"table": None, "rows": 0}
+    shown: str | None = None  # the table the bar counts, and its rows so far
+    shown_rows = 0
 
     def progress(table: str, rows: int) -> None:
-        if table != state["table"]:
-            state["table"], state["rows"] = table, 0
+        nonlocal shown, shown_rows
+        if table != shown:
+            shown, shown_rows = table, 0
             bar.set_postfix_str(table)
-        bar.update(rows - state["rows"])
-        state["rows"] = rows
+        bar.update(rows - shown_rows)
+        shown_rows = rows
 
     return progress, bar.close
 

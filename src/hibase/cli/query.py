@@ -378,11 +378,11 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
         return
     if cache is None:
         db = open_store(dir, read_only=True)
+    elif cache.startswith("zk://"):  # the cache-node services run the policy there
+        db = open_store(dir, read_only=True, cache=cache)
     else:
-        zk = cache.startswith("zk://")  # the cache-node services run the policy there
-        db = open_store(dir, read_only=True, cache=cache,
-                        **({} if zk else {"cache_policy": cache_policy,
-                                          "cache_capacity": cache_capacity}))
+        db = open_store(dir, read_only=True, cache=cache, cache_policy=cache_policy,
+                        cache_capacity=cache_capacity)
     if explain and not _EXPLAIN.match(statement):
         statement = "EXPLAIN " + statement
     bound = _cli_params(params, named)

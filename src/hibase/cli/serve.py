@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from ..extras import require
@@ -142,15 +144,15 @@ def serve_command(dir: str, thrift: bool, host: str, port: int, thrift2_port: in
                                         (", token", token)) if on)
         click.echo(f"Serving {dir} over HBase Thrift1 on {h}:{p} ({transport} transport, "
                    f"{protocol} protocol{extra}); stop with Ctrl-C or SIGTERM.")
-        if server.thrift2 is not None:  # type: ignore[attr-defined]
-            p2 = server.thrift2.address[1]  # type: ignore[attr-defined]
+        if server.thrift2 is not None:
+            p2 = server.thrift2.address[1]
             click.echo(f"Thrift2 (getScannerResults) on {h}:{p2}; hibase clients: "
                        f"{scheme}://{h}:{p}?thrift2_port={p2}")
         click.echo(f"Clients allowed from {' '.join(allow or DEFAULT_ALLOW)}.")
         if not allow and host not in ("127.0.0.1", "localhost", "::1"):
             click.echo(f"Note: listening on {host}, but only loopback clients may connect; "
                        "open networks with --allow CIDR.", err=True)
-        click.get_text_stream("stdout").flush()
+        sys.stdout.flush()  # the address lines reach a parent reading our stdout now
 
     db = open_store(dir, create=not read_only, read_only=read_only, durability=durability)
     if not read_only:  # a read-only gateway serves the catalog a writable one published

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, Iterator
+from typing import Any, Generator
 
 import click
 
@@ -144,8 +144,10 @@ class Shell:
             note(summary + (f" ({ms:.1f} ms)" if self.timing else ""))
 
 
-def _lines(interactive: bool, history: str | None) -> Iterator[tuple[str, bool]]:
-    """(line, at the start of a statement) pairs, from readline in a terminal or stdin."""
+def _lines(interactive: bool,
+           history: str | None) -> Generator[tuple[str, bool], bool | None, None]:
+    """(line, at the start of a statement) pairs, from readline in a terminal or stdin; in a
+    terminal the caller sends whether the next line starts a statement (next(): it does)."""
     if not interactive:
         for line in sys.stdin:
             yield line.rstrip("\n"), True
@@ -168,8 +170,8 @@ def _lines(interactive: bool, history: str | None) -> Iterator[tuple[str, bool]]
                 fresh = True
                 yield "\x03", True  # drop the statement being typed
                 continue
-            fresh = yield line, fresh  # type: ignore[misc]
-            fresh = True if fresh is None else fresh
+            sent = yield line, fresh
+            fresh = True if sent is None else sent
     except EOFError:
         click.echo("")
     finally:

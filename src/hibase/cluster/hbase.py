@@ -136,10 +136,10 @@ class HBaseCluster:
         self.redis_nodes = redis_nodes
         self.heap_mb = heap_mb
         state = self._state()
-        self.thrift_port = thrift_port or state.get("thrift_port")
+        self.thrift_port: int | None = thrift_port or state.get("thrift_port")
         # HBase's Thrift2 server (one-call short scans: see store/hbase/thrift2.py)
-        self.thrift2_port = state.get("thrift2_port")
-        self.zk_port = zk_port or state.get("zk_port")
+        self.thrift2_port: int | None = state.get("thrift2_port")
+        self.zk_port: int | None = zk_port or state.get("zk_port")
         self.redis_ports: list[int] = list(state.get("redis_ports", []))
         # Apache Phoenix's server jars and WAL codec in HBase (None: as recorded, else on)
         self.phoenix = bool(state.get("phoenix", True)) if phoenix is None else phoenix
@@ -168,7 +168,7 @@ class HBaseCluster:
                        "redis_ports": self.redis_ports, "phoenix": self.phoenix,
                        "coprocessor": self.coprocessor,
                        "markers": processes}, fh, indent=1)
-        if processes.get("thrift"):
+        if processes.get("thrift") and self.thrift_port is not None:  # a port once started
             _register(self.thrift_port, self.dir)
 
     @property
@@ -219,6 +219,8 @@ class HBaseCluster:
         """Whether the Thrift2 server answers a one-row scan of hbase:meta."""
         from ..store.hbase.thrift2 import Thrift2Pool, scan_of
 
+        if self.thrift2_port is None:  # no port chosen: never started
+            return False
         pool = Thrift2Pool("127.0.0.1", self.thrift2_port, 1, 10000)
         try:
             pool.call("getScannerResults", b"hbase:meta",

@@ -330,6 +330,7 @@ def values_with_counts(n: int, seed: int = 0, column: bytes | Sequence[bytes] = 
     out = []
     for target in targets:
         if target <= 0:
+            value: bytes | tuple[bytes, ...] | None  # None: no absent value known
             if isinstance(column, bytes):
                 value = absent_value(column)
             else:  # a tuple whose first value never occurs

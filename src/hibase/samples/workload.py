@@ -10,11 +10,12 @@ import math
 from collections import Counter
 from typing import Any
 
+from .. import errors
 from .telecom import COLUMNS, TELECOM_COLUMNS
 
 __all__ = ["Stats", "nearest", "paper_queries", "COVERED", "QUERY_TYPES", "SQL_COLUMNS", "INT_COLUMNS"]
 
-(C_MDN, C_START, _, C_IP, C_PORT, C_URL, *_) = COLUMNS
+(C_MDN, C_START, _, C_IP, C_PORT, C_URL, *_rest) = COLUMNS
 QUERY_TYPES = ("MDN (rowkey prefix) + time window", "IP + time window", "IP + PORT", "URL")
 SQL_COLUMNS = [c.split(b":", 1)[1].decode() for c in COLUMNS]  # mdn, start_time, ...
 INT_COLUMNS = {c.split(":", 1)[1] for c, t in TELECOM_COLUMNS.items() if t in ("int", "long")}
@@ -69,6 +70,9 @@ def paper_queries(stats: Stats, table: str, covered: bool = False,
     MDN: the busiest subscriber in the middle half of the time span (a rowkey prefix: the
     peers read it as a key range); IP: an address with ~0.5% of rows, same window; IP + PORT:
     a pair with ~0.05%; URL: a URL with ~0.005% of rows (the paper's 1,155-row case at 1M)."""
+    if stats.t_min is None or stats.t_max is None:
+        raise errors.InvalidArgument("paper_queries picks its values from counted rows: "
+                                     "stats holds none (Stats.add each row loaded)")
     rows = stats.rows
     span = stats.t_max - stats.t_min
     lo, hi = stats.t_min + span // 4, stats.t_min + 3 * span // 4
@@ -84,7 +88,7 @@ def paper_queries(stats: Stats, table: str, covered: bool = False,
         q = f"SELECT {', '.join(c.replace(':', '.') for c in COVERED)} FROM {table} WHERE "
         p = f"SELECT k, {', '.join(c.split(':')[1] for c in COVERED)} FROM {peer_table} WHERE "
     m = mdn.decode()
-    out = [
+    out: list[dict[str, Any]] = [
         {"type": QUERY_TYPES[0], "hibase": q + f"ROWKEY LIKE '{_text(mdn)}%' AND {window}",
          "sql": p + "k >= ? AND k < ? AND start_time BETWEEN ? AND ?",
          "params": (m, m + ":", lo, hi)},  # ':' sorts right after '9': the prefix's end

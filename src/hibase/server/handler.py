@@ -464,7 +464,7 @@ class Handler:
             return ([Mutation("put", name, row, data, ts)] if data else []), (ts, data)
 
         ts, data = self.connection.read_modify_write(
-            name, row, schema.check_columns(columns) if columns else [], append_to)
+            name, row, schema.check_columns(columns) or [], append_to)
         return self._tcells({c: [(ts, v)] for c, v in data.items()})
 
     def checkAndPut(self, tableName: Any, row: Any, column: Any, value: Any, mput: Any,

@@ -81,13 +81,15 @@ def _with_hello(service: Any) -> Any:
         HELLO + "_result": getattr(hello, HELLO + "_result")})
 
 
-def _make_processor(service: Any, handler: Any, io_error: type, illegal: type | None = None,
-                    exists: type | None = None, policy: Policy | None = None,
+def _make_processor(service: Any, handler: Any, io_error: Any, illegal: Any = None,
+                    exists: Any = None, policy: Policy | None = None,
                     thrift2: bool = False) -> Any:
     """A processor of `service` calling `handler`; `io_error`, `illegal`, `exists`: the IDL's
     IOError / IllegalArgument / AlreadyExists classes (Thrift1's names, or Thrift2's TIOError
-    and TIllegalArgument). `policy`: calls it refuses are answered with `io_error` before the
-    handler sees them (policy.py); the hello call marks the caller's connection trusted."""
+    and TIllegalArgument; thriftpy2 makes them when it loads the IDL, so like the service they
+    have no static type: each has a `message` field). `policy`: calls it refuses are answered
+    with `io_error` before the handler sees them (policy.py); the hello call marks the caller's
+    connection trusted."""
     from thriftpy2.thrift import TApplicationException, TProcessor
 
     declared = tuple(c for c in (io_error, illegal, exists) if c is not None)
@@ -245,14 +247,15 @@ class ThriftServer:
         self.idle_timeout, self.read_timeout = float(idle_timeout), float(read_timeout)
         self.max_connections, self.limits = max_connections, limits
         self._scanner = wire.MessageScanner(protocol, limits)
-        self.handler = Handler(self.connection, self.idl, scanner_timeout)
+        handler = Handler(self.connection, self.idl, scanner_timeout)
+        self.handler: Handler | Thrift2Handler = handler
         if interface == "thrift1":
             self._processor = _make_processor(_with_hello(self.idl.Hbase), self.handler,
                                               self.idl.IOError, self.idl.IllegalArgument,
                                               self.idl.AlreadyExists, self.policy)
         else:  # the Thrift2 calls hibase serves, answered through the Thrift1 handler
             idl2 = load_idl2()
-            self.handler = Thrift2Handler(self.handler, idl2)
+            self.handler = Thrift2Handler(handler, idl2)
             self._processor = _make_processor(idl2.THBaseService, self.handler, idl2.TIOError,
                                               idl2.TIllegalArgument, policy=self.policy,
                                               thrift2=True)
@@ -273,6 +276,8 @@ class ThriftServer:
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
         self._acceptor: threading.Thread | None = None
+        # serve(thrift2_port=...): the Thrift2 server beside this one, on the same store
+        self.thrift2: ThriftServer | None = None
 
     # -- life cycle --------------------------------------------------------------------------
     @property
@@ -305,8 +310,9 @@ class ThriftServer:
         self._sel.register(sock, selectors.EVENT_READ, _LISTEN)
         self._sel.register(self._wake_r, selectors.EVENT_READ, _WAKE)
         self.port = sock.getsockname()[1]
-        self.handler.server_name = self.host.encode()
-        self.handler.server_port = self.port
+        if isinstance(self.handler, Handler):  # Thrift1's region locations name this server
+            self.handler.server_name = self.host.encode()
+            self.handler.server_port = self.port
         self._acceptor = threading.Thread(target=self._loop, name="hibase-thrift-loop",
                                           daemon=True)
         self._acceptor.start()
@@ -471,8 +477,11 @@ class ThriftServer:
     def _handshake(self, conn: "_Conn") -> bool:
         """Advance a TLS handshake without blocking; True once done (False: waiting, or failed
         and closed)."""
+        sock = conn.sock
+        if not isinstance(sock, ssl.SSLSocket):  # a plain socket (handshaking is TLS only)
+            return True
         try:
-            conn.sock.do_handshake()
+            sock.do_handshake()
         except ssl.SSLWantReadError:
             self._want_write(conn, False)
             return False
@@ -500,8 +509,10 @@ class ThriftServer:
         if conn.handshaking and not self._handshake(conn):
             return
         got = 0
-        tls = self._tls is not None
-        while got < _READ_PER_EVENT or tls and conn.sock.pending():
+        sock = conn.sock
+        # TLS: bytes already decrypted wait in the socket, not the selector's view of it
+        tls = sock if isinstance(sock, ssl.SSLSocket) else None
+        while got < _READ_PER_EVENT or tls is not None and tls.pending():
             try:
                 data = conn.sock.recv(_RECV)
             except (BlockingIOError, InterruptedError, ssl.SSLWantReadError,
@@ -738,7 +749,7 @@ def serve(store: str | os.PathLike | Connection, host: str = "127.0.0.1",
         # one store, both servers
         store = owned = connect(os.fspath(store), read_only=bool(options.get("read_only")))
     server2 = None
-    previous: dict[int, Any] = {}
+    previous: dict[signal.Signals, Any] = {}
     in_main = threading.current_thread() is threading.main_thread()
     try:
         server = ThriftServer(store, host, port, transport, protocol, workers, scanner_timeout,
@@ -746,7 +757,7 @@ def serve(store: str | os.PathLike | Connection, host: str = "127.0.0.1",
         if thrift2_port is not None:
             server2 = ThriftServer(store, host, thrift2_port, transport, protocol, workers,
                                    scanner_timeout, interface="thrift2", **options)
-        server.thrift2 = server2  # type: ignore[attr-defined]
+        server.thrift2 = server2
         try:
             server.start()
             if server2 is not None:
