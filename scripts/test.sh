@@ -27,6 +27,8 @@ if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
 .venv/bin/python -m pip install --quiet -e '.[dev]'
-# HBase's and Phoenix's jars into the local Maven repository (once; cached) before the clock runs
+# HBase's, Phoenix's and the MapReduce build job's jars into the local Maven repository (once;
+# cached) before the clock runs
 .venv/bin/python -c "from hibase.cluster.phoenix import phoenix_classpath; phoenix_classpath()"
+.venv/bin/python -c "from hibase.cluster.mapreduce import job_classpath; job_classpath(True)"
 exec .venv/bin/python -m pytest -q "$@"

@@ -396,12 +396,24 @@ class Connection:
     # -- secondary indexes ---------------------------------------------------------------------
     def create_index(self, table: str | bytes, name: str, columns: Any,
                      covering: Any = None, local: bool = False, processes: int | None = None,
-                     progress: Any = None, build: bool = True) -> dict:
+                     progress: Any = None, build: bool = True, distributed: bool = False,
+                     map_slots: int | None = None) -> dict:
         """Create an index on declared `columns` (a composite index answers any prefix of
         them), carrying `covering` columns, and build it from the table's rows. local=True makes
         a local (per-region) index: its rows live with each region's data and lookups visit the
         regions its routing filters cannot rule out. build=False (SQL's CREATE INDEX ... ASYNC)
-        leaves it "building": writes maintain it, queries do not use it until build_index."""
+        leaves it "building": writes maintain it, queries do not use it until build_index.
+        distributed=True (HBase only) builds it with a MapReduce job, one map task per region
+        (index/distributed.py; `map_slots` tasks at once under the LocalJobRunner); the
+        job's report is the returned dict's "build"."""
+        if distributed and build:
+            from .index.distributed import _check_store, build_distributed
+            _check_store(self.store)
+            full = self._full(table)
+            spec = self.indexer.create(full, name, columns, covering or (), local, build=False)
+            stats = build_distributed(self.indexer, full, name, map_slots=map_slots,
+                                      progress=progress)
+            return {**self.indexer.catalog.get(full, name).describe(), "build": stats}
         spec = self.indexer.create(self._full(table), name, columns, covering or (), local,
                                    processes, progress, build)
         return spec.describe()
@@ -425,8 +437,15 @@ class Connection:
         return self.indexer.bulk(self._full(table), processes, progress)
 
     def build_index(self, table: str | bytes, name: str, processes: int | None = None,
-                    progress: Any = None) -> dict:
-        """Rebuild an index from the table (writes wait meanwhile)."""
+                    progress: Any = None, distributed: bool = False,
+                    map_slots: int | None = None) -> dict:
+        """Rebuild an index from the table (writes wait meanwhile). distributed=True (HBase
+        only): as a MapReduce job, one map task per region (see create_index); the stats
+        then hold the job's report under "job"."""
+        if distributed:
+            from .index.distributed import build_distributed
+            return build_distributed(self.indexer, self._full(table), name,
+                                     map_slots=map_slots, progress=progress)
         return self.indexer.build(self._full(table), name, processes, progress)
 
     def sql(self, statement: str, params: Any = None, range_method: str = "auto",

@@ -79,6 +79,26 @@ _processes_option = click.option(
 _progress_option = click.option("--progress/--no-progress", default=None,
                                 help="Show a progress bar over regions on stderr (default: "
                                      "when stderr is a terminal).")
+_distributed_option = click.option(
+    "--distributed", is_flag=True,
+    help="HBase only: run the build as a map-only MapReduce job, one map task per region "
+         "(the LocalJobRunner here, YARN with a cluster's HADOOP_CONF_DIR; HBase found by "
+         "HBASE_CONF_DIR or the `hibase cluster` serving the URL).")
+_map_slots_option = click.option(
+    "--map-slots", type=click.IntRange(min=1), metavar="N",
+    help="With --distributed under the LocalJobRunner: map tasks run at once (default: one "
+         "per CPU).")
+
+
+def _job_note(stats: dict) -> None:
+    """The MapReduce job's figures: rows/s per task and in total, and its log."""
+    job = stats.get("job")
+    if not job:
+        return
+    rates = ", ".join(f"{t['rows_per_s']:.0f}" for t in job["tasks"] if t["rows_per_s"])
+    note(f"MapReduce job {job['job']}: {len(job['tasks'])} map task(s), {job['rows']} row(s) "
+         f"in {job['seconds']:.2f} s = {job['rows_per_s'] or 0:.0f} rows/s in total; per task "
+         f"rows/s: {rates or '-'} (log {job['log']}).")
 
 
 @index.command("create")
@@ -97,8 +117,11 @@ _progress_option = click.option("--progress/--no-progress", default=None,
                    "global one.")
 @_processes_option
 @_progress_option
+@_distributed_option
+@_map_slots_option
 def index_create(dir: str, table: str, name: str, columns: list[str], covering: list[str],
-                 local: bool, processes: int | None, progress: bool) -> None:
+                 local: bool, processes: int | None, progress: bool, distributed: bool,
+                 map_slots: int | None) -> None:
     """Create a global index NAME on TABLE and build it from the rows already there.
 
     From then on every put, delete, batch and counter keeps it exact. The build runs over the
@@ -110,6 +133,7 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
         hibase index create data/ telecom by_ip --column f:ip
         hibase index create data/ telecom by_ip_port -c f:ip -c f:port --cover f:url
         hibase index create data/ telecom by_cell -c f:cell_id --local
+        hibase index create thrift://127.0.0.1:9090 telecom by_ip -c f:ip --distributed
     """
     db = open_store(dir)
     t = db.table(table)  # an unknown table fails before anything else
@@ -126,12 +150,15 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
     t0 = time.perf_counter()
     try:
         spec = db.create_index(table, name, columns, covering=covering, local=local,
-                               processes=processes, progress=bar)
+                               processes=processes, progress=bar, distributed=distributed,
+                               map_slots=map_slots)
     finally:
         close()
     kind = "local index" if spec.get("local") else "index"
-    note(f"Created {kind} {name!r} on {table!r} ({_spec_line(spec)}), built over {regions} "
-          f"region(s) in {time.perf_counter() - t0:.2f} s.")
+    how = " by a MapReduce job" if distributed else ""
+    note(f"Created {kind} {name!r} on {table!r} ({_spec_line(spec)}), built{how} over "
+         f"{regions} region(s) in {time.perf_counter() - t0:.2f} s.")
+    _job_note(spec.get("build") or {})
 
 
 @index.command("build")
@@ -140,7 +167,10 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
 @click.argument("name")
 @_processes_option
 @_progress_option
-def index_build(dir: str, table: str, name: str, processes: int | None, progress: bool) -> None:
+@_distributed_option
+@_map_slots_option
+def index_build(dir: str, table: str, name: str, processes: int | None, progress: bool,
+                distributed: bool, map_slots: int | None) -> None:
     """Rebuild index NAME from the table's rows (HiBase's batch build of static data).
 
     Safe to interrupt and run again: an interrupted build leaves the index unused by queries
@@ -150,17 +180,20 @@ def index_build(dir: str, table: str, name: str, processes: int | None, progress
 
     \b
         hibase index build data/ telecom by_ip --processes 2
+        hibase index build thrift://127.0.0.1:9090 telecom by_ip --distributed
     """
     db = open_store(dir)
     bar, close = _progress_bar(progress, f"building {name}", len(db.table(table).regions()))
     t0 = time.perf_counter()
     try:
-        stats = db.build_index(table, name, processes=processes, progress=bar)
+        stats = db.build_index(table, name, processes=processes, progress=bar,
+                               distributed=distributed, map_slots=map_slots)
     finally:
         close()
     note(f"Built index {name!r} on {table!r}: {stats['rows_indexed']} row(s) indexed, "
           f"{stats['values']} distinct value(s), {stats['regions']} region(s), "
           f"{time.perf_counter() - t0:.2f} s.")
+    _job_note(stats)
 
 
 def _index_items(db: Connection, table: str | None) -> Iterator[dict]:

@@ -1,0 +1,126 @@
+"""The index build as a job on a distributed engine: a map-only MapReduce job over the table's
+HBase regions (io.hibase.IndexBuildJob, cluster/mapreduce.py), one map task per region, as the
+seed papers build static data and as Phoenix's IndexTool does. `hibase index create|build ...
+--distributed`, `Connection.create_index(..., distributed=True)`, `build_index(...,
+distributed=True)`.
+
+This module does what build.py does around the scan and leaves the rows to the job:
+
+- an index the region server keeps (IndexSpec.server: hibase's IndexObserver runs on the table)
+  goes stale (the coprocessor stops writing it), is cleared, becomes `building` (the
+  coprocessor keeps every write from then on) and each map task sends its region's row keys as
+  reindex requests, which the coprocessor answers under each row's lock by writing the row's
+  entry and count unless a write did already (build.py's _build_server, spread over tasks).
+  Safe against concurrent writes of any client: nothing the job computes can be stale.
+- a client-kept index (no coprocessor on the table): under this process's write lock the
+  index is cleared and each map task computes its rows' entries with HibaseCodec (the Python
+  build's bytes) and writes them verified, then its value counts in a count cell of its own.
+  That is the one-process build's guarantee and no more: writers of this process wait, those
+  of other processes are not stopped (on HBase the store's write lock is process-local).
+  Local client-kept indexes are not built this way (their rows depend on the recorded region
+  layout): the error says to build them without --distributed.
+
+The embedded store has no HBase regions to run a job over: a one-line error says so.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Callable
+
+from .. import errors
+from ..codec import prefix_successor
+from .local import local_value_table, split_key
+from .spec import BUILDING, READY, STALE, decode_count, index_table, value_table
+
+__all__ = ["build_distributed"]
+
+
+def _hbase_names(store, table: str) -> tuple[str, str]:
+    """The HBase names (store prefix included) of `table` and of its global index table."""
+    from ..store.hbase.kv import _kv_hbase
+    prefix = store._prefix.decode()
+    return prefix + table, prefix + _kv_hbase(index_table(table))
+
+
+def _check_store(store) -> None:
+    if getattr(store, "kind", "embedded") != "hbase" or not hasattr(store, "_prefix"):
+        raise errors.InvalidArgument(
+            f"--distributed runs the build as a MapReduce job over HBase regions; the store "
+            f"at {store.path} is not HBase (an embedded store or a gateway): build without "
+            "--distributed")
+
+
+def _counted(store, spec) -> tuple[int, int]:
+    """(rows indexed, distinct values) as the index's value counts say."""
+    rows = values = 0
+    if spec.local:
+        for key, raw in store.kv_scan(local_value_table(spec.table)):
+            if key[split_key(key)[1]:][:2] == spec.alias:
+                rows += decode_count(raw)
+                values += 1
+        return rows, values
+    for alias in spec.aliases:
+        for _, raw in store.kv_scan(value_table(spec.table), alias, prefix_successor(alias)):
+            rows += decode_count(raw)
+            values += 1
+    return rows, values
+
+
+def build_distributed(indexer, table: str, name: str, *, map_slots: int | None = None,
+                      log_dir: str | None = None,
+                      progress: Callable[[int, int], Any] | None = None) -> dict[str, Any]:
+    """Rebuild index `name` of `table` with the MapReduce job; returns build_index's stats
+    ({"rows_indexed", "values", "regions"}) and "job": the job's report (tasks with rows and
+    milliseconds each, rows/s per task and in total, the log's path)."""
+    from ..cluster.mapreduce import hbase_conf_dir, job_jar, run_build_job
+
+    store, catalog = indexer.store, indexer.catalog
+    _check_store(store)
+    spec = catalog.get(table, name)
+    if spec.local and not spec.server:
+        raise errors.InvalidArgument(
+            f"index {name!r} is a local index kept by the clients (hibase's coprocessor does "
+            "not run on the table): --distributed builds global indexes and server-kept ones; "
+            "build it without --distributed")
+    conf_dir = hbase_conf_dir(store.opts["host"], store.opts["port"])
+    job_jar()  # compiled (once) before the index is touched: a missing JDK changes nothing
+    data_table, idx_table = _hbase_names(store, table)
+    try:
+        if spec.state != BUILDING:
+            catalog.set_state(spec, BUILDING)  # as IndexManager.build: others stop querying
+        indexer._wait_lease()  # every writer maintains it (or knows it changed) from here
+        indexer._follow_splits(table, [spec], force=True)
+        regions = len(store.regions(table))
+        body = json.loads(spec.to_json())
+        body.update(upkeep="server", state="building")  # the Java side's Spec fields
+        run = lambda mode: run_build_job(  # noqa: E731
+            mode, json.dumps(body).encode(), data_table, idx_table, conf_dir=conf_dir,
+            regions=regions, map_slots=map_slots, log_dir=log_dir)
+        t0 = time.perf_counter()
+        if spec.server:
+            catalog.set_state(spec, STALE)
+            store.wait_lease()
+            catalog.clear(spec)
+            catalog.set_state(spec, BUILDING)
+            store.wait_lease()
+            report = run("reindex")
+            catalog.set_state(spec, READY)
+        else:
+            with store.write_lock():
+                catalog.clear(spec)
+                report = run("entries")
+                catalog.set_state(spec, READY)
+        seconds = time.perf_counter() - t0
+        if progress:
+            progress(regions, regions)
+    finally:
+        indexer._invalidate_cache(table)
+    rows, values = _counted(store, spec)
+    for t in report["tasks"]:
+        t["rows_per_s"] = round(t["rows"] / (t["ms"] / 1000), 1) if t["ms"] else None
+    report["rows_per_s"] = round(report["rows"] / report["seconds"], 1) \
+        if report["seconds"] else None
+    report["build_seconds"] = round(seconds, 3)  # the job plus the state changes around it
+    return {"rows_indexed": rows, "values": values, "regions": regions, "job": report}
