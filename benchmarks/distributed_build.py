@@ -28,6 +28,7 @@ import time
 import happybase
 
 import hibase
+from hibase.cluster.mapreduce import MapReduceJob
 
 
 def _rows(n: int):
@@ -96,7 +97,7 @@ def main() -> int:
             assert s["rows_indexed"] == a.rows, s
             assert c.verify_index("orders", iname)["ok"]
             t0 = time.perf_counter()
-            s = c.build_index("orders", iname, distributed=True, map_slots=a.map_slots)
+            s = c.build_index("orders", iname, job=MapReduceJob(map_slots=a.map_slots))
             dist.append((time.perf_counter() - t0, s["job"]))
             assert s["rows_indexed"] == a.rows, s
             assert c.verify_index("orders", iname)["ok"]

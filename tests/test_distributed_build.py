@@ -28,6 +28,7 @@ from click.testing import CliRunner
 import hibase
 from hibase.cli import cli
 from hibase.cluster.local import ServerMissing
+from hibase.cluster.mapreduce import MapReduceJob
 from servers import in_ci
 
 CITIES = [b"NY", b"SF", b"LA", b"Paris", b"Oslo"]
@@ -173,7 +174,7 @@ def test_distributed_build_with_concurrent_writes(hbase):
         th.start()
         time.sleep(0.5)
         before = written[0]
-        stats = db.build_index("orders", "by_city", distributed=True, map_slots=2)
+        stats = db.build_index("orders", "by_city", job=MapReduceJob(map_slots=2))
         during = written[0] - before
         stop.set()
         th.join(60)
@@ -217,7 +218,7 @@ def test_client_kept_index_gets_the_one_process_builds_rows(hbase):
 
         one_process = snapshot()
         for name in ("by_city", "by_city_total"):
-            stats = db.build_index("orders", name, distributed=True)
+            stats = db.build_index("orders", name, job=MapReduceJob())
             assert stats["job"]["mode"] == "entries"
             assert stats["rows_indexed"] == 2000 if name == "by_city" else True
             assert db.verify_index("orders", name)["ok"]
@@ -252,9 +253,8 @@ def test_a_failing_job_is_one_line_naming_its_log(hbase, monkeypatch):
         db.create_table("orders", {"d": {}}, columns={"d:city": "string"})
         db.table("orders").put(b"r1", {b"d:city": b"NY"})
         db.create_index("orders", "by_city", ["d:city"])
-        from hibase.index import distributed
-        monkeypatch.setattr(distributed, "_hbase_names",
-                            lambda store, table: (f"{prefix}_no_such_table", "nope"))
+        monkeypatch.setattr(db.store.__class__, "hbase_name", lambda self, name, kv=False:
+                            "nope" if kv else f"{prefix}_no_such_table")
         got = CliRunner().invoke(cli, ["index", "build", url, "orders", "by_city",
                                        "--distributed"])
         assert got.exit_code == 1

@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterator, Mapping, Protocol
 
 from . import codec, errors
 from .cache.config import DEFAULT_CACHE, DEFAULT_POLICY, open_cache
+from .index.distributed import BuildJob, build_distributed
 from .index.manager import IndexManager
 from . import sql as sqlexec
 from .query import engine
@@ -396,23 +397,21 @@ class Connection:
     # -- secondary indexes ---------------------------------------------------------------------
     def create_index(self, table: str | bytes, name: str, columns: Any,
                      covering: Any = None, local: bool = False, processes: int | None = None,
-                     progress: Any = None, build: bool = True, distributed: bool = False,
-                     map_slots: int | None = None) -> dict:
+                     progress: Any = None, build: bool = True,
+                     job: BuildJob | None = None) -> dict:
         """Create an index on declared `columns` (a composite index answers any prefix of
         them), carrying `covering` columns, and build it from the table's rows. local=True makes
         a local (per-region) index: its rows live with each region's data and lookups visit the
         regions its routing filters cannot rule out. build=False (SQL's CREATE INDEX ... ASYNC)
         leaves it "building": writes maintain it, queries do not use it until build_index.
-        distributed=True (HBase only) builds it with a MapReduce job, one map task per region
-        (index/distributed.py; `map_slots` tasks at once under the LocalJobRunner); the
+        job: build it on a distributed engine instead (HBase only; index/distributed.py),
+        e.g. `job=hibase.cluster.mapreduce.MapReduceJob()`, one map task per region; the
         job's report is the returned dict's "build"."""
-        if distributed and build:
-            from .index.distributed import _check_store, build_distributed
-            _check_store(self.store)
+        if job is not None and build:
+            job.check(self.store)  # refused before the index is defined
             full = self._full(table)
             spec = self.indexer.create(full, name, columns, covering or (), local, build=False)
-            stats = build_distributed(self.indexer, full, name, map_slots=map_slots,
-                                      progress=progress)
+            stats = build_distributed(self.indexer, full, name, job, progress=progress)
             return {**self.indexer.catalog.get(full, name).describe(), "build": stats}
         spec = self.indexer.create(self._full(table), name, columns, covering or (), local,
                                    processes, progress, build)
@@ -437,15 +436,13 @@ class Connection:
         return self.indexer.bulk(self._full(table), processes, progress)
 
     def build_index(self, table: str | bytes, name: str, processes: int | None = None,
-                    progress: Any = None, distributed: bool = False,
-                    map_slots: int | None = None) -> dict:
-        """Rebuild an index from the table (writes wait meanwhile). distributed=True (HBase
-        only): as a MapReduce job, one map task per region (see create_index); the stats
-        then hold the job's report under "job"."""
-        if distributed:
-            from .index.distributed import build_distributed
-            return build_distributed(self.indexer, self._full(table), name,
-                                     map_slots=map_slots, progress=progress)
+                    progress: Any = None, job: BuildJob | None = None) -> dict:
+        """Rebuild an index from the table (writes wait meanwhile). job: on a distributed
+        engine instead (see create_index); the stats then hold the job's report under
+        "job"."""
+        if job is not None:
+            return build_distributed(self.indexer, self._full(table), name, job,
+                                     progress=progress)
         return self.indexer.build(self._full(table), name, processes, progress)
 
     def sql(self, statement: str, params: Any = None, range_method: str = "auto",

@@ -90,6 +90,14 @@ _map_slots_option = click.option(
          "per CPU).")
 
 
+def _job(distributed: bool, map_slots: int | None) -> Any:
+    """The distributed engine's job for --distributed (None: build in this process)."""
+    if not distributed:
+        return None
+    from ..cluster.mapreduce import MapReduceJob
+    return MapReduceJob(map_slots)
+
+
 def _job_note(stats: dict) -> None:
     """The MapReduce job's figures: rows/s per task and in total, and its log."""
     job = stats.get("job")
@@ -150,8 +158,8 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
     t0 = time.perf_counter()
     try:
         spec = db.create_index(table, name, columns, covering=covering, local=local,
-                               processes=processes, progress=bar, distributed=distributed,
-                               map_slots=map_slots)
+                               processes=processes, progress=bar,
+                               job=_job(distributed, map_slots))
     finally:
         close()
     kind = "local index" if spec.get("local") else "index"
@@ -187,7 +195,7 @@ def index_build(dir: str, table: str, name: str, processes: int | None, progress
     t0 = time.perf_counter()
     try:
         stats = db.build_index(table, name, processes=processes, progress=bar,
-                               distributed=distributed, map_slots=map_slots)
+                               job=_job(distributed, map_slots))
     finally:
         close()
     note(f"Built index {name!r} on {table!r}: {stats['rows_indexed']} row(s) indexed, "

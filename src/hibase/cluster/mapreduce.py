@@ -28,7 +28,7 @@ from .jars import _tool, cache_dir, classpath, resolve
 from .local import ClusterError
 
 __all__ = ["JOB", "SOURCES", "job_jar", "job_classpath", "run_build_job", "hbase_conf_dir",
-           "JobFailed"]
+           "JobFailed", "MapReduceJob"]
 
 JOB = "io.hibase.IndexBuildJob"
 SOURCES = (*COPRO_SOURCES, "java/io/hibase/IndexBuildJob.java")
@@ -168,3 +168,33 @@ def run_build_job(mode: str, spec_json: bytes, data_table: str, index_table: str
                         f"{_log_error(log)} (job log: {log})", log)
     report["log"] = log
     return report
+
+
+class MapReduceJob:
+    """The index build's job for `Connection.create_index(..., job=MapReduceJob())` and
+    `build_index(..., job=...)` (`hibase index create|build ... --distributed`): one map task
+    per region, `map_slots` at once under the LocalJobRunner; logs under `log_dir`."""
+
+    def __init__(self, map_slots: int | None = None, log_dir: str | None = None):
+        self.map_slots = map_slots
+        self.log_dir = log_dir
+
+    def check(self, store: Any) -> None:
+        """Only a store on a real HBase (whose configuration is found) can run the job; the
+        jar is compiled here, before the build changes anything."""
+        from ..errors import InvalidArgument
+        from ..store.hbase import HBaseStore
+        if not isinstance(store, HBaseStore):
+            raise InvalidArgument(
+                f"--distributed runs the build as a MapReduce job over HBase regions; the "
+                f"store at {store.path} is not HBase (an embedded store or a gateway): build "
+                "without --distributed")
+        hbase_conf_dir(store.opts["host"], store.opts["port"])
+        job_jar()
+
+    def run(self, store: Any, mode: str, spec_json: bytes, table: str, index_kv: str,
+            regions: int) -> dict[str, Any]:
+        return run_build_job(mode, spec_json, store.hbase_name(table),
+                             store.hbase_name(index_kv, kv=True),
+                             conf_dir=hbase_conf_dir(store.opts["host"], store.opts["port"]),
+                             regions=regions, map_slots=self.map_slots, log_dir=self.log_dir)

@@ -1,8 +1,8 @@
 """The index build as a job on a distributed engine: a map-only MapReduce job over the table's
 HBase regions (io.hibase.IndexBuildJob, cluster/mapreduce.py), one map task per region, as the
 seed papers build static data and as Phoenix's IndexTool does. `hibase index create|build ...
---distributed`, `Connection.create_index(..., distributed=True)`, `build_index(...,
-distributed=True)`.
+--distributed`, `Connection.create_index(..., job=MapReduceJob())`, `build_index(...,
+job=MapReduceJob())`.
 
 This module does what build.py does around the scan and leaves the rows to the job:
 
@@ -27,29 +27,29 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from .. import errors
 from ..codec import prefix_successor
 from .local import local_value_table, split_key
 from .spec import BUILDING, READY, STALE, decode_count, index_table, value_table
 
-__all__ = ["build_distributed"]
+__all__ = ["BuildJob", "build_distributed"]
 
 
-def _hbase_names(store, table: str) -> tuple[str, str]:
-    """The HBase names (store prefix included) of `table` and of its global index table."""
-    from ..store.hbase.kv import _kv_hbase
-    prefix = store._prefix.decode()
-    return prefix + table, prefix + _kv_hbase(index_table(table))
+class BuildJob(Protocol):
+    """A distributed engine's run of the build (cluster/mapreduce.py's MapReduceJob): handed
+    in from above, since the engines live above the index layer."""
 
+    def check(self, store: Any) -> None:
+        """Refuse (one-line HibaseError) a store the job cannot run on, before any change."""
 
-def _check_store(store) -> None:
-    if getattr(store, "kind", "embedded") != "hbase" or not hasattr(store, "_prefix"):
-        raise errors.InvalidArgument(
-            f"--distributed runs the build as a MapReduce job over HBase regions; the store "
-            f"at {store.path} is not HBase (an embedded store or a gateway): build without "
-            "--distributed")
+    def run(self, store: Any, mode: str, spec_json: bytes, table: str, index_kv: str,
+            regions: int) -> dict[str, Any]:
+        """Run the job over `table`'s regions, writing key-value table `index_kv` (mode
+        "reindex": ask the coprocessor per row; "entries": write the entries); its report:
+        {"rows", "seconds", "tasks": [{"rows", "ms"}, ...], "log", ...}."""
+        ...
 
 
 def _counted(store, spec) -> tuple[int, int]:
@@ -68,25 +68,19 @@ def _counted(store, spec) -> tuple[int, int]:
     return rows, values
 
 
-def build_distributed(indexer, table: str, name: str, *, map_slots: int | None = None,
-                      log_dir: str | None = None,
+def build_distributed(indexer, table: str, name: str, job: BuildJob, *,
                       progress: Callable[[int, int], Any] | None = None) -> dict[str, Any]:
     """Rebuild index `name` of `table` with the MapReduce job; returns build_index's stats
     ({"rows_indexed", "values", "regions"}) and "job": the job's report (tasks with rows and
     milliseconds each, rows/s per task and in total, the log's path)."""
-    from ..cluster.mapreduce import hbase_conf_dir, job_jar, run_build_job
-
     store, catalog = indexer.store, indexer.catalog
-    _check_store(store)
+    job.check(store)  # a missing JDK or configuration changes nothing
     spec = catalog.get(table, name)
     if spec.local and not spec.server:
         raise errors.InvalidArgument(
             f"index {name!r} is a local index kept by the clients (hibase's coprocessor does "
             "not run on the table): --distributed builds global indexes and server-kept ones; "
             "build it without --distributed")
-    conf_dir = hbase_conf_dir(store.opts["host"], store.opts["port"])
-    job_jar()  # compiled (once) before the index is touched: a missing JDK changes nothing
-    data_table, idx_table = _hbase_names(store, table)
     try:
         if spec.state != BUILDING:
             catalog.set_state(spec, BUILDING)  # as IndexManager.build: others stop querying
@@ -95,9 +89,8 @@ def build_distributed(indexer, table: str, name: str, *, map_slots: int | None =
         regions = len(store.regions(table))
         body = json.loads(spec.to_json())
         body.update(upkeep="server", state="building")  # the Java side's Spec fields
-        run = lambda mode: run_build_job(  # noqa: E731
-            mode, json.dumps(body).encode(), data_table, idx_table, conf_dir=conf_dir,
-            regions=regions, map_slots=map_slots, log_dir=log_dir)
+        run = lambda mode: job.run(  # noqa: E731
+            store, mode, json.dumps(body).encode(), table, index_table(table), regions)
         t0 = time.perf_counter()
         if spec.server:
             catalog.set_state(spec, STALE)

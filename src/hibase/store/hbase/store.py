@@ -540,6 +540,11 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
     def closed(self) -> bool:
         return self._closed
 
+    def hbase_name(self, name: str, kv: bool = False) -> str:
+        """The HBase table holding hibase table `name` (kv=True: key-value table `name`), the
+        store's prefix included: what a job outside this process (MapReduce) addresses."""
+        return self._prefix.decode() + (self._kv_hbase(name) if kv else name)
+
     def close(self) -> None:
         with self._lock:
             if self._closed:
