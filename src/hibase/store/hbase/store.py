@@ -57,7 +57,7 @@ from ... import errors
 from ..api import BaseStore, Capabilities
 from ..faults import Faults
 from ..base import Region, SplitListener
-from .kv import (_FETCH_CHUNK, META_COL, KV_PREFIX, META_TABLE, HBaseKeyValueTables)
+from .kv import (_FETCH_CHUNK, META_COL, KV_PREFIX, META_TABLE, HBaseKeyValueTables, _kv_hbase)
 from .layout import Layouts
 from ..schema import FOREVER, TableSchema
 
@@ -543,7 +543,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
     def hbase_name(self, name: str, kv: bool = False) -> str:
         """The HBase table holding hibase table `name` (kv=True: key-value table `name`), the
         store's prefix included: what a job outside this process (MapReduce) addresses."""
-        return self._prefix.decode() + (self._kv_hbase(name) if kv else name)
+        return self._prefix.decode() + (_kv_hbase(name) if kv else name)
 
     def close(self) -> None:
         with self._lock:
