@@ -125,7 +125,7 @@ class Connection:
         """The table `name` (str or bytes; the connection's table_prefix is added unless
         use_prefix=False) as a Table. Raises TableNotFound if it does not exist."""
         full = self._full(name, use_prefix)
-        self.store.table(full)  # unknown table: a clear error now, not at first use
+        self.store.schema(full)  # unknown table: a clear error now, not at first use
         return Table(full.encode(), self)
 
     def tables(self) -> list[bytes]:
@@ -378,7 +378,7 @@ class Connection:
         """The indexes of `table` (str or bytes) as dicts: name, table, columns, types,
         covering, local, state (building / ready / stale), alias (hex), null_list."""
         full = self._full(table)
-        self.store.table(full)
+        self.store.schema(full)
         return [s.describe() for s in self.indexer.specs(full)]
 
     def bulk_load(self, table: str | bytes, processes: int | None = None,

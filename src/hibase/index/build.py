@@ -115,7 +115,7 @@ def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,
         total = done = 0
         for entries, region_counts in _region_results(store, spec, processes):
             for i in range(0, len(entries), _CHUNK):
-                store.commit([], [(idx, k, v) for k, v in entries[i:i + _CHUNK]])
+                store.write_kv([(idx, k, v) for k, v in entries[i:i + _CHUNK]])
             total += len(entries)
             for vkey, n in region_counts.items():
                 counts[vkey] = counts.get(vkey, 0) + n
@@ -125,7 +125,7 @@ def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,
         items = sorted(counts.items())
         # the clear left every count at 0: deltas set them without a read per chunk
         for i in range(0, len(items), _CHUNK):
-            store.commit([], [(val, k, CountDelta(n)) for k, n in items[i:i + _CHUNK]])
+            store.write_kv([(val, k, CountDelta(n)) for k, n in items[i:i + _CHUNK]])
         catalog.set_state(spec, READY)
     return {"rows_indexed": total, "values": len(counts), "regions": regions}
 
@@ -174,10 +174,10 @@ def _build_local(store, catalog, spec: IndexSpec, processes: int | None,
         for r, (entries, counts) in zip(regions, _region_results(store, spec, processes)):
             p = region_prefix(r.start)
             for i in range(0, len(entries), _CHUNK):
-                store.commit([], [(idx, p + k, v) for k, v in entries[i:i + _CHUNK]])
+                store.write_kv([(idx, p + k, v) for k, v in entries[i:i + _CHUNK]])
             items = sorted(counts.items())
             for i in range(0, len(items), _CHUNK):
-                store.commit([], [(val, p + k, CountDelta(n))
+                store.write_kv([(val, p + k, CountDelta(n))
                                    for k, n in items[i:i + _CHUNK]])
             total += len(entries)
             values += len(items)
@@ -250,7 +250,7 @@ def verify_index(store, spec: IndexSpec, repair: bool = False, router: Any = Non
             writes += [(val, k, encode_count(counts[k]) if k in counts else None)
                        for k in bad_counts]
             for i in range(0, len(writes), _CHUNK):
-                store.commit([], writes[i:i + _CHUNK])
+                store.write_kv(writes[i:i + _CHUNK])
             if spec.local and router is not None:
                 router.rebuild(spec.table)
             report["repaired"] = True

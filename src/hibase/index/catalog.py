@@ -53,7 +53,7 @@ class IndexCatalog:
         return list(self._by_table.get(table, {}).values())
 
     def get(self, table: str, name: str) -> IndexSpec:
-        self.store.table(table)
+        self.store.schema(table)  # TableNotFound for an unknown table
         try:
             return self._by_table[table][name]
         except (KeyError, TypeError):  # TypeError: an unhashable name

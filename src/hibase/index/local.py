@@ -77,7 +77,7 @@ def split_key(key: bytes) -> tuple[bytes, int]:
 
 def region_of(store, table: str, row: bytes):
     """The region holding `row` now."""
-    return store.table(table).region_of(row)
+    return store.region_of(table, row)
 
 
 # -- write path --------------------------------------------------------------------------------
@@ -89,14 +89,10 @@ def entry_writes(store, changes: Iterable, events: list | None = None) -> list:
     writes: list = []
     deltas: dict[tuple[str, bytes], list] = {}
     prefixes: dict[tuple[str, int], bytes] = {}
-    tables: dict[str, Any] = {}
     for c in changes:
         spec, row, cov, old_vkey, new_vkey = c.spec, c.row, c.covered, c.old_key, c.new_key
         table = spec.table
-        t = tables.get(table)
-        if t is None:
-            t = tables[table] = store.table(table)
-        region = t.region_of(row)
+        region = store.region_of(table, row)
         p = prefixes.get((table, region.id))
         if p is None:
             p = prefixes[(table, region.id)] = region_prefix(region.start)
@@ -197,7 +193,7 @@ def clear(store, spec: IndexSpec) -> None:
             continue
         doomed = [key for key, _ in store.kv_scan(kv) if key[split_key(key)[1]:][:2] == alias]
         for i in range(0, len(doomed), 20_000):
-            store.commit([], [(kv, k, None) for k in doomed[i:i + 20_000]])
+            store.write_kv([(kv, k, None) for k in doomed[i:i + 20_000]])
 
 
 # -- reads -------------------------------------------------------------------------------------
@@ -225,7 +221,7 @@ class Route:
         if routed:
             router.fresh_state(table)  # shared stores: other clients' filter changes
         return (routed == self.routed and (not routed or router.version == self.version)
-                and tuple(r.id for r in store.table(table).regions) == self.region_ids)
+                and tuple(r.id for r in store.regions(table)) == self.region_ids)
 
     @property
     def visits(self) -> int:

@@ -125,13 +125,13 @@ class IndexManager:
         with self.store.write_lock():
             for t in {m.table for m in mutations}:
                 self._follow_splits(t, [s for s in specs if s.table == t])
-            prepared = self.store.prepare(mutations)
+            staged = self.store.stage(mutations)
             events: list = []  # local indexes: values entering / leaving a region
-            kv_writes, changes = index_writes(self.store, specs, prepared, events)
+            kv_writes, changes = index_writes(self.store, specs, staged, events)
             if events:
                 self.router.before_commit(events, kv_writes)
             try:
-                self.store.commit(prepared, kv_writes)
+                self.store.commit(staged, kv_writes)
             except BaseException:
                 # a commit that stopped half way (HBase: separate RPCs) may have changed index
                 # sets the cache holds: drop them rather than serve them stale

@@ -203,7 +203,7 @@ class Router:
         if add is not None:
             add(*write)
         elif not self.store.read_only:
-            self.store.commit([], [write])
+            self.store.write_kv([write])
 
     def forget(self, table: str) -> None:
         """Drop a table's filters from memory (table or index dropped; rebuilt on next use)."""
@@ -265,7 +265,7 @@ class Router:
             for table, rid, alias, vkey, sign in events:
                 ids = live.get(table)
                 if ids is None:
-                    ids = live[table] = {r.id: r for r in self.store.table(table).regions}
+                    ids = live[table] = {r.id: r for r in self.store.regions(table)}
                 if rid not in ids:
                     continue  # the region split in this commit: its daughters were rebuilt
                 if (table, rid, alias) in regrow:
@@ -298,7 +298,7 @@ class Router:
         `add(kv, key, value)` puts the generation bump in the split's batch."""
         with self._lock:
             st = self.state(table)
-            live = {r.id for r in self.store.table(table).regions}
+            live = {r.id for r in self.store.regions(table)}
             for key in [k for k in st.filters if k[0] not in live]:
                 del st.filters[key]  # ancestors of earlier splits
             for region, counts in ((left, left_counts), (right, right_counts)):
@@ -334,7 +334,7 @@ class Router:
                         writes.append((lrt, b"f" + region_prefix(r.start) + alias,
                                        C.pack([rid, blob])))
                 writes.append((lrt, b"s", C.pack([st.gen, [[r.start, r.id] for r in regions]])))
-                self.store.commit([], writes)
+                self.store.write_kv(writes)
                 st.dirty = False
                 done += 1
         return done

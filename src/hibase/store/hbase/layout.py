@@ -196,12 +196,12 @@ class Layouts:
         writes = _SplitWrites()
         for listener in store._split_listeners:
             listener(table, parent, left, right, writes)
-        store.commit([], writes.puts)
+        store.write_kv(writes.puts)
         self._fault("split-copy")
         if not switched:
             self._record(table, pairs[:i] + [(start, left_id), (at, right_id)] + pairs[i + 1:])
         self._fault("split-switch")
-        store.commit([], writes.deletes)
+        store.write_kv(writes.deletes)
         store.put_meta(_marker_key(table), None)
 
     def _fault(self, step: str) -> None:

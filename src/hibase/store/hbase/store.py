@@ -106,7 +106,8 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
     # many clients, regions split by HBase, index rows and data rows in separate calls, and
     # reads that see each row as of its own read
     capabilities = Capabilities(shared=True, follows_splits=True, verified_index_writes=True,
-                                snapshot_reads=False, server_index_upkeep=True)
+                                snapshot_reads=False, server_index_upkeep=True,
+                                local_files=False)
     kind = "hbase"
 
     def __init__(self, url: str, *, create: bool = True, read_only: bool = False, **_: Any):
@@ -233,6 +234,10 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
             schema = TableSchema.from_json(json.loads(raw[META_COL][1]))
             t = self._tables[name] = _HTable(self, schema)
         return t
+
+    def region_of(self, table: str, row: bytes) -> Region:
+        """The region of `table` holding `row` (in the recorded layout)."""
+        return self.table(table).region_of(row)
 
     def tables(self, internal: bool = False) -> list[str]:
         """The catalog's tables, re-read (one scan): other clients create and drop tables too.

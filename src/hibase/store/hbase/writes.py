@@ -5,11 +5,13 @@ the timestamps it hands out)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from ... import errors
 from .. import cells as C
-from ..base import CountDelta, Mutation, now_ms
+from ..base import CountDelta, KVWrite, Mutation, now_ms
+from ..api import Staged
+from ..staged import SegmentBatch, prepared_of
 from .kv import (_SCAN_CHUNK, UNVERIFIED, VERIFIED, is_index)
 
 
@@ -26,11 +28,12 @@ def _deletes_with_ts(pending: dict[bytes, list[bytes]]) -> bool:
 
 
 class Writes:
-    """prepare / row_states_many / commit (see the module docstring)."""
+    """stage / commit (see the module docstring)."""
 
-    def prepare(self, mutations: list[Mutation]) -> list[tuple[Any, Mutation, list]]:
-        """(table, mutation with its timestamp fixed, segments): segments in the embedded
-        store's format, so the layers above compute before / after states the same way."""
+    def stage(self, mutations: list[Mutation]) -> SegmentBatch:
+        """The mutations with their timestamps fixed and encoded as row segments (cells.py),
+        so each row's state after them is computed by hibase's merge over HBase's cells
+        (SegmentBatch.rows, read by _row_states)."""
         # Real HBase masks every put whose timestamp is not above a delete marker's, even one
         # written after the marker, and its Thrift1 server applies a batch's puts before its
         # deletes. So deletes without a timestamp are sent with one at or above every
@@ -55,10 +58,10 @@ class Writes:
                     m = m._replace(ts=ts)
                     self._last_auto, self._after_delete = ts, ts + 1
             out.append((t, m, segments))
-        return out
+        return SegmentBatch(out, self._row_states)
 
-    def row_states_many(self, table: str, items: list[tuple[bytes, dict[bytes, list[bytes]]]],
-                        columns: list[bytes] | None) -> list[tuple[dict, dict]]:
+    def _row_states(self, table: str, items: list[tuple[bytes, dict[bytes, list[bytes]]]],
+                    columns: list[bytes] | None) -> list[tuple[dict, dict]]:
         """Newest values of `columns` (None: every column) before and after pending segments
         (per family, newest first): the stored versions are read from HBase (newest only,
         unless a pending delete names a timestamp: then every version, which that delete may
@@ -167,10 +170,14 @@ class Writes:
                 progress(done, len(regions))
         return sent
 
-    def commit(self, prepared: list[tuple[Any, Mutation, list]],
-               kv_writes: list[tuple[str, bytes, bytes | None]] = ()) -> None:  # type: ignore[assignment]
+    def write_kv(self, kv_writes: Iterable[KVWrite]) -> None:
+        """Key-value writes alone (puts, deletes, count deltas)."""
+        self.commit(None, kv_writes)
+
+    def commit(self, staged: Staged | None, kv_writes: Iterable[KVWrite] = ()) -> None:
         """Write data mutations and key-value writes. With data mutations, index entries
         follow the verified protocol (module docstring); without, writes go straight."""
+        prepared = prepared_of(staged)
         with self._lock:
             self._check_writable()
             if not prepared:
