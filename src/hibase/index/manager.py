@@ -5,12 +5,15 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+from ..store.api import Store
 from ..store.base import Mutation
 from . import local, lookup
 from .build import build_index, verify_index
 from .catalog import IndexCatalog
+from .commit import choose, server_kept
 from .maintain import Change, index_writes
 from .routing import Router
+from .verified import IndexHooks
 from .spec import BUILDING, READY, STALE, IndexSpec
 
 __all__ = ["IndexManager"]
@@ -20,18 +23,20 @@ class IndexManager:
     """Keeps a store's global and local indexes exact; every write of the Connection goes
     through write()."""
 
-    def __init__(self, store, cache: Any = None):
+    def __init__(self, store: Store, cache: Any = None):
         self.store = store
         self.catalog = IndexCatalog(store)
         # SCBF routing of local-index lookups; local rows follow region splits (_on_split)
         self.router = Router(store)
         if not store.read_only:
             store.add_split_listener(self._on_split)
+        hooks = None
         if store.capabilities.verified_index_writes:
             # stores writing index rows and data rows separately (HBase): the verified
             # protocol's reader side (index/verified.py)
-            from .verified import IndexHooks
-            store.index_hooks = IndexHooks(store, self.catalog)
+            hooks = store.index_hooks = IndexHooks(store, self.catalog)
+        # how a write's index changes are committed with its rows (index/commit.py)
+        self.committer = choose(store, hooks)
         # The hot-index cache (cache layer), or None. It offers read(spec, vkey, loader) ->
         # entries and apply(changes), called under the write lock right after each commit.
         self.cache = cache
@@ -94,9 +99,7 @@ class IndexManager:
         writes, whether the region server keeps others). An index made where hibase's
         coprocessor runs (IndexSpec.server) is kept by the region server on every write, so
         the client computes nothing for it and a write is the data call alone."""
-        specs = self.catalog.for_table(table)
-        return [s for s in specs if s.state != STALE and not s.server], \
-            any(s.server for s in specs)
+        return server_kept(self.catalog.for_table(table))
 
     def write(self, mutations: list[Mutation]) -> list[Change]:
         """Write mutations and their index rows / value counts in one atomic batch."""
@@ -131,7 +134,7 @@ class IndexManager:
             if events:
                 self.router.before_commit(events, kv_writes)
             try:
-                self.store.commit(staged, kv_writes)
+                self.committer.commit(self.store, staged, kv_writes)
             except BaseException:
                 # a commit that stopped half way (HBase: separate RPCs) may have changed index
                 # sets the cache holds: drop them rather than serve them stale

@@ -15,9 +15,14 @@ from . import local
 from .maintain import needed_columns, raw_values
 from .spec import IndexSpec, index_table
 
-__all__ = ["IndexHooks"]
+__all__ = ["IndexHooks", "is_entry_table"]
 
 _GLOBAL, _LOCAL = index_table(""), local.local_table("")  # the tables' name prefixes
+
+
+def is_entry_table(name: str) -> bool:
+    """Whether key-value table `name` holds index entries (global or local)."""
+    return name.startswith(_GLOBAL) or name.startswith(_LOCAL)
 
 
 def _split_name(name: str) -> tuple[str, bool] | None:

@@ -1,15 +1,14 @@
 """Writes of the HBase store: timestamps fixed before sending, the state of rows after pending
-mutations, and the verified / unverified commit of index entries and data rows (a mixin of
-HBaseStore, which provides _lock, table(), _call, _get_raw, _kv_write, index_hooks, faults and
-the timestamps it hands out)."""
+mutations, and the commit of key-value writes and data rows (a mixin of HBaseStore, which
+provides _lock, table(), _call, _get_raw, _kv_write and the timestamps it hands out). The
+verified / unverified order of index entries and data rows is index/commit.py's."""
 
 from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ... import errors
 from .. import cells as C
-from ..base import CountDelta, KVWrite, Mutation, now_ms
+from ..base import KVWrite, Mutation, Unverified, now_ms
 from ..api import Staged
 from ..staged import SegmentBatch, prepared_of
 from .kv import (_SCAN_CHUNK, UNVERIFIED, VERIFIED, is_index)
@@ -25,6 +24,15 @@ def _deletes_with_ts(pending: dict[bytes, list[bytes]]) -> bool:
                 return True
     return False
 
+
+
+def _stored(name: str, value: Any) -> Any:
+    """A key-value value as stored: index entries carry their verified / unverified status."""
+    if value is None or not is_index(name):
+        return value
+    if isinstance(value, Unverified):
+        return UNVERIFIED + C.pack([bytes(value)])
+    return VERIFIED + value
 
 
 class Writes:
@@ -175,31 +183,13 @@ class Writes:
         self.commit(None, kv_writes)
 
     def commit(self, staged: Staged | None, kv_writes: Iterable[KVWrite] = ()) -> None:
-        """Write data mutations and key-value writes. With data mutations, index entries
-        follow the verified protocol (module docstring); without, writes go straight."""
+        """Write key-value writes, then data mutations (separate calls: the order of index
+        entries and data rows that keeps readers right is index/commit.py's, which commits
+        in phases). An index entry's value is stored verified (0x01 + value), or unverified
+        (0x00 + msgpack([rowkey])) when it is an Unverified."""
         prepared = prepared_of(staged)
         with self._lock:
             self._check_writable()
-            if not prepared:
-                self._kv_write([(n, k, (VERIFIED + v if v is not None and is_index(n) else v))
-                                for n, k, v in kv_writes])
-                return
-            phase1, phase3 = [], []
-            hooks = self.index_hooks
-            for name, key, value in kv_writes:
-                if is_index(name):
-                    row = hooks.row_of(name, key) if hooks is not None else None
-                    if row is None:
-                        raise errors.BackendError(
-                            f"cannot tell the rowkey of index entry {key!r} of {name!r}")
-                    phase1.append((name, key, UNVERIFIED + C.pack([row])))
-                    phase3.append((name, key, None if value is None else VERIFIED + value))
-                elif value is None or isinstance(value, CountDelta) and value < 0:
-                    phase3.append((name, key, value))  # counts shrink last, grow first
-                else:
-                    phase1.append((name, key, value))
-            self._kv_write(phase1)
-            self.faults.reached("index")
-            self._send(prepared)
-            self.faults.reached("data")
-            self._kv_write(phase3)
+            self._kv_write([(n, k, _stored(n, v)) for n, k, v in kv_writes])
+            if prepared:
+                self._send(prepared)
