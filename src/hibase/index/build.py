@@ -22,7 +22,8 @@ import msgpack
 
 from ..store import cells as C
 from .maintain import raw_values
-from ..store.base import CountDelta
+from ..store.base import CountDelta, KVWrite
+from .verified import as_stored, stored
 from .spec import decode_count, encode_count
 from .local import local_table, local_value_table, region_prefix, split_key
 from .spec import BUILDING, READY, STALE, IndexSpec, index_table, value_table
@@ -115,7 +116,7 @@ def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,
         total = done = 0
         for entries, region_counts in _region_results(store, spec, processes):
             for i in range(0, len(entries), _CHUNK):
-                store.write_kv([(idx, k, v) for k, v in entries[i:i + _CHUNK]])
+                store.write_kv([(idx, k, stored(store, v)) for k, v in entries[i:i + _CHUNK]])
             total += len(entries)
             for vkey, n in region_counts.items():
                 counts[vkey] = counts.get(vkey, 0) + n
@@ -174,11 +175,12 @@ def _build_local(store, catalog, spec: IndexSpec, processes: int | None,
         for r, (entries, counts) in zip(regions, _region_results(store, spec, processes)):
             p = region_prefix(r.start)
             for i in range(0, len(entries), _CHUNK):
-                store.write_kv([(idx, p + k, v) for k, v in entries[i:i + _CHUNK]])
+                store.write_kv([(idx, p + k, stored(store, v))
+                                for k, v in entries[i:i + _CHUNK]])
             items = sorted(counts.items())
             for i in range(0, len(items), _CHUNK):
                 store.write_kv([(val, p + k, CountDelta(n))
-                                   for k, n in items[i:i + _CHUNK]])
+                                for k, n in items[i:i + _CHUNK]])
             total += len(entries)
             values += len(items)
             done += 1
@@ -200,7 +202,8 @@ def _local_state(store, spec: IndexSpec) -> tuple[list, dict, list, dict]:
         expected += [(p + k, v) for k, v in entries]
         counts.update((p + k, n) for k, n in c.items())
     mine = lambda key: key[split_key(key)[1]:][:2] == spec.alias  # noqa: E731
-    actual = [(k, v) for k, v in store.kv_scan(local_table(spec.table)) if mine(k)]
+    actual = as_stored(store, ((k, v) for k, v in store.kv_scan(local_table(spec.table))
+                               if mine(k)))
     have_counts = {k: decode_count(v)
                    for k, v in store.kv_scan(local_value_table(spec.table)) if mine(k)}
     return expected, counts, actual, have_counts
@@ -212,9 +215,9 @@ def verify_index(store, spec: IndexSpec, repair: bool = False, router: Any = Non
     local index the per-region rows and counts are compared, and the routing filters checked
     (no false negatives; repair rebuilds them)."""
     from ..codec import prefix_successor
-    # raw_index: stores with verified / unverified entries (HBase) show them as stored, so
+    # entries as stored (as_stored): on stores with verified / unverified entries (HBase)
     # leftovers of a writer that died mid-write count as wrong / extra and repair fixes them
-    with store.write_lock(), store.raw_index():
+    with store.write_lock():
         if spec.local:
             expected, counts, actual, have_counts = _local_state(store, spec)
             idx, val = local_table(spec.table), local_value_table(spec.table)
@@ -224,7 +227,7 @@ def verify_index(store, spec: IndexSpec, repair: bool = False, router: Any = Non
             actual, have_counts = [], {}
             for alias in spec.aliases:  # its entries, and its NULL list's
                 stop = prefix_successor(alias)
-                actual += store.kv_scan(idx, alias, stop)
+                actual += as_stored(store, store.kv_scan(idx, alias, stop))
                 have_counts.update((k, decode_count(v))
                                    for k, v in store.kv_scan(val, alias, stop))
         want = dict(expected)
@@ -245,7 +248,7 @@ def verify_index(store, spec: IndexSpec, repair: bool = False, router: Any = Non
             report["routing"] = routing
             report["ok"] = report["ok"] and routing["false_negatives"] == 0
         if repair and not report["ok"]:
-            writes = [(idx, k, want[k]) for k in missing + wrong]
+            writes: list[KVWrite] = [(idx, k, stored(store, want[k])) for k in missing + wrong]
             writes += [(idx, k, None) for k in extra]
             writes += [(val, k, encode_count(counts[k]) if k in counts else None)
                        for k in bad_counts]

@@ -105,12 +105,15 @@ class IndexCatalog:
                 self.store.server_upkeep(table)
             spec = IndexSpec(name, table, cols, types, [c for c in cover if c not in cols],
                              alias, local, BUILDING, null_alias, server)
+            # a value table's counts may share its index table's storage (HBase: one
+            # mutateRows writes a change's entries and counts)
             if local:
-                for kv in (local_table(table), local_value_table(table), routing_table(table)):
-                    self.store.create_kv(kv)
+                self.store.create_kv(local_table(table))
+                self.store.create_kv(local_value_table(table), counts_in=local_table(table))
+                self.store.create_kv(routing_table(table))
             else:
                 self.store.create_kv(index_table(table))
-                self.store.create_kv(value_table(table))
+                self.store.create_kv(value_table(table), counts_in=index_table(table))
             existing[name] = spec
             self._save(spec)
             return spec

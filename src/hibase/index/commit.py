@@ -6,8 +6,8 @@ the store can do (Capabilities), so the store itself knows nothing of index tabl
   without the other.
 - `VerifiedCommit` (HBase from the client: index rows and data rows are separate RPCs):
   Phoenix's verified / unverified protocol (PHOENIX-5156), in three phases: (1) every touched
-  index entry is written *unverified* (`Unverified(rowkey)`: new entries, and old ones about to
-  go), value counts that grow are written; (2) the data rows; (3) new entries are rewritten
+  index entry is written *unverified* (with its rowkey: new entries, and old ones about to
+  go; index/verified.py has the stored values), value counts that grow are written; (2) the data rows; (3) new entries are rewritten
   verified with their covered values, old ones deleted, counts that shrink written. A writer
   stopped between phases leaves unverified entries, which readers resolve against the data row
   (index/verified.py: used only if the row still produces exactly that entry) and
@@ -25,9 +25,11 @@ from typing import Iterable
 
 from .. import errors
 from ..store.api import Staged, Store
-from ..store.base import CountDelta, KVWrite, Unverified
+from ..store.base import CountDelta, KVWrite
+from . import verified
+from .catalog import IndexCatalog
 from .spec import STALE, IndexSpec
-from .verified import IndexHooks, is_entry_table
+from .verified import is_entry_table
 
 __all__ = ["CommitStrategy", "AtomicCommit", "VerifiedCommit", "choose", "server_kept"]
 
@@ -55,23 +57,28 @@ class VerifiedCommit(CommitStrategy):
 
     name = "verified"
 
-    def __init__(self, hooks: IndexHooks) -> None:
-        self.hooks = hooks  # tells an entry key's rowkey (and resolves entries on read)
+    def __init__(self, catalog: IndexCatalog) -> None:
+        self.catalog = catalog  # tells an entry key's index, hence its rowkey
 
     def commit(self, store: Store, staged: Staged, kv_writes: list[KVWrite]) -> None:
-        if not staged:
-            store.write_kv(kv_writes)
-            return
         phase1: list[KVWrite] = []
         phase3: list[KVWrite] = []
+        if not staged:
+            store.write_kv([(n, k, _verified_value(n, v)) for n, k, v in kv_writes])
+            return
+        specs_of: dict[str, list[IndexSpec]] = {}  # per index table: its table's indexes
         for name, key, value in kv_writes:
             if is_entry_table(name):
-                row = self.hooks.row_of(name, key)
+                specs = specs_of.get(name)
+                if specs is None:
+                    split = verified.entry_table_of(name)
+                    specs = specs_of[name] = self.catalog.for_table(split[0]) if split else []
+                row = verified.row_of(specs, name, key)
                 if row is None:
                     raise errors.BackendError(
                         f"cannot tell the rowkey of index entry {key!r} of {name!r}")
-                phase1.append((name, key, Unverified(row)))
-                phase3.append((name, key, value))
+                phase1.append((name, key, verified.pending(row)))
+                phase3.append((name, key, _verified_value(name, value)))
             elif value is None or isinstance(value, CountDelta) and value < 0:
                 phase3.append((name, key, value))  # counts shrink last, grow first
             else:
@@ -83,11 +90,18 @@ class VerifiedCommit(CommitStrategy):
         store.write_kv(phase3)
 
 
-def choose(store: Store, hooks: IndexHooks | None) -> CommitStrategy:
-    """The strategy `store`'s capabilities call for (hooks: the verified protocol's)."""
+def _verified_value(name: str, value: bytes | CountDelta | None) -> bytes | CountDelta | None:
+    """A key-value value as the verified protocol stores it: an index entry's payload marked
+    verified, anything else as it is."""
+    if value is None or isinstance(value, CountDelta) or not is_entry_table(name):
+        return value
+    return verified.VERIFIED + value
+
+
+def choose(store: Store, catalog: IndexCatalog) -> CommitStrategy:
+    """The strategy `store`'s capabilities call for."""
     if store.capabilities.verified_index_writes:
-        assert hooks is not None
-        return VerifiedCommit(hooks)
+        return VerifiedCommit(catalog)
     return AtomicCommit()
 
 

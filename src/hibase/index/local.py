@@ -36,7 +36,9 @@ from typing import Any, Iterable, Iterator
 from .. import codec
 from ..store import cells as C
 from ..store.base import CountDelta
-from .spec import IndexSpec, decode_count, encode_count
+from . import verified
+from .spec import (IndexSpec, decode_count, encode_count, local_table, local_value_table,
+                   region_prefix, routing_table, split_key)
 
 __all__ = ["local_table", "local_value_table", "routing_table", "region_prefix", "Route",
            "entry_writes", "split_rewrite", "plan_route", "scan_entries", "count_values",
@@ -46,33 +48,10 @@ __all__ = ["local_table", "local_value_table", "routing_table", "region_prefix",
 
 
 
-def local_table(table: str) -> str:
-    """The key-value table holding every local index row of `table`."""
-    return f"__lidx__{table}"
-
-
-def local_value_table(table: str) -> str:
-    """The key-value table holding the per-region value counts of `table`'s local indexes."""
-    return f"__lval__{table}"
-
-
-def routing_table(table: str) -> str:
-    """The key-value table holding the persisted routing filters of `table` (routing.py)."""
-    return f"__lrt__{table}"
-
-
-def region_prefix(start: bytes) -> bytes:
-    """The key prefix of one region's local rows: its start key, escaped and terminated."""
-    return codec.escape_bytes(start)
-
-
 def _prefix_stop(prefix: bytes) -> bytes:
     return prefix[:-1] + b"\x01"  # prefixes end with the terminator 0x00 0x00
 
 
-def split_key(key: bytes) -> tuple[bytes, int]:
-    """(region start key, position after the region prefix) of a local key."""
-    return codec.unescape_bytes(key, 0)
 
 
 def region_of(store, table: str, row: bytes):
@@ -151,7 +130,8 @@ def split_rewrite(store, specs: dict[bytes, IndexSpec], table: str, parent, righ
         by_value[vkey] = by_value.get(vkey, 0) + 1
 
     moved: set[bytes] = set()
-    for key, value in store.kv_scan(idx, p, _prefix_stop(p)):
+    known = list(specs.values())
+    for key, value in verified.scan(store, idx, known, p, _prefix_stop(p)):
         rest = key[len(p):]
         spec = specs.get(rest[:2])
         if spec is None:  # rows of an index being dropped: leave them to its clear()
@@ -159,12 +139,12 @@ def split_rewrite(store, specs: dict[bytes, IndexSpec], table: str, parent, righ
         row = spec.entry_row(rest)
         if row >= at:
             delete(idx, key)
-            put(idx, pr + rest, value)
+            put(idx, pr + rest, verified.stored(store, value))
             moved.add(rest)
             tally(right_counts, rest, row)
         else:
             tally(left, rest, row)
-    for key, _ in store.kv_scan(idx, pr, _prefix_stop(pr)):  # moved by an earlier attempt
+    for key, _ in verified.scan(store, idx, known, pr, _prefix_stop(pr)):  # moved earlier
         rest = key[len(pr):]
         spec = specs.get(rest[:2])
         if spec is not None and rest not in moved:
@@ -320,7 +300,8 @@ def _scan_entries(store, spec: IndexSpec, ranges: list, router, route_out: list 
             route = planned
         else:
             route = plan_route(store, spec, ranges, router)
-        its = {r.id: store.kv_reader(local_table(spec.table)) for r in route.regions}
+        its = {r.id: verified.reader(store, local_table(spec.table), [spec])
+               for r in route.regions}
     if route_out is not None:
         route_out.append(route)
     unpack = C.unpack

@@ -8,7 +8,7 @@ from typing import Any, Iterator, Sequence
 
 from .. import codec
 from ..store import cells as C
-from . import local
+from . import local, verified
 from .spec import IndexSpec, decode_count, index_table, value_table
 
 __all__ = ["KeyRange", "key_range", "null_range", "scan_entries", "scan_points",
@@ -67,9 +67,18 @@ def scan_entries(store, spec: IndexSpec, rng: KeyRange, reverse: bool = False
     full = rng.known == len(spec.types)
     plen = rng.prefix_len
     unpack = C.unpack
-    for key, value in store.kv_scan(index_table(spec.table), rng.start, rng.stop, reverse):
+    for key, value in verified.scan(store, index_table(spec.table), [spec], rng.start,
+                                    rng.stop, reverse):
         row = key[plen:] if full else spec.entry_row(key, plen, rng.known)
         yield row, unpack(value)
+
+
+def scan_entry_keys(store, spec: IndexSpec, start: bytes | None, stop: bytes | None,
+                    reverse: bool = False) -> Iterator[bytes]:
+    """The entry keys (value key + rowkey) of the index in [start, stop), in index order (or
+    reversed): for walks that read values and rowkeys off the keys."""
+    for key, _ in verified.scan(store, index_table(spec.table), [spec], start, stop, reverse):
+        yield key
 
 
 def scan_points(store, spec: IndexSpec, vkeys: list[bytes]) -> Iterator[tuple[bytes, list]]:
@@ -81,7 +90,7 @@ def scan_points(store, spec: IndexSpec, vkeys: list[bytes]) -> Iterator[tuple[by
     wanted = set(vkeys)
     unpack = C.unpack
     entry_row = spec.entry_row
-    for key, value in store.kv_scan(index_table(spec.table), min(vkeys),
+    for key, value in verified.scan(store, index_table(spec.table), [spec], min(vkeys),
                                     codec.prefix_successor(max(vkeys))):
         row = entry_row(key)
         if key[:len(key) - len(row)] in wanted:
@@ -115,7 +124,7 @@ def entries_for_value(store, spec: IndexSpec, vkey: bytes) -> list[tuple[bytes, 
     n = len(vkey)
     unpack = C.unpack
     return [(key[n:], unpack(value))
-            for key, value in store.kv_scan(index_table(spec.table), vkey, stop)]
+            for key, value in verified.scan(store, index_table(spec.table), [spec], vkey, stop)]
 
 
 def walk_values(store, spec: IndexSpec, rng: KeyRange) -> Iterator[tuple[bytes, int]]:

@@ -12,16 +12,15 @@ adds up, so they stay exact across processes too.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
-from .. import codec
 from ..store import cells as C
 from . import local
 from ..store.api import Staged, Store
 from ..store.base import CountDelta, KVWrite
-from .spec import IndexSpec, index_table, value_table
+from .spec import IndexSpec, index_table, needed_columns, raw_values, value_table
 
-__all__ = ["index_writes", "entry_writes", "Change", "needed_columns"]
+__all__ = ["index_writes", "entry_writes", "Change", "needed_columns", "raw_values"]
 
 
 
@@ -40,30 +39,6 @@ class Change:
     def __repr__(self) -> str:
         return (f"Change({self.spec.name}, {self.old_key!r} -> {self.new_key!r}, "
                 f"row={self.row!r}, covered={self.covered!r})")
-
-
-def raw_values(spec: IndexSpec, cells: dict[bytes, bytes]) -> list[Any] | None:
-    """The index values of a {column: value} row (no timestamps), as scans with with_ts=False
-    give; None when the row has no entry. With a NULL list `cells` must hold every column of
-    the row (whether any cell is left decides the entry). NaN is unordered, so like the query
-    evaluator the index treats it as NULL."""
-    out = []
-    for col, t in zip(spec.columns, spec.types):
-        raw = cells.get(col)
-        v = None if raw is None else codec.decode_cell(t, raw)
-        out.append(None if v != v else v)
-    if out[0] is None:
-        return spec.null_values() if spec.null_alias is not None and cells else None
-    return out
-
-
-def needed_columns(specs: Iterable[IndexSpec]) -> list[bytes] | None:
-    """The columns whose values index upkeep of `specs` reads; None (every column) when some
-    index keeps a NULL list, whose entries depend on whether the row has any cell at all."""
-    specs = list(specs)
-    if any(s.null_alias is not None for s in specs):
-        return None
-    return list(dict.fromkeys(c for s in specs for c in s.needed))
 
 
 def _covered(spec: IndexSpec, state: dict) -> list[bytes | None]:

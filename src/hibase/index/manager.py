@@ -13,7 +13,6 @@ from .catalog import IndexCatalog
 from .commit import choose, server_kept
 from .maintain import Change, index_writes
 from .routing import Router
-from .verified import IndexHooks
 from .spec import BUILDING, READY, STALE, IndexSpec
 
 __all__ = ["IndexManager"]
@@ -30,13 +29,10 @@ class IndexManager:
         self.router = Router(store)
         if not store.read_only:
             store.add_split_listener(self._on_split)
-        hooks = None
-        if store.capabilities.verified_index_writes:
-            # stores writing index rows and data rows separately (HBase): the verified
-            # protocol's reader side (index/verified.py)
-            hooks = store.index_hooks = IndexHooks(store, self.catalog)
-        # how a write's index changes are committed with its rows (index/commit.py)
-        self.committer = choose(store, hooks)
+        # how a write's index changes are committed with its rows (index/commit.py: one
+        # atomic batch, or the verified protocol where index rows and data rows are separate
+        # writes, whose readers resolve unverified entries: index/verified.py)
+        self.committer = choose(store, self.catalog)
         # The hot-index cache (cache layer), or None. It offers read(spec, vkey, loader) ->
         # entries and apply(changes), called under the write lock right after each commit.
         self.cache = cache

@@ -10,7 +10,7 @@ written apart from data rows)."""
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ContextManager, Iterable, Iterator, Protocol, runtime_checkable
 
@@ -36,8 +36,9 @@ class Capabilities:
     # regions split without telling this client (HBase): follow_splits catches up and
     # layout_token tells whether a split was applied between two reads
     follows_splits: bool = False
-    # index rows and data rows are written in separate calls (the verified / unverified
-    # protocol of index/verified.py): the store needs index_hooks to resolve unverified rows
+    # index rows and data rows are written in separate calls: the index layer commits them
+    # by the verified / unverified protocol (index/commit.py) and resolves unverified entries
+    # on read (index/verified.py)
     verified_index_writes: bool = False
     # reads across rows and tables see one instant (iterators opened together under the
     # write lock); without it a scan guarded by layout_token is redone when a split lands
@@ -57,8 +58,6 @@ class BaseStore:
     capabilities = Capabilities()
     kind = "embedded"  # the backend's name, for reports ("hbase": through Thrift)
     read_only: bool = False
-    # set by the index layer on stores with verified_index_writes (row_of / resolve)
-    index_hooks: Any = None
     # fault points between a store's separate calls (tests arm them; inert here)
     faults = Faults()
 
@@ -94,10 +93,6 @@ class BaseStore:
         """Server-side build of an index kept by the server: no server here."""
         raise errors.BackendError("reindex needs a store whose server keeps indexes "
                                   "(Capabilities.server_index_upkeep)")
-
-    def raw_index(self) -> ContextManager[None]:
-        """Inside the block index tables read as stored (verify/repair): they always do here."""
-        return nullcontext()
 
     def call_stats(self) -> dict[str, int]:
         """Remote calls made so far, by method: none in process."""
@@ -163,7 +158,7 @@ class KeyValueStore(Protocol):
     """Single-version key-value tables (index entries, value tables, local index rows)."""
 
     def kv_tables(self) -> list[str]: ...
-    def create_kv(self, name: str) -> None: ...
+    def create_kv(self, name: str, counts_in: str | None = None) -> None: ...
     def drop_kv(self, name: str) -> None: ...
     def kv_get(self, name: str, keys: list[bytes]) -> list[bytes | None]: ...
     def kv_scan(self, name: str, start: bytes | None = None, stop: bytes | None = None,
@@ -186,7 +181,6 @@ class Store(KeyValueStore, Protocol):
     kind: str
     capabilities: Capabilities
     faults: Faults
-    index_hooks: Any
 
     @property
     def closed(self) -> bool: ...
@@ -248,7 +242,6 @@ class Store(KeyValueStore, Protocol):
     def server_upkeep(self, table: str) -> bool: ...
     def server_writes_seen(self, table: str) -> bool: ...
     def reindex(self, table: str, alias: bytes, progress: Any = None) -> int: ...
-    def raw_index(self) -> ContextManager[None]: ...
 
 
 def is_remote_url(path: str | os.PathLike) -> bool:

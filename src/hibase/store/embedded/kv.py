@@ -54,7 +54,9 @@ class KeyValueTables:
         return sorted(self._kv)
 
     @mapped
-    def create_kv(self, name: str) -> None:
+    def create_kv(self, name: str, counts_in: str | None = None) -> None:
+        """A key-value table (`counts_in`, where a backend keeps counts apart: here each
+        table holds its own, CountDelta writes resolved in the batch)."""
         with self._lock:
             self._check_writable()
             if name in self._kv:

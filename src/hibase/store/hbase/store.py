@@ -8,26 +8,19 @@ Layout in HBase:
 - the catalog (schemas with declared column types, index definitions, meta keys, the list of
   key-value tables) lives in the HBase table `hibase_meta` (family `m`, column `m:v`), rows
   `table/<name>`, `meta/<key>`, `kv/<name>`;
-- a key-value table (global or local index, routing filters) `<name>` is the HBase table
-  `hibase_kv<name>` (e.g. `hibase_kv__idx__flights`), family `v` (1 version), column `v:v`; a
-  value table's counts live in family `c` of its index table's HBase table, one cell per
-  writer, added up on read (kv.py);
+- a key-value table (index entries, counts, routing filters: the index layer's) `<name>` is
+  the HBase table `hibase_kv<name>`, family `v` (1 version), column `v:v`, values as written;
+  a table of counts (`create_kv(name, counts_in=home)`) lives in family `c` of its home's
+  HBase table, one cell per writer, added up on read (kv.py);
 - local-index rows are keyed by the region layout recorded in meta `regions/<table>`, which
   follows HBase's splits (layout.py).
 
-Write consistency across tables (Phoenix's strongly consistent global indexes, PHOENIX-5156):
-index rows (global and local) and the data row are separate RPCs here, so `commit(prepared,
-kv_writes)` runs three phases: (1) every touched index entry is written *unverified* (new
-entries, and old ones about to go) with its user rowkey, value counts that grow are written; (2)
-the data mutations; (3) new entries are rewritten *verified* with their covered values, old ones
-deleted, counts that shrink written. A stored index value is `0x01 + covered values`
-(verified) or `0x00 + msgpack([rowkey])` (unverified). Readers (kv_scan / kv_get of an index
-table) hand every unverified entry to the index layer's resolver, which re-reads the data row:
-the entry is used (with covered values from the data row) if the row still produces it, skipped
-otherwise. Readers never repair (a repair racing a live writer could undo its phase 3);
-`verify_index(repair=True)` sees the raw entries (`raw_index()`) and rewrites or deletes
-leftovers. `faults.arm("index")` or `("data")` raises after that phase (tests kill a writer
-between steps with it).
+Write consistency across tables: key-value writes and data rows are separate RPCs here
+(`Capabilities.verified_index_writes`), so the index layer commits a write's index entries and
+data rows in phases, Phoenix's verified / unverified protocol (index/commit.py), and resolves
+unverified entries on read (index/verified.py); `commit(staged, kv_writes)` writes the
+key-value writes, then the data rows. `faults.arm("index")` or `("data")` makes the index
+layer's writer stop after that phase (tests kill a writer between steps with it).
 
 What Thrift1 cannot do, and how this backend copes:
 - no region split call and no split notification: `split()` raises BackendError; HBase's own
@@ -124,17 +117,15 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         self._server_kept: set[str] = set()  # tables hibase's coprocessor runs on (seen)
         # per table: (monotonic time of the last check, the version row's value then)
         self._server_versions: dict[str, tuple[float, bytes]] = {}
-        self._kv: set[str] = set()
+        self._kv: dict[str, str | None] = {}
         self._meta: dict[bytes, bytes] = {}
         self._gen = b""
         self._closed = False
-        self._raw = threading.local()
         # every Thrift call, by method (call_stats): what the round-trip budget is pinned on
         self._calls: dict[str, int] = {}
         self._calls_lock = threading.Lock()
         self.lease_s = self.opts["catalog_lease_ms"] / 1000
         self._checked_at = -1e18  # monotonic time of the last catalog generation check
-        self.index_hooks: Any = None  # set by the index layer: row_of / resolve
         # tests stop a writer between its calls (store/faults.py); inert unless armed
         self.faults = Faults()
         self.retries = self.opts["retries"]
@@ -184,7 +175,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
                 schema = TableSchema.from_json(json.loads(v))
                 self._tables[schema.name] = _HTable(self, schema)
             elif key.startswith(b"kv/"):
-                self._kv.add(key[3:].decode())
+                self._kv[key[3:].decode()] = v.decode() or None
             elif key.startswith(b"meta/"):
                 self._meta[key[5:]] = v
             elif key == b"gen":

@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .. import cells as C
-from ..base import KVWrite, Mutation, Unverified, now_ms
+from ..base import KVWrite, Mutation, now_ms
 from ..api import Staged
 from ..staged import SegmentBatch, prepared_of
-from .kv import (_SCAN_CHUNK, UNVERIFIED, VERIFIED, is_index)
+from .kv import _SCAN_CHUNK
 
 
 __all__ = ["Writes"]
@@ -24,15 +24,6 @@ def _deletes_with_ts(pending: dict[bytes, list[bytes]]) -> bool:
                 return True
     return False
 
-
-
-def _stored(name: str, value: Any) -> Any:
-    """A key-value value as stored: index entries carry their verified / unverified status."""
-    if value is None or not is_index(name):
-        return value
-    if isinstance(value, Unverified):
-        return UNVERIFIED + C.pack([bytes(value)])
-    return VERIFIED + value
 
 
 class Writes:
@@ -185,11 +176,10 @@ class Writes:
     def commit(self, staged: Staged | None, kv_writes: Iterable[KVWrite] = ()) -> None:
         """Write key-value writes, then data mutations (separate calls: the order of index
         entries and data rows that keeps readers right is index/commit.py's, which commits
-        in phases). An index entry's value is stored verified (0x01 + value), or unverified
-        (0x00 + msgpack([rowkey])) when it is an Unverified."""
+        in phases)."""
         prepared = prepared_of(staged)
         with self._lock:
             self._check_writable()
-            self._kv_write([(n, k, _stored(n, v)) for n, k, v in kv_writes])
+            self._kv_write(list(kv_writes))
             if prepared:
                 self._send(prepared)
