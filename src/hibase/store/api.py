@@ -49,6 +49,9 @@ class Capabilities:
     server_index_upkeep: bool = False
     # the store is files in a local folder that `hibase check` can verify (store/check.py)
     local_files: bool = True
+    # full scans filtered on the raw stored bytes (`fast_scan_supported` / `filtered_rows`:
+    # the embedded store's store/embedded/fastscan.py)
+    fast_scan: bool = False
 
 
 class BaseStore:
@@ -88,6 +91,16 @@ class BaseStore:
 
     def forget_layout(self, table: str) -> None:
         """The table's last local index is gone: nothing recorded here to forget."""
+
+    def fast_scan_supported(self, table: str) -> bool:
+        """Whether `filtered_rows` can scan `table` (Capabilities.fast_scan): not here."""
+        return False
+
+    def filtered_rows(self, table: str, start: bytes | None, stop: bytes | None,
+                      needles: Any, keep: Any) -> Iterator[tuple[bytes, dict[bytes, bytes]]]:
+        """Rows of [start, stop) passing a byte prefilter (`needles`) and `keep`: only on
+        stores with Capabilities.fast_scan."""
+        raise errors.BackendError("filtered_rows needs a store with Capabilities.fast_scan")
 
     def reindex(self, table: str, alias: bytes, progress: Any = None) -> int:
         """Server-side build of an index kept by the server: no server here."""
@@ -232,6 +245,11 @@ class Store(KeyValueStore, Protocol):
     def follow_splits(self, table: str, force: bool = False) -> int: ...
     def layout_token(self, table: str) -> bytes: ...
     def forget_layout(self, table: str) -> None: ...
+
+    # full scans filtered on raw bytes (Capabilities.fast_scan)
+    def fast_scan_supported(self, table: str) -> bool: ...
+    def filtered_rows(self, table: str, start: bytes | None, stop: bytes | None,
+                      needles: Any, keep: Any) -> Iterator[tuple[bytes, dict[bytes, bytes]]]: ...
 
     # upkeep and size
     def compact(self, table: str) -> int: ...

@@ -25,6 +25,7 @@ from .. import cells as C
 from ..api import BaseStore, Capabilities, Staged, durability_level
 from ..base import (CountDelta, KVWrite, Mutation, Region, SplitListener, decode_count,
                     encode_count, now_ms)
+from . import fastscan
 from .groupcommit import SyncingLock
 from .kv import KeyValueTables
 from ..rocks import (
@@ -81,7 +82,7 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
 
     # one writer process; reads opened together under the write lock see one instant
     capabilities = Capabilities(shared=False, follows_splits=False, verified_index_writes=False,
-                                snapshot_reads=True)
+                                snapshot_reads=True, fast_scan=True)
 
     @mapped
     def __init__(self, path: str | os.PathLike, *, create: bool = True, read_only: bool = False,
@@ -260,6 +261,16 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
             if self._db is None:
                 raise errors.BackendUnavailable("the store is closed") from None
             raise errors.TableNotFound(f"no table {name!r}") from None
+
+    def fast_scan_supported(self, table: str) -> bool:
+        """Whether `filtered_rows` can scan `table` (one family, no TTL: fastscan.py)."""
+        return fastscan.supports_fast_scan(self, table)
+
+    def filtered_rows(self, table: str, start: bytes | None, stop: bytes | None,
+                      needles: Any, keep: Any) -> Iterator[tuple[bytes, dict[bytes, bytes]]]:
+        """(rowkey, {column: newest value}) of the rows of [start, stop) whose raw bytes pass
+        the `needles` prefilter and `keep` (fastscan.filtered_rows)."""
+        return fastscan.filtered_rows(self, table, start, stop, needles, keep)
 
     def region_of(self, table: str, row: bytes) -> Region:
         """The region of `table` holding `row`."""
