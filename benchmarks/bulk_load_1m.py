@@ -6,7 +6,7 @@ import tempfile
 import time
 
 import hibase
-from hibase.bench.datasets import telecom_rows, TELECOM_COLUMNS
+from hibase.samples.telecom import telecom_rows, TELECOM_COLUMNS
 rows = list(telecom_rows(1_000_000))
 IDX = (('by_ip', ['f:ip']), ('by_ip_port', ['f:ip', 'f:port']), ('by_url', ['f:url']))
 def load(path, indexes, bulk):

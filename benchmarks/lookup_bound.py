@@ -39,7 +39,7 @@ import time
 from collections import Counter
 
 import hibase
-from hibase.bench.datasets import COLUMNS, TELECOM_COLUMNS, telecom_rows
+from hibase.samples.telecom import COLUMNS, TELECOM_COLUMNS, telecom_rows
 from hibase.index.spec import index_table
 from hibase.query import engine
 from hibase.query.ast import Select

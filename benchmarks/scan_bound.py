@@ -27,7 +27,7 @@ import time
 import msgpack
 
 import hibase
-from hibase.bench.datasets import TELECOM_COLUMNS, telecom_rows
+from hibase.samples.telecom import TELECOM_COLUMNS, telecom_rows
 from hibase.query import scan as scan_mod
 
 CONDITION = "f.port = 8080 AND f.cell_id = 12345"

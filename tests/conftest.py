@@ -29,6 +29,7 @@ parametrized.
 from __future__ import annotations
 
 import os
+import pathlib
 
 import pytest
 from hypothesis import settings
@@ -87,6 +88,32 @@ def hbase_cluster(tmp_path_factory):
 # Property tests run fewer examples on [hbase]: every example's tables are real HBase tables
 # (about half a second to create each), so the default counts would take most of an hour there.
 HBASE_MAX_EXAMPLES = int(os.environ.get("HIBASE_HBASE_EXAMPLES", "4"))
+
+
+@pytest.fixture(scope="session")
+def base_install(tmp_path_factory):
+    """A fresh virtualenv (no system site-packages) holding `pip install .` of a clean copy of
+    the source and nothing else: what a newcomer gets. One per session (test_packaging and the
+    newcomer walkthrough share it; each install costs 15-30 s)."""
+    import shutil
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[1]
+    base = tmp_path_factory.mktemp("base-install")
+    src = base / "checkout"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if (root / name).exists():
+            shutil.copy(root / name, src / name)
+    shutil.copytree(root / "src", src / "src",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                          "--disable-pip-version-check", str(src)],
+                         capture_output=True, text=True, timeout=600)
+    assert pip.returncode == 0, pip.stderr[-3000:]
+    return venv
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 from click.testing import CliRunner
 
-from hibase.bench import cache_scenarios as sc
+from hibase_bench import cache_scenarios as sc
 from hibase.cli import cli
 
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import hibase
-from hibase.bench import query
+from hibase_bench import query
 from hibase.cli import cli
 from hibase.table import Table
 from hibase.server.thrift import ThriftServer

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from hibase.bench import datasets as D
-from hibase.bench import store
+from hibase.samples import telecom as D
+from hibase_bench import store
 
 
 def test_rows_are_deterministic_and_prefix_stable():
@@ -123,7 +123,7 @@ def test_durability_smoke(tmp_path):
 
 
 def test_updates_benchmark_smoke(tmp_path):
-    from hibase.bench import updates
+    from hibase_bench import updates
     report = updates.run(rows=20, rounds=6, single_updates=120, progress=False,
                          workdir=str(tmp_path))
     json.dumps(report)  # JSON-ready
@@ -145,6 +145,6 @@ def test_updates_benchmark_smoke(tmp_path):
 
 
 def test_updates_benchmark_rejects_bad_arguments():
-    from hibase.bench import updates
+    from hibase_bench import updates
     with pytest.raises(ValueError):
         updates.run(rows=0, progress=False)

@@ -208,7 +208,7 @@ def test_keeps_a_hot_set_through_a_scan():
 
 
 def test_follows_a_moving_hot_set_like_lru():
-    from hibase.bench.cache_scenarios import trace
+    from hibase_bench.cache_scenarios import trace
     shifting = trace("shifting", lookups=12_000, keys=2_000)
     sizes = dict(shifting)
     for ratio in (0.05, 0.2):

@@ -228,7 +228,7 @@ def test_cache_node_needs_a_reachable_redis():
 
 @pytest.mark.skipif(os.environ.get("HIBASE_SKIP_SLOW") == "1", reason="slow")
 def test_bench_cache_small_run():
-    from hibase.bench import cache as bench
+    from hibase_bench import cache as bench
     report = bench.run(rows=1500, queries=200, ratios=(0.3,), backends=("memory",),
                        hot_cold_samples=10)
     import json

@@ -205,7 +205,7 @@ def test_errors_are_one_line(store, tmp_path):
 # -- bench wiring -------------------------------------------------------------------------------
 
 def test_bench_scbf_wiring(monkeypatch, tmp_path):
-    from hibase.bench import scbf
+    from hibase_bench import scbf
     calls = []
 
     def fake_run(probes, seed):
@@ -225,7 +225,7 @@ def test_bench_scbf_wiring(monkeypatch, tmp_path):
 
 
 def test_bench_store_runs_at_tiny_size(tmp_path):
-    pytest.importorskip("hibase.bench.store")
+    pytest.importorskip("hibase_bench.store")
     dest = tmp_path / "store.json"
     out = run("bench", "store", "--rows", "200", "--reads", "20", "--no-progress",
               "--output", dest).stdout

@@ -563,23 +563,11 @@ def _newcomer_files(folder):
 
 
 @pytest.mark.slow
-def test_the_first_ten_minutes_in_a_fresh_venv(tmp_path):
-    """`pip install .` into a fresh venv, then README's walkthrough as one script: 26 s on an
-    idle 2-core machine with pip's cache warm, 68 s with the cores shared (marked slow: still in
-    the default run, `-m "not slow"` leaves it out). It needs the package index or pip's cache."""
-    import shutil
-    src = tmp_path / "checkout"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        if os.path.exists(os.path.join(ROOT, name)):
-            shutil.copy(os.path.join(ROOT, name), src / name)
-    shutil.copytree(os.path.join(ROOT, "src"), src / "src",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(src)],
-                         capture_output=True, text=True)
-    assert pip.returncode == 0, pip.stderr[-3000:]
+def test_the_first_ten_minutes_in_a_fresh_venv(tmp_path, base_install):
+    """`pip install .` into a fresh venv (conftest's base_install, shared with
+    test_packaging), then README's walkthrough as one script (marked slow: still in the default
+    run, `-m "not slow"` leaves it out). It needs the package index or pip's cache."""
+    venv = base_install
     work = tmp_path / "work"
     work.mkdir()
     _newcomer_files(work)

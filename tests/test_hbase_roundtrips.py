@@ -244,7 +244,7 @@ def test_stale_counts_never_change_an_answer(hb):
 
 
 def test_roundtrips_benchmark_reports_what_it_measured(hb):
-    from hibase.bench import roundtrips
+    from hibase_bench import roundtrips
 
     r = roundtrips.measure(hb.url, rows=300, values=30, lookups=5, caches=("memory", "redis"),
                            progress=False, reader_lease_ms=60_000)

@@ -11,6 +11,7 @@ import pytest
 
 SRC = pathlib.Path(__file__).resolve().parents[1] / "src"
 ROOT = SRC / "hibase"
+ROOTS = (ROOT, SRC / "hibase_bench")
 
 # lower number = lower layer; equal numbers are siblings that must not import each other
 LAYERS = {
@@ -19,14 +20,16 @@ LAYERS = {
     "table": 5, "connection": 5.1,
     "hibase": 6,  # the package itself re-exports connect, Connection, Table, Batch
     "dbapi": 6.5, "sqlalchemy": 6.6,  # PEP 249 over Connection; the SQLAlchemy dialect over it
-    "server": 7, "cluster": 7, "dump": 7.5, "load": 8, "check": 8, "bench": 8, "demo": 9, "cli": 10,
+    "samples": 1,  # generated sample data (the demo's and the benchmarks' telecom records)
+    "server": 7, "cluster": 7, "dump": 7.5, "load": 8, "check": 8, "demo": 9, "cli": 10,
+    "hibase_bench": 8,  # the sibling package of benchmarks (src/hibase_bench), above the library
     "__main__": 11,
 }
 
 
 def _modules() -> dict[str, ast.Module]:
     out = {}
-    for path in sorted(ROOT.rglob("*.py")):
+    for path in sorted(p for root in ROOTS for p in root.rglob("*.py")):
         parts = list(path.relative_to(SRC).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -57,7 +60,7 @@ def _imports(mod: str, tree: ast.Module, top_level_only: bool):
     for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.split(".")[0] == "hibase":
+                if alias.name.split(".")[0] in ("hibase", "hibase_bench"):
                     yield alias.name, []
         elif isinstance(node, ast.ImportFrom):
             if node.level:
@@ -66,7 +69,7 @@ def _imports(mod: str, tree: ast.Module, top_level_only: bool):
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            if target.split(".")[0] != "hibase":
+            if target.split(".")[0] not in ("hibase", "hibase_bench"):
                 continue
             names = [a.name for a in node.names]
             subs = [n for n in names if f"{target}.{n}" in MODULES]
@@ -78,6 +81,8 @@ def _imports(mod: str, tree: ast.Module, top_level_only: bool):
 
 
 def _package(mod: str) -> str:
+    if mod.split(".")[0] == "hibase_bench":
+        return "hibase_bench"
     parts = mod.split(".")
     return parts[1] if len(parts) > 1 else "hibase"
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pathlib
 import subprocess
-import sys
 
 import pytest
 
@@ -14,15 +13,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXTRA_PACKAGES = {"redis", "kazoo", "happybase", "thriftpy2", "uhashring", "matplotlib", "duckdb"}
 
 
-@pytest.fixture(scope="module")
-def slim(tmp_path_factory):
-    """A fresh virtualenv (no system site-packages) with `pip install .` and nothing else."""
-    venv = tmp_path_factory.mktemp("slim") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    py = venv / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                    str(ROOT)], check=True, timeout=600)
-    return venv
+@pytest.fixture
+def slim(base_install):
+    """A fresh virtualenv with `pip install .` and nothing else (conftest's base_install)."""
+    return base_install
 
 
 def _run(venv, *args, cwd=None):

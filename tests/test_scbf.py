@@ -332,7 +332,7 @@ def test_binomial_tail_hand_values() -> None:
 
 
 def test_bench_smoke() -> None:
-    from hibase.bench.scbf import run
+    from hibase_bench.scbf import run
     r = run(probes=20_000, overflow_seeds=1)
     json.dumps(r)
     assert all(row["matches"] for row in r["table1"]["rows"])

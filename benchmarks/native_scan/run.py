@@ -29,7 +29,7 @@ import tempfile
 import time
 
 import hibase
-from hibase.bench.datasets import TELECOM_COLUMNS, telecom_rows
+from hibase.samples.telecom import TELECOM_COLUMNS, telecom_rows
 from hibase.query import scan as scan_mod
 
 HERE = os.path.dirname(os.path.abspath(__file__))

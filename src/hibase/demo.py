@@ -1,6 +1,6 @@
 """`hibase demo`: the HiBase paper's experiment in miniature (SPEC §1).
 
-Generates telecom-style records (``hibase.bench.datasets.telecom_rows``: ~200 bytes, 10
+Generates telecom-style records (``hibase.samples.telecom.telecom_rows``: ~200 bytes, 10
 attributes; rowkey = 11-digit MDN + ``Long.MAX_VALUE - start_ms``, SPEC §2) into a store, builds
 the paper's three global indexes (IP, IP+PORT, URL) over the loaded rows (the paper's batch build
 of static data, worker processes over regions: on this data ~1.5x faster than maintaining them
@@ -33,8 +33,8 @@ from tqdm import tqdm
 
 import hibase
 from hibase import errors
-from hibase.bench.datasets import TELECOM_COLUMNS, telecom_rows
-from hibase.bench.paper.workload import Stats, paper_queries
+from hibase.samples.telecom import TELECOM_COLUMNS, telecom_rows
+from hibase.samples.workload import Stats, paper_queries
 
 __all__ = ["run", "TABLE", "INDEXES"]
 

@@ -3,7 +3,7 @@ or its whole JSON report with --json (and into a file with --output FILE).
 
 A benchmark is a command on the `bench` group below, with the shared `bench_options`
 (--json, --output FILE, --progress) and `finish_bench` to print its report; the benchmark itself
-lives in hibase.bench.<name>, imported when the command runs (so `hibase --help` stays fast).
+lives in hibase_bench.<name>, imported when the command runs (so `hibase --help` stays fast).
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ def bench_store(rows: int, reads: int, seed: int, workdir: str | None, durabilit
         hibase bench store --rows 1000000 --json --output store-1m.json
         hibase bench store --durability --output benchmarks/durability.json
     """
-    from ..bench import store as mod
+    from hibase_bench import store as mod
     if durability:
         report = mod.run_durability(puts=puts, batches=batches, batch_rows=batch_rows,
                                     workdir=workdir, seed=seed, progress=progress)
@@ -244,7 +244,7 @@ def bench_updates(rows: int, rounds: int, single_updates: int, seed: int,
         hibase bench updates
         hibase bench updates --json --output benchmarks/updates.json
     """
-    from ..bench import updates as mod
+    from hibase_bench import updates as mod
     report = mod.run(rows=rows, rounds=rounds, single_updates=single_updates, seed=seed,
                      workdir=workdir, progress=progress)
     finish_bench(report, as_json, output, mod.summary)
@@ -266,7 +266,7 @@ def bench_scbf(probes: int, seed: int, as_json: bool, output: str | None,
         hibase bench scbf --probes 100000
         hibase bench scbf --json --output scbf.json
     """
-    from ..bench import scbf as mod
+    from hibase_bench import scbf as mod
     report = mod.run(probes=probes, seed=seed)
     finish_bench(report, as_json, output, _scbf_summary)
 
@@ -276,7 +276,7 @@ def _backend_option(ctx: click.Context, param: click.Parameter, value: str) -> s
     if value != "embedded":
         require("hbase", f"--backend {value}")
     try:
-        from ..bench import query_remote
+        from hibase_bench import query_remote
         return query_remote.check_backend(value)
     except InvalidArgument as exc:
         raise click.BadParameter(str(exc), ctx, param) from None
@@ -322,12 +322,12 @@ def bench_query(backend: str, rows: int | None, repeats: int, seed: int, workdir
         hibase bench query --backend thrift://127.0.0.1:9090 --json
     """
     if backend != "embedded":
-        from ..bench import query_remote as mod
+        from hibase_bench import query_remote as mod
         report = mod.run(backend, rows=rows or mod.DEFAULT_ROWS, repeats=repeats, seed=seed,
                          progress=progress, workdir=workdir)
         finish_bench(report, as_json, output, mod.summary)
         return
-    from ..bench import query as mod
+    from hibase_bench import query as mod
     report = mod.run(rows=rows or 1_000_000, repeats=repeats, seed=seed, progress=progress,
                      workdir=workdir)
     finish_bench(report, as_json, output, mod.summary)
@@ -368,7 +368,7 @@ def _ints(text: str) -> list[int]:
                    "experiment, hot against cold lookups through the HBase backend with each "
                    "cache of --backends (memory; redis: one local redis-server), Thrift calls "
                    "per query, load with 0 and 3 indexes, indexed lookup against full scan "
-                   "(--rows rows, 10 per value; hibase.bench.roundtrips).")
+                   "(--rows rows, 10 per value; hibase_bench.roundtrips).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the data and the queries.")
 @click.option("--phoenix", is_flag=True,
@@ -399,7 +399,7 @@ def bench_cache(rows: int, queries: int, zipf: float, ratios: str, backends: str
         hibase bench cache --backend gateway --backends memory,redis --rows 20000
     """
     if store_backend != "embedded":
-        from ..bench import roundtrips
+        from hibase_bench import roundtrips
         caches = tuple(b.strip() for b in backends.split(",") if b.strip())
         bad = [c for c in caches if c not in ("memory", "redis")]
         if bad:
@@ -409,8 +409,8 @@ def bench_cache(rows: int, queries: int, zipf: float, ratios: str, backends: str
                                 caches=caches, progress=progress, phoenix=phoenix)
         finish_bench(report, as_json, output, roundtrips.summary)
         return
-    from ..bench import cache as mod
-    from ..bench import cache_scenarios
+    from hibase_bench import cache as mod
+    from hibase_bench import cache_scenarios
 
     if plots:
         cache_scenarios.check_plotting()  # before the long run, not after it
@@ -454,7 +454,7 @@ def bench_local(rows: int, regions: int, queries: int, seed: int, workdir: str |
         hibase bench local --rows 200000 --regions 16
         hibase bench local --rows 50000 --regions 8 --json --output local.json
     """
-    from ..bench import local as mod
+    from hibase_bench import local as mod
 
     report = mod.run(rows=rows, regions=regions, queries=queries, seed=seed,
                      workdir=workdir, progress=progress)
@@ -485,7 +485,7 @@ def bench_scan(rows: int, repeats: int, seed: int, workdir: str | None, as_json:
         hibase bench scan --rows 200000
         hibase bench scan --rows 1000000 --json --output benchmarks/scan_1m.json
     """
-    from ..bench import scan as mod
+    from hibase_bench import scan as mod
 
     report = mod.run(rows=rows, repeats=repeats, seed=seed, progress=progress, workdir=workdir)
     finish_bench(report, as_json, output, mod.summary)
@@ -525,7 +525,7 @@ def bench_gateway(idle: int, garbage: int, calls: int, client_timeout: float, se
         hibase bench gateway --idle 200 --garbage 200 --json --output gateway.json
         hibase bench gateway --server-src ../old-checkout --output gateway-before.json
     """
-    from ..bench import gateway as mod
+    from hibase_bench import gateway as mod
 
     report = mod.run(idle=idle, garbage=garbage, calls=calls, timeout_s=client_timeout,
                      seed=seed, server_src=server_src, server_options=list(server_options),
@@ -572,8 +572,8 @@ def bench_paper(backend: str, scale: str, out: str, seed: int, progress: bool) -
             raise click.BadParameter(f"expected embedded or thrift://host:port, got {backend!r}",
                                      param_hint="--backend")
         _backend_option(click.get_current_context(), None, backend)  # type: ignore[arg-type]
-    from ..bench import paper
-    from ..bench.paper.report import headline
+    from hibase_bench import paper
+    from hibase_bench.paper.report import headline
 
     note = (lambda m: click.echo(m, err=True)) if progress else (lambda _m: None)
     res = paper.run(out, backend=backend, scale=scale, seed=seed, progress=progress, note=note)

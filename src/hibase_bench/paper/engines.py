@@ -22,9 +22,9 @@ from typing import Any, Callable
 import hibase
 
 from .. import query as Q
-from ..datasets import COLUMNS, TELECOM_COLUMNS, telecom_rows
+from hibase.samples.telecom import COLUMNS, TELECOM_COLUMNS, telecom_rows
 from ..store import progress_bar, sqlite_open
-from .workload import COVERED, INT_COLUMNS, SQL_COLUMNS, Stats
+from hibase.samples.workload import COVERED, INT_COLUMNS, SQL_COLUMNS, Stats
 
 __all__ = ["INDEXES", "Loaded", "load_all", "normalize_hibase", "normalize_sql", "sql_schema"]
 

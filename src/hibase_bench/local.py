@@ -43,7 +43,7 @@ from collections import Counter
 from typing import Any
 
 import hibase
-from hibase.bench.datasets import C_IP, C_PORT, C_URL, TELECOM_COLUMNS, telecom_rows
+from hibase.samples.telecom import C_IP, C_PORT, C_URL, TELECOM_COLUMNS, telecom_rows
 from hibase.query import engine
 from hibase.query.ast import Select
 

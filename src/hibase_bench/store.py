@@ -62,7 +62,7 @@ from typing import Any, Callable, Iterator
 from tqdm import tqdm
 
 import hibase
-from hibase.bench.datasets import COLUMNS, telecom_rows
+from hibase.samples.telecom import COLUMNS, telecom_rows
 
 __all__ = ["run", "run_durability", "TARGETS"]
 
@@ -542,7 +542,7 @@ def run(rows: int = 100_000, workdir: str | None = None, seed: int = 0, reads: i
         "seed": seed,
         "reads": reads,
         "machine": machine,
-        "dataset": {"generator": "hibase.bench.datasets.telecom_rows", "columns": len(COLUMNS),
+        "dataset": {"generator": "hibase.samples.telecom.telecom_rows", "columns": len(COLUMNS),
                     "avg_row_bytes": raw / n, "note": "rowkey (30 bytes) + 10 values"},
         "setup": {
             "hibase": f"EmbeddedStore defaults (RocksDB, durability=process, 256 MiB block "

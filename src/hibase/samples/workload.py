@@ -10,7 +10,7 @@ import math
 from collections import Counter
 from typing import Any
 
-from ..datasets import COLUMNS, TELECOM_COLUMNS
+from .telecom import COLUMNS, TELECOM_COLUMNS
 
 __all__ = ["Stats", "nearest", "paper_queries", "COVERED", "QUERY_TYPES", "SQL_COLUMNS", "INT_COLUMNS"]
 

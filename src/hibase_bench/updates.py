@@ -30,8 +30,8 @@ import time
 from typing import Any, Callable
 
 import hibase
-from hibase.bench.datasets import TELECOM_COLUMNS, telecom_rows
-from hibase.bench.store import _machine, _settle_rocksdb
+from hibase.samples.telecom import TELECOM_COLUMNS, telecom_rows
+from hibase_bench.store import _machine, _settle_rocksdb
 
 __all__ = ["run", "TARGETS", "summary"]
 

@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 import hibase
 from hibase import errors
-from hibase.bench.gateway_proc import Gateway, check_backend
+from hibase_bench.gateway_proc import Gateway, check_backend
 
 __all__ = ["run", "measure", "summary"]
 
@@ -117,7 +117,7 @@ def _phoenix(url: str, data: list, picked: list[bytes], expected: dict, progress
     global indexes, kept by its IndexRegionObserver), batches of 1,000 upserts per commit,
     timed inside Phoenix's JVM; then the covered lookup `SELECT k, b WHERE a = ?` of each
     picked value (answers checked against the full scan), timed inside the JVM."""
-    from ..cluster.phoenix import phoenix_for_backend
+    from hibase.cluster.phoenix import phoenix_for_backend
 
     px = phoenix_for_backend(url)
     if px is None:
@@ -195,7 +195,7 @@ def measure(url: str, rows: int = 20_000, values: int = 2_000, lookups: int = 20
             with ExitStack() as stack:
                 spec = "memory"
                 if cache == "redis":
-                    from ..cluster.local import RedisProcess
+                    from hibase.cluster.local import RedisProcess
                     spec = stack.enter_context(RedisProcess()).url
                 reader = url if reader_lease_ms is None else \
                     url + ("&" if "?" in url else "?") + f"catalog_lease_ms={reader_lease_ms}"

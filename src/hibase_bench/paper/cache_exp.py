@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...cache.policies import make_policy
-from ...cache.policy import belady_hit_ratio, simulate
+from hibase.cache.policies import make_policy
+from hibase.cache.policy import belady_hit_ratio, simulate
 from .. import cache as C
 
 __all__ = ["run", "RATIOS", "POLICIES"]

@@ -29,9 +29,9 @@ import statistics
 import time
 from typing import Any, Callable, Iterable
 
-from ..cache.policies import make_policy
-from ..cache.policy import belady_hit_ratio, simulate
-from ..extras import require
+from hibase.cache.policies import make_policy
+from hibase.cache.policy import belady_hit_ratio, simulate
+from hibase.extras import require
 
 __all__ = ["SCENARIOS", "POLICIES", "RATIOS", "trace", "run", "targets", "plot",
            "summary_lines", "check_plotting"]

@@ -18,10 +18,10 @@ from typing import Any
 
 import hibase
 
-from ..datasets import TELECOM_COLUMNS, telecom_rows
+from hibase.samples.telecom import TELECOM_COLUMNS, telecom_rows
 from ..store import sqlite_open
 from .engines import INDEXES, SQL_TXN_ROWS, sql_index_statements, sql_schema
-from .workload import INT_COLUMNS, SQL_COLUMNS
+from hibase.samples.workload import INT_COLUMNS, SQL_COLUMNS
 
 __all__ = ["run"]
 

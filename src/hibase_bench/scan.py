@@ -36,8 +36,8 @@ import time
 from typing import Any, Callable
 
 import hibase
-from hibase.bench.datasets import COLUMNS, TELECOM_COLUMNS, telecom_rows, url_value
-from hibase.bench.store import _loadavg, _machine, progress_bar, sqlite_open
+from hibase.samples.telecom import COLUMNS, TELECOM_COLUMNS, telecom_rows, url_value
+from hibase_bench.store import _loadavg, _machine, progress_bar, sqlite_open
 from hibase.query import scan as scan_mod
 
 __all__ = ["run", "summary", "TARGETS"]

@@ -17,10 +17,10 @@ import time
 from typing import Any
 
 from .. import query as Q
-from ..datasets import COLUMNS
+from hibase.samples.telecom import COLUMNS
 from ..store import sqlite_open
 from .engines import Loaded, normalize_hibase, normalize_sql, timed
-from .workload import paper_queries
+from hibase.samples.workload import paper_queries
 
 __all__ = ["run_size", "HOT_CAPACITY"]
 

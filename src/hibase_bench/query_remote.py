@@ -1,5 +1,5 @@
 """The query benchmark over HBase's Thrift1 protocol (issue 6, item 6): `hibase bench query
---backend gateway | thrift://host:port` runs ``hibase.bench.query``'s queries through hibase's
+--backend gateway | thrift://host:port` runs ``hibase_bench.query``'s queries through hibase's
 HBase backend and, in the same run, on the embedded store, so the cost of the network hop is
 measured next to the embedded figures.
 
@@ -40,8 +40,8 @@ from typing import Any
 from tqdm import tqdm
 
 from hibase import errors
-from hibase.bench import query as Q
-from hibase.bench.gateway_proc import Gateway, check_backend
+from hibase_bench import query as Q
+from hibase_bench.gateway_proc import Gateway, check_backend
 from hibase.store.hbase import KV_PREFIX, parse_url
 
 __all__ = ["run", "summary", "check_backend", "Gateway", "BenchmarkMismatch", "DEFAULT_ROWS"]
@@ -168,7 +168,7 @@ def run(backend: str, rows: int = DEFAULT_ROWS, repeats: int = 50, seed: int = 0
     and the gateway's folder go (kept); default a temporary folder, removed at the end."""
     if check_backend(backend) == "embedded":
         raise errors.InvalidArgument("query_remote.run() needs 'gateway' or a thrift:// URL; "
-                                     "the embedded benchmark is hibase.bench.query.run()")
+                                     "the embedded benchmark is hibase_bench.query.run()")
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
         raise errors.InvalidArgument("rows must be a positive int")
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
@@ -210,7 +210,7 @@ def run(backend: str, rows: int = DEFAULT_ROWS, repeats: int = 50, seed: int = 0
             trips = _round_trips(local, remote, url, name, repeats)
             results = _measure(local, remote, name, queries, counts, repeats, progress)
             # hot against cold lookups with the in-process cache, calls per query, load with
-            # 0 and 3 indexes (hibase.bench.roundtrips), on the same server: as many rows as
+            # 0 and 3 indexes (hibase_bench.roundtrips), on the same server: as many rows as
             # the queries' table, up to roundtrips' own default of 20,000 (10 rows a value)
             from . import roundtrips
             n = min(rows, 20_000)
@@ -240,7 +240,7 @@ def run(backend: str, rows: int = DEFAULT_ROWS, repeats: int = 50, seed: int = 0
                     "cpus": os.cpu_count(), "loadavg": loadavg,
                     "loadavg_end": list(os.getloadavg()) if hasattr(os, "getloadavg")
                     else None},
-        "dataset": {"generator": "hibase.bench.datasets.telecom_rows",
+        "dataset": {"generator": "hibase.samples.telecom.telecom_rows",
                     "avg_row_bytes": stats["raw"] / rows},
         "setup": {
             "cache": cache,

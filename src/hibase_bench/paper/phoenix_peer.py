@@ -11,9 +11,9 @@ import statistics
 import os
 from typing import Any
 
-from ..datasets import COLUMNS, telecom_rows
+from hibase.samples.telecom import COLUMNS, telecom_rows
 from .engines import INDEXES, normalize_sql
-from .workload import COVERED, INT_COLUMNS, SQL_COLUMNS, Stats, paper_queries
+from hibase.samples.workload import COVERED, INT_COLUMNS, SQL_COLUMNS, Stats, paper_queries
 
 __all__ = ["run"]
 
@@ -23,7 +23,7 @@ def _client(backend: str) -> tuple[Any, str | None]:
         return None, "--backend embedded: Phoenix needs an HBase cluster (`hibase cluster " \
                      "start`, then --backend its thrift:// URL)"
     try:
-        from ...cluster.phoenix import phoenix_for_backend
+        from hibase.cluster.phoenix import phoenix_for_backend
     except ImportError as exc:
         return None, f"hibase.cluster.phoenix is not available ({exc})"
     client = phoenix_for_backend(backend)

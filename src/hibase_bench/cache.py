@@ -2,7 +2,7 @@
 hot-index cache at several cache sizes, for window-heat (the default), hotscore as published,
 LRU, no cache, and the offline optimum; then the scenario table of bench/cache_scenarios.py.
 
-``run(rows, queries)`` builds a telecom table (``bench.datasets.telecom_rows``) with two global
+``run(rows, queries)`` builds a telecom table (``hibase.samples.telecom.telecom_rows``) with two global
 indexes, ``by_ip`` on f:ip (covering f:port, f:mdn; Zipf-sized sets) and ``by_cell`` on f:cell_id
 (covering f:mdn), then draws `queries` queries whose targets follow a Zipf law of exponent `zipf`
 over a seeded random order of the values:
@@ -41,12 +41,12 @@ from typing import Any, Callable, Iterable, Sequence
 
 import hibase
 
-from ..cache.backend import cache_key
-from ..cache.policies import make_policy
-from ..cache.policy import belady_hit_ratio, simulate
-from ..index import lookup
+from hibase.cache.backend import cache_key
+from hibase.cache.policies import make_policy
+from hibase.cache.policy import belady_hit_ratio, simulate
+from hibase.index import lookup
 from . import cache_scenarios
-from .datasets import C_IP, TELECOM_COLUMNS, telecom_rows, value_counts
+from hibase.samples.telecom import C_IP, TELECOM_COLUMNS, telecom_rows, value_counts
 
 __all__ = ["run", "POLICIES", "summary", "record_trace"]
 
@@ -298,7 +298,7 @@ def run(rows: int = 100_000, queries: int = 10_000, zipf: float = 0.99,
         for backend, nodes in configs:
             with ExitStack() as stack:
                 if backend == "redis":
-                    from ..cluster.local import RedisProcess
+                    from hibase.cluster.local import RedisProcess
                     servers = [stack.enter_context(RedisProcess()) for _ in range(nodes)]
                     spec = ",".join(s.url for s in servers)
                     names = redis_policies

@@ -33,7 +33,7 @@ No hot-index cache: the store is opened with ``cache_policy=None`` when ``hibase
 takes that option (else the default, which has no cache layer). The OS page cache is warm for
 both stores (just written), as in the store benchmark.
 
-``hibase.bench.query_remote`` runs these queries over Thrift1 (``hibase bench query --backend
+``hibase_bench.query_remote`` runs these queries over Thrift1 (``hibase bench query --backend
 gateway | thrift://host:port``) next to the embedded store, with the helpers below.
 """
 
@@ -57,9 +57,9 @@ from typing import Any, Callable
 from tqdm import tqdm
 
 import hibase
-from hibase.bench.datasets import (C_IP, C_START, C_URL, COLUMNS, TELECOM_COLUMNS, absent_value,
+from hibase.samples.telecom import (C_IP, C_START, C_URL, COLUMNS, TELECOM_COLUMNS, absent_value,
                                    telecom_rows)
-from hibase.bench.store import progress_bar, quantile, sqlite_open
+from hibase_bench.store import progress_bar, quantile, sqlite_open
 from hibase.errors import InvalidArgument
 
 __all__ = ["run", "summary", "TARGETS", "INDEXES"]
@@ -589,7 +589,7 @@ def run(rows: int = 1_000_000, repeats: int = 50, seed: int = 0, progress: bool 
         "machine": {"python": platform.python_version(), "platform": platform.platform(),
                     "cpus": os.cpu_count(),
                     "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None},
-        "dataset": {"generator": "hibase.bench.datasets.telecom_rows",
+        "dataset": {"generator": "hibase.samples.telecom.telecom_rows",
                     "avg_row_bytes": stats["raw"] / rows,
                     "note": "rowkey (30 bytes) + 10 values; bytes per row of keys + values"},
         "setup": {
