@@ -61,7 +61,7 @@ def _worker_job(path: str, spec: IndexSpec, regions: list) -> list[tuple[list, d
         proc = subprocess.run([sys.executable, "-m", "hibase.index.build_worker"],
                               input=json.dumps(job), capture_output=True, text=True)
         if proc.returncode != 0:
-            raise RuntimeError((proc.stderr.strip().splitlines() or [proc.returncode])[-1])
+            raise RuntimeError((proc.stderr.strip().splitlines() or [str(proc.returncode)])[-1])
         with open(out, "rb") as f:
             return msgpack.unpackb(f.read(), raw=False, strict_map_key=False)
 

@@ -324,13 +324,13 @@ class Router:
                 regions = self.store.regions(name)
                 by_id = {r.id: r for r in regions}
                 writes: list = [(lrt, k, None) for k, _ in self.store.kv_scan(lrt, b"f", b"g")]
-                lazy = isinstance(st.filters, _LazyFilters)
-                for (rid, alias) in list(st.filters.keys()):
+                filters = st.filters
+                for (rid, alias) in list(filters.keys()):
                     r = by_id.get(rid)
                     if r is not None:
                         key = (rid, alias)
-                        blob = (st.filters.saved_bytes(key) if lazy
-                                else st.filters[key].to_bytes())
+                        blob = (filters.saved_bytes(key) if isinstance(filters, _LazyFilters)
+                                else filters[key].to_bytes())
                         writes.append((lrt, b"f" + region_prefix(r.start) + alias,
                                        C.pack([rid, blob])))
                 writes.append((lrt, b"s", C.pack([st.gen, [[r.start, r.id] for r in regions]])))

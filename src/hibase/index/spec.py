@@ -160,7 +160,7 @@ class IndexSpec:
         return self.alias + self.encode_values(values)
 
     def _decode(self, key: bytes, pos: int, first: int) -> tuple[list[Any], int]:
-        values = []
+        values: list[Any] = []
         for i in range(first, len(self.types)):
             if i > 0:
                 flag = key[pos:pos + 1]

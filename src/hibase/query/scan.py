@@ -3,7 +3,8 @@
 The condition (normalized DNF) is compiled once per query into (1) needles, byte strings a
 matching row's raw segments must contain (equalities, IN lists and LIKE prefixes on columns
 whose stored bytes are a function of the value: strings, bytes, text integers by their digits,
-binary integers), tested by the store's filtered_rows (store/embedded/fastscan.py) before anything is decoded, and (2) one closure per
+binary integers), tested by the store's filtered_rows (store/embedded/fastscan.py) before
+anything is decoded, and (2) one closure per
 atom answering "is this atom TRUE" on the merged cells, with the brute-force evaluator
 (evaluate.py) as the reference for every atom kind not specialised here. A row is returned iff
 some conjunct has every atom TRUE, exactly as matches_dnf decides.

@@ -56,7 +56,7 @@ def prefilter(needles: Needles | None) -> Callable[[bytes], bool] | None:
 
 
 def filtered_rows(store: Any, table: str, start: bytes | None, stop: bytes | None,
-                  needles: Needles | None, keep: Callable[[bytes, dict], bool] | None
+                  needles: Needles | None, keep: Callable[[bytes | None, dict], bool] | None
                   ) -> Iterator[tuple[bytes, dict[bytes, bytes]]]:
     """(rowkey, {column: newest value}) of the rows in [start, stop) that pass the needle
     prefilter and `keep`, in key order; rows with no visible cell are never yielded. The table

@@ -3,7 +3,7 @@ index entries and value tables (a RocksDB column family each, `k/<name>`)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import rocksdict as rd
 
@@ -43,6 +43,10 @@ class KeyValueTables:
     _db: Any
     _kv: dict[str, tuple[Any, Any]]
     _lock: Any
+
+    if TYPE_CHECKING:  # EmbeddedStore's (checked by mypy)
+        def _check_writable(self) -> None: ...
+        def _options(self) -> Any: ...
 
     def _kv_handle(self, name: str) -> Any:
         try:

@@ -240,7 +240,7 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
             # a handle: the traceback of a failed close must not keep one, or its LOCK)
             views = [v for t in self._tables.values() for v, _, _ in t.fams.values()]
             views += [v for v, _ in self._kv.values()] + [self._db]
-            self._db = None  # type: ignore[assignment]  # closed even when closing fails
+            self._db = None  # closed even when closing fails
             self._tables.clear()
             self._kv.clear()
             try:

@@ -137,7 +137,7 @@ def tls_pool(size: int, context: ssl.SSLContext, **kwargs: Any) -> Any:
             import queue
 
             self._lock = threading.Lock()
-            self._queue = queue.LifoQueue(maxsize=size)
+            self._queue: queue.LifoQueue[Any] = queue.LifoQueue(maxsize=size)
             self._thread_connections = threading.local()
             kw["autoconnect"] = False
             for _ in range(size):

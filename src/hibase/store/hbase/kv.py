@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ... import errors
-from ..base import CountDelta, decode_count, encode_count
+from ..base import CountDelta, KVWrite, decode_count, encode_count
+
+if TYPE_CHECKING:
+    from .rpc import Rpc
 
 __all__ = ["HBaseKeyValueTables", "KV_PREFIX", "META_TABLE", "META_COL"]
 
@@ -30,7 +33,7 @@ _COUNT_FAM = b"c"
 META_COL = b"m:v"
 META_TABLE = "hibase_meta"
 _SCAN_CHUNK = 1000
-# rows per multi-get when many rows are fetched: chunks go out in parallel (store.parallel)
+# rows per multi-get when many rows are fetched: chunks go out in parallel (store.rpc.parallel)
 _FETCH_CHUNK = 250
 # counts this store remembers for its own cell before it starts a new one (a new writer)
 _REMEMBERED = 100_000
@@ -74,14 +77,22 @@ class _HBaseRangeReader:
 
 
 class HBaseKeyValueTables:
-    """Mixed into HBaseStore, which provides _call, _get_raw, _scan_raw, _meta_put,
-    _create_hbase_table, _drop_hbase_table, _check_writable, _kv, _lock, parallel."""
+    """Mixed into HBaseStore, which provides rpc, _meta_put, _create_hbase_table,
+    _drop_hbase_table, _check_writable, _kv, _lock."""
 
     # key-value table -> the key-value table whose HBase table holds its counts (family c),
     # None for a table of values
     _kv: dict[str, str | None]
     _lock: Any
     T: Any
+
+    if TYPE_CHECKING:  # HBaseStore's (checked by mypy)
+        rpc: Rpc
+
+        def _check_writable(self) -> None: ...
+        def _meta_put(self, key: bytes, value: bytes | None) -> None: ...
+        def _create_hbase_table(self, name: str, families: dict[bytes, Any]) -> None: ...
+        def _drop_hbase_table(self, name: str) -> None: ...
     # this writer's count cell: (column, {(value table, key): the count it holds there})
     _cell: tuple[bytes, dict]
 
@@ -94,7 +105,7 @@ class HBaseKeyValueTables:
     def _kv_check(self, name: str) -> None:
         if name not in self._kv:
             # another client may have created it since we opened
-            got = self._get_raw(META_TABLE, [b"kv/" + name.encode()], [META_COL])[0]
+            got = self.rpc.get_raw(META_TABLE, [b"kv/" + name.encode()], [META_COL])[0]
             if not got:
                 raise errors.TableNotFound(f"no key-value table {name!r}")
             self._kv[name] = got[META_COL][1].decode() or None
@@ -153,14 +164,14 @@ class HBaseKeyValueTables:
         by_table: dict[str, list[tuple[str, bytes]]] = {}
         for item in dict.fromkeys(items):
             by_table.setdefault(self._kv_hbase(item[0]), []).append(item)
-        out = {}
+        out: dict[tuple[str, bytes], int] = {}
         for table, its in by_table.items():
             with _count_family():
-                got = self._get_raw(table, [k for _, k in its], [_COUNT_FAM])
+                got = self.rpc.get_raw(table, [k for _, k in its], [_COUNT_FAM])
             out.update((it, _count_of(cells, mine)) for it, cells in zip(its, got))
         return out
 
-    def _kv_write(self, writes: list[tuple[str, bytes, bytes | None]],
+    def _kv_write(self, writes: list[KVWrite],
                   others: dict[tuple[str, bytes], int] | None = None) -> None:
         """Write (name, key, value-or-None) in one mutateRows per HBase table and chunk (all in
         flight together); counts as in the module docstring (`others`: the other writers'
@@ -199,7 +210,7 @@ class HBaseKeyValueTables:
                       for i in range(0, len(batches), _SCAN_CHUNK)]
         try:
             with _count_family():  # distinct keys per table: all chunks in flight together
-                self.parallel(lambda c: self._call("mutateRows", c[0], c[1], {}), calls)
+                self.rpc.parallel(lambda c: self.rpc.call("mutateRows", c[0], c[1], {}), calls)
         except BaseException:
             if now:  # whether the cell holds the new counts is unknown: leave it
                 self._new_writer()
@@ -217,7 +228,7 @@ class HBaseKeyValueTables:
         mine = self._cell[0]
         with _count_family():
             rows = [(key, _count_of(cells, mine)) for key, cells in
-                    self._scan_raw(self._kv_hbase(name), start, stop, [_COUNT_FAM])]
+                    self.rpc.scan_raw(self._kv_hbase(name), start, stop, [_COUNT_FAM])]
         for i in range(0, len(rows), 20_000):
             part = rows[i:i + 20_000]
             self._kv_write([(name, k, None) for k, _ in part],
@@ -227,9 +238,9 @@ class HBaseKeyValueTables:
         self._kv_check(name)
         if self._count_home(name) is not None:
             with _count_family():
-                got = self._get_raw(self._kv_hbase(name), list(keys), [_COUNT_FAM])
+                got = self.rpc.get_raw(self._kv_hbase(name), list(keys), [_COUNT_FAM])
             return [_encoded(_count_of(cells)) for cells in got]
-        got = self._get_raw(self._kv_hbase(name), list(keys), [_KV_COL])
+        got = self.rpc.get_raw(self._kv_hbase(name), list(keys), [_KV_COL])
         return [cells[_KV_COL][1] if _KV_COL in cells else None for cells in got]
 
     def kv_reader(self, name: str) -> _HBaseRangeReader:
@@ -244,7 +255,7 @@ class HBaseKeyValueTables:
             if self._count_home(name) is not None:
                 self._clear_counts(name, start or None, stop)
                 return
-            keys = [k for k, _ in self._scan_raw(self._kv_hbase(name), start or None, stop,
+            keys = [k for k, _ in self.rpc.scan_raw(self._kv_hbase(name), start or None, stop,
                                                  [_KV_COL])]
             self._kv_write([(name, k, None) for k in keys])
 
@@ -259,14 +270,14 @@ class HBaseKeyValueTables:
             # HBase's reversed scan starts at its (inclusive) start row: skip `stop` itself
             # and end at the first key below `start`
             def down() -> Iterator[tuple[bytes, dict]]:
-                for k, c in self._scan_raw(table, stop, None, [col], reverse=True):
+                for k, c in self.rpc.scan_raw(table, stop, None, [col], reverse=True):
                     if start is not None and k < start:
                         return
                     if stop is None or k < stop:
                         yield k, c
             it = down()
         else:
-            it = self._scan_raw(table, start or None, stop, [col])
+            it = self.rpc.scan_raw(table, start or None, stop, [col])
         if counts:
             with _count_family():
                 for key, cells in it:

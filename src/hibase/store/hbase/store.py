@@ -31,7 +31,7 @@ What Thrift1 cannot do, and how this backend copes:
 - no server-side coprocessors or row locks: index upkeep is client-side; `write_lock()` is a
   process-local lock, so writers in *different* processes to the same rows are not serialized
   (as Phoenix without its coprocessors); the verified protocol keeps readers right meanwhile;
-- reads are HBase's (the server applies max versions, TTL, delete markers); `row_states_many`
+- reads are HBase's (the server applies max versions, TTL, delete markers); `stage(...).rows`
   computes the value after pending mutations by merging them over the stored versions with
   hibase's merge (a later delete marker hides older-written cells; a put after a delete in the
   same batch stays visible, HBase 2's "new version behavior").
@@ -93,7 +93,7 @@ def _text(value: str | bytes) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
+class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
     """hibase's store interface over HBase through Thrift1 (happybase)."""
 
     # many clients, regions split by HBase, index rows and data rows in separate calls, and
@@ -121,44 +121,42 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         self._meta: dict[bytes, bytes] = {}
         self._gen = b""
         self._closed = False
-        # every Thrift call, by method (call_stats): what the round-trip budget is pinned on
-        self._calls: dict[str, int] = {}
-        self._calls_lock = threading.Lock()
         self.lease_s = self.opts["catalog_lease_ms"] / 1000
         self._checked_at = -1e18  # monotonic time of the last catalog generation check
         # tests stop a writer between its calls (store/faults.py); inert unless armed
         self.faults = Faults()
-        self.retries = self.opts["retries"]
         self._last_auto = 0  # the highest timestamp prepare() gave a mutation
         self._after_delete = 0  # above the last timestamp prepare() gave a delete
         self.layouts = Layouts(self, self.opts["region_check_ms"] / 1000)
         o = self.opts
-        self._prefix = (o["prefix"] + "_").encode() if o["prefix"] else b""
+        prefix = (o["prefix"] + "_").encode() if o["prefix"] else b""
         self._tls = None
         try:
             if o["tls"]:  # thrifts:// (hibase serve --tls-cert, or HBase's thrift -ssl)
                 self._tls = client_tls_context(o["tls_ca"])
-                self._pool = tls_pool(
+                pool = tls_pool(
                     o["pool_size"], self._tls, host=o["host"], port=o["port"],
                     timeout=o["timeout"], transport=o["transport"], protocol=o["protocol"])
             else:
-                self._pool = happybase.ConnectionPool(
+                pool = happybase.ConnectionPool(
                     o["pool_size"], host=o["host"], port=o["port"], timeout=o["timeout"],
                     transport=o["transport"], protocol=o["protocol"])
         except Exception as exc:
             raise errors.BackendUnavailable(
                 f"cannot reach the HBase Thrift gateway at {o['host']}:{o['port']}"
                 f"{' over TLS' if o['tls'] else ''}: {exc}") from None
-        self._t2 = None if o["thrift2_port"] is None else Thrift2Pool(
+        t2 = None if o["thrift2_port"] is None else Thrift2Pool(
             o["host"], o["thrift2_port"], o["pool_size"], o["timeout"], o["transport"],
             o["protocol"], ssl_context=self._tls)
+        # every call to HBase goes through this one object (counted, retried, errors mapped)
+        self.rpc = Rpc(o, Hbase_thrift, pool, t2, prefix)
         self._new_writer()  # this store's own value-count cell (kv.py)
         self._load_catalog(create)
 
     # -- catalog -----------------------------------------------------------------------------
     def _hbase_tables(self) -> set[str]:
-        p = self._prefix
-        return {n[len(p):].decode() for n in self._call("getTableNames") if n.startswith(p)}
+        p = self.rpc.prefix
+        return {n[len(p):].decode() for n in self.rpc.call("getTableNames") if n.startswith(p)}
 
     def _load_catalog(self, create: bool) -> None:
         if META_TABLE not in self._hbase_tables():
@@ -169,7 +167,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
                 self._create_hbase_table(META_TABLE, {b"m": 1})
             except errors.TableExists:
                 pass  # another client made it meanwhile
-        for key, value in self._scan_raw(META_TABLE, None, None, [META_COL]):
+        for key, value in self.rpc.scan_raw(META_TABLE, None, None, [META_COL]):
             v = value[META_COL][1]
             if key.startswith(b"table/"):
                 schema = TableSchema.from_json(json.loads(v))
@@ -184,9 +182,9 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
     def _meta_put(self, key: bytes, value: bytes | None) -> None:
         M = self.T.Mutation
         if value is None:
-            self._call("deleteAllRow", META_TABLE.encode(), key, {})
+            self.rpc.call("deleteAllRow", META_TABLE.encode(), key, {})
         else:
-            self._call("mutateRow", META_TABLE.encode(), key,
+            self.rpc.call("mutateRow", META_TABLE.encode(), key,
                        [M(column=META_COL, value=value, isDelete=False)], {})
 
     def _create_hbase_table(self, name: str, families: dict[bytes, Any]) -> None:
@@ -203,13 +201,13 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
                           bloomFilterNbHashes=fo.bloom_filter_nb_hashes,
                           blockCacheEnabled=fo.block_cache_enabled,
                           timeToLive=fo.time_to_live if fo.time_to_live != FOREVER else -1))
-        self._call("createTable", name.encode(), cds)
+        self.rpc.call("createTable", name.encode(), cds)
 
     def _drop_hbase_table(self, name: str) -> None:
         try:
-            if self._call("isTableEnabled", name.encode()):
-                self._call("disableTable", name.encode())
-            self._call("deleteTable", name.encode())
+            if self.rpc.call("isTableEnabled", name.encode()):
+                self.rpc.call("disableTable", name.encode())
+            self.rpc.call("deleteTable", name.encode())
         except errors.TableNotFound:
             pass
 
@@ -219,7 +217,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         t = self._tables.get(name)
         if t is None:
             # another client may have created it since we opened
-            raw = self._get_raw(META_TABLE, [b"table/" + name.encode()], [META_COL])[0]
+            raw = self.rpc.get_raw(META_TABLE, [b"table/" + name.encode()], [META_COL])[0]
             if not raw:
                 raise errors.TableNotFound(f"no table {name!r}")
             schema = TableSchema.from_json(json.loads(raw[META_COL][1]))
@@ -235,7 +233,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         HBase tables made outside hibase (no catalog entry, no declared types) are not listed."""
         if not self._closed:
             names = set()
-            for key, value in self._scan_raw(META_TABLE, b"table/", b"table0", [META_COL]):
+            for key, value in self.rpc.scan_raw(META_TABLE, b"table/", b"table0", [META_COL]):
                 name = key[6:].decode()
                 names.add(name)
                 if name not in self._tables:
@@ -273,7 +271,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         if name not in self._hbase_tables():
             raise errors.TableNotFound(f"HBase has no table {name!r}")
         out: dict[bytes, dict[str, Any]] = {}
-        for fam, cd in self._call("getColumnDescriptors", name.encode()).items():
+        for fam, cd in self.rpc.call("getColumnDescriptors", name.encode()).items():
             out[fam.rstrip(b":")] = {
                 "max_versions": cd.maxVersions, "compression": _text(cd.compression).upper(),
                 "in_memory": bool(cd.inMemory), "bloom_filter_type": _text(cd.bloomFilterType),
@@ -287,7 +285,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         """Add an HBase table hibase did not create to the catalog; its rows stay untouched."""
         with self._lock:
             self._check_writable()
-            if schema.name in self._tables or self._get_raw(
+            if schema.name in self._tables or self.rpc.get_raw(
                     META_TABLE, [b"table/" + schema.name.encode()], [META_COL])[0]:
                 raise errors.TableExists(f"table {schema.name!r} is already a hibase table")
             self._meta_put(b"table/" + schema.name.encode(),
@@ -306,8 +304,8 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
             self._check_writable()
             t = self.table(schema.name)
             name = schema.name.encode()
-            if bool(self._call("isTableEnabled", name)) != schema.enabled:
-                self._call("enableTable" if schema.enabled else "disableTable", name)
+            if bool(self.rpc.call("isTableEnabled", name)) != schema.enabled:
+                self.rpc.call("enableTable" if schema.enabled else "disableTable", name)
             t.schema = schema
             self._meta_put(b"table/" + name, json.dumps(schema.to_json()).encode())
 
@@ -339,11 +337,11 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
             return True
         self.table(table)
         try:
-            self._call("getRowWithColumns", table.encode(), b"\x00hibase-probe", [],
+            self.rpc.call("getRowWithColumns", table.encode(), b"\x00hibase-probe", [],
                        {b"hibase.probe": b"1"})
         except errors.HibaseError:
             return False
-        got = self._get_raw(META_TABLE, [b"copro/" + table.encode()], [META_COL])[0]
+        got = self.rpc.get_raw(META_TABLE, [b"copro/" + table.encode()], [META_COL])[0]
         if not got:
             return False
         self._server_kept.add(table)
@@ -358,7 +356,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         last = self._server_versions.get(table)
         if last is not None and now - last[0] < self.lease_s:
             return False
-        got = self._get_raw(META_TABLE, [b"ver/" + table.encode()], [META_COL])[0]
+        got = self.rpc.get_raw(META_TABLE, [b"ver/" + table.encode()], [META_COL])[0]
         version = got[META_COL][1] if got else b""
         self._server_versions[table] = (now, version)
         return last is not None and last[1] != version
@@ -384,7 +382,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         if not force and now - self._checked_at < self.lease_s:
             return False
         self._checked_at = now
-        got = self._get_raw(META_TABLE, [b"gen"], [META_COL])[0]
+        got = self.rpc.get_raw(META_TABLE, [b"gen"], [META_COL])[0]
         gen = got[META_COL][1] if got else b""
         if gen == self._gen:
             return False
@@ -398,7 +396,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
     def _reload_meta(self) -> None:
         """Re-read every meta key (one scan), leaving the generation to meta_changed."""
         meta = {}
-        for key, value in self._scan_raw(META_TABLE, b"meta/", b"meta0", [META_COL]):
+        for key, value in self.rpc.scan_raw(META_TABLE, b"meta/", b"meta0", [META_COL]):
             meta[key[5:]] = value[META_COL][1]
         self._meta = meta
 
@@ -426,9 +424,9 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         versions = min(versions, (1 << 31) - 1)  # an i32 in the IDL
         for col in columns:
             if ts is None:
-                got = self._call("getVer", name, row, col, versions, {})
+                got = self.rpc.call("getVer", name, row, col, versions, {})
             else:
-                got = self._call("getVerTs", name, row, col, ts, versions, {})
+                got = self.rpc.call("getVerTs", name, row, col, ts, versions, {})
             if got:
                 out[col] = sorted(((c.timestamp, c.value) for c in got), reverse=True)
         return out
@@ -437,7 +435,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
                  timestamp: int | None = None, versions: int = 1) -> dict[bytes, list]:
         """{b"f:q": [(ts, value), ...newest first]} of one row; {} when absent."""
         self.table(table)
-        latest = self._get_raw(table, [row], columns, timestamp)[0]
+        latest = self.rpc.get_raw(table, [row], columns, timestamp)[0]
         if versions <= 1 or not latest:
             return {c: [tv] for c, tv in latest.items()}
         return self._versions(table, row, list(latest), timestamp, versions)
@@ -452,7 +450,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         self.table(table)
         # one multi-get per chunk, the chunks in flight together on the connection pool
         out: list[dict] = []
-        for got in self.parallel(lambda part: self._get_raw(table, part, columns),
+        for got in self.rpc.parallel(lambda part: self.rpc.get_raw(table, part, columns),
                                  [rows[i:i + _FETCH_CHUNK]
                                   for i in range(0, len(rows), _FETCH_CHUNK)]):
             out += got
@@ -462,7 +460,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
                     columns: list[bytes] | None = None, reverse: bool = False,
                     with_ts: bool = True) -> Iterator[tuple[bytes, dict]]:
         self.table(table)
-        for row, cells in self._scan_raw(table, start, stop, columns, None, reverse):
+        for row, cells in self.rpc.scan_raw(table, start, stop, columns, None, reverse):
             if cells:
                 yield row, (cells if with_ts else {c: tv[1] for c, tv in cells.items()})
 
@@ -470,7 +468,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
              columns: list[bytes] | None = None, timestamp: int | None = None,
              versions: int = 1, reverse: bool = False) -> Iterator[tuple[bytes, dict]]:
         self.table(table)
-        for row, cells in self._scan_raw(table, start, stop, columns, timestamp, reverse):
+        for row, cells in self.rpc.scan_raw(table, start, stop, columns, timestamp, reverse):
             if not cells:
                 continue
             if versions > 1:  # Thrift1 scanners return the newest version only
@@ -483,7 +481,8 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         """The region layout local indexes follow (layout.py): HBase's regions as last
         followed. `follow_splits` catches up with splits HBase made since."""
         self.table(table)
-        return self.layouts.regions(table)
+        regions: list[Region] = list(self.layouts.regions(table))
+        return regions
 
     def follow_splits(self, table: str, force: bool = False) -> int:
         """Apply the splits HBase made since the layout was recorded (throttled by
@@ -522,7 +521,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         """HBase's major compaction (asynchronous in HBase); returns 0 (rows folded unknown)."""
         self._check_writable()
         self.table(table)
-        self._call("majorCompact", table.encode())
+        self.rpc.call("majorCompact", table.encode())
         return 0
 
     def flush(self) -> None:
@@ -532,6 +531,10 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         """Unknown through Thrift1 (HBase's own metrics have it): 0."""
         return 0
 
+    def call_stats(self) -> dict[str, int]:
+        """Thrift calls made so far by this store, by method (retries count again)."""
+        return self.rpc.call_stats()
+
     @property
     def closed(self) -> bool:
         return self._closed
@@ -540,10 +543,10 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         with self._lock:
             if self._closed:
                 return
-            self._closed = True
-            if self._t2 is not None:
-                self._t2.close()
-            q = self._pool._queue
+            self._closed = self.rpc.closed = True
+            if self.rpc.t2 is not None:
+                self.rpc.t2.close()
+            q = self.rpc.pool._queue
             while True:
                 try:
                     conn = q.get_nowait()

@@ -1,17 +1,22 @@
 """Writes of the HBase store: timestamps fixed before sending, the state of rows after pending
 mutations, and the commit of key-value writes and data rows (a mixin of HBaseStore, which
-provides _lock, table(), _call, _get_raw, _kv_write and the timestamps it hands out). The
+provides _lock, table(), rpc, _kv_write and the timestamps it hands out). The
 verified / unverified order of index entries and data rows is index/commit.py's."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .. import cells as C
 from ..base import KVWrite, Mutation, now_ms
 from ..api import Staged
 from ..staged import SegmentBatch, prepared_of
+from ..schema import TableSchema
 from .kv import _SCAN_CHUNK
+
+if TYPE_CHECKING:
+    from .layout import Layouts
+    from .rpc import Rpc
 
 
 __all__ = ["Writes"]
@@ -28,6 +33,25 @@ def _deletes_with_ts(pending: dict[bytes, list[bytes]]) -> bool:
 
 class Writes:
     """stage / commit (see the module docstring)."""
+
+    if TYPE_CHECKING:  # what HBaseStore and its other parts provide (checked by mypy)
+        T: Any
+        rpc: Rpc
+        layouts: Layouts
+        _lock: Any
+        _last_auto: int  # the highest timestamp stage() gave a mutation
+        _after_delete: int  # above the last timestamp stage() gave a delete
+
+        def table(self, name: str) -> Any: ...
+        def schema(self, name: str) -> TableSchema: ...
+        def _check_writable(self) -> None: ...
+        def _kv_write(self, writes: list[KVWrite],
+                      others: dict[tuple[str, bytes], int] | None = None) -> None: ...
+        def _versions(self, table: str, row: bytes, columns: list[bytes], ts: int | None,
+                      versions: int) -> dict[bytes, list]: ...
+        def read_latest_many(self, table: str, rows: list[bytes],
+                             columns: list[bytes] | None = None,
+                             with_ts: bool = True) -> list[dict]: ...
 
     def stage(self, mutations: list[Mutation]) -> SegmentBatch:
         """The mutations with their timestamps fixed and encoded as row segments (cells.py),
@@ -112,7 +136,7 @@ class Writes:
                             for c, v in m.data.items()]
                 else:
                     targets = list(t.schema.families) if m.data is None else \
-                        self._thrift_columns(m.data)
+                        self.rpc.thrift_columns(m.data) or []
                     muts = [T.Mutation(column=c, isDelete=True) for c in targets]
                 batches.append(T.BatchMutation(row=m.row, mutations=muts))
             name = table.encode()
@@ -120,12 +144,12 @@ class Writes:
 
             def send(part: list, name: bytes = name, ts: int | None = ts) -> None:
                 if ts is None:
-                    self._call("mutateRows", name, part, {})
+                    self.rpc.call("mutateRows", name, part, {})
                 else:
-                    self._call("mutateRowsTs", name, part, ts, {})
+                    self.rpc.call("mutateRowsTs", name, part, ts, {})
 
             if len({b.row for b in batches}) == len(batches):
-                self.parallel(send, parts)  # distinct rows: chunks in flight together
+                self.rpc.parallel(send, parts)  # distinct rows: chunks in flight together
             else:
                 for part in parts:  # a row twice at one timestamp: the later must land last
                     send(part)
@@ -148,20 +172,20 @@ class Writes:
         rows: list[bytes] = []
 
         def send(part: list[bytes]) -> None:
-            self._call("mutateRows", name, [T.BatchMutation(row=r, mutations=mutation)
+            self.rpc.call("mutateRows", name, [T.BatchMutation(row=r, mutations=mutation)
                                             for r in part], attrs)
 
         regions = self.layouts.live(table)
         for done, region in enumerate(regions, 1):
-            for row, _ in self._scan_raw(table, region.start or None, region.end or None, None):
+            for row, _ in self.rpc.scan_raw(table, region.start or None, region.end or None, None):
                 rows.append(row)
                 if len(rows) >= 8 * _SCAN_CHUNK:
-                    self.parallel(send, [rows[i:i + _SCAN_CHUNK]
+                    self.rpc.parallel(send, [rows[i:i + _SCAN_CHUNK]
                                          for i in range(0, len(rows), _SCAN_CHUNK)])
                     sent += len(rows)
                     rows = []
             if rows:
-                self.parallel(send, [rows[i:i + _SCAN_CHUNK]
+                self.rpc.parallel(send, [rows[i:i + _SCAN_CHUNK]
                                      for i in range(0, len(rows), _SCAN_CHUNK)])
                 sent += len(rows)
                 rows = []
