@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 
 import msgpack
 
+from ..store.api import Store
 from ..store import cells as C
 from .maintain import raw_values
 from ..store.base import CountDelta, KVWrite
@@ -33,7 +34,7 @@ __all__ = ["build_index", "verify_index", "expected_entries"]
 _CHUNK = 20_000
 
 
-def expected_entries(store, spec: IndexSpec, start: bytes | None = None,
+def expected_entries(store: Store, spec: IndexSpec, start: bytes | None = None,
                      stop: bytes | None = None) -> tuple[list[tuple[bytes, bytes]], dict]:
     """The sorted index entries and value counts a rebuild of rows [start, stop) produces."""
     entries = []
@@ -69,7 +70,7 @@ def _worker_job(path: str, spec: IndexSpec, regions: list) -> list[tuple[list, d
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024  # below this, starting workers costs more than it saves
 
 
-def _region_results(store, spec: IndexSpec, processes: int | None
+def _region_results(store: Store, spec: IndexSpec, processes: int | None
                     ) -> Iterator[tuple[list, dict]]:
     """(entries, counts) per region, in region order."""
     regions = store.regions(spec.table)
@@ -99,7 +100,7 @@ def _region_results(store, spec: IndexSpec, processes: int | None
             yield from results
 
 
-def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,
+def build_index(store: Store, catalog, spec: IndexSpec, processes: int | None = None,
                 progress: Callable[[int, int], Any] | None = None, router: Any = None
                 ) -> dict[str, int]:
     """Rebuild `spec` from its table; returns {"rows_indexed", "values", "regions"}. A local
@@ -131,7 +132,7 @@ def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,
     return {"rows_indexed": total, "values": len(counts), "regions": regions}
 
 
-def _build_server(store, catalog, spec: IndexSpec,
+def _build_server(store: Store, catalog, spec: IndexSpec,
                   progress: Callable[[int, int], Any] | None) -> dict[str, int]:
     """An index the region server keeps (spec.server): its entries go (stale: the coprocessor
     stops writing them, then cleared), then it is `building` (the coprocessor keeps every
@@ -163,7 +164,7 @@ def _build_server(store, catalog, spec: IndexSpec,
     return {"rows_indexed": rows, "values": values, "regions": len(store.regions(spec.table))}
 
 
-def _build_local(store, catalog, spec: IndexSpec, processes: int | None,
+def _build_local(store: Store, catalog, spec: IndexSpec, processes: int | None,
                  progress: Callable[[int, int], Any] | None, router: Any) -> dict[str, int]:
     """A local index: each region's entries and counts under the region's prefix."""
     with store.write_lock():
@@ -192,7 +193,7 @@ def _build_local(store, catalog, spec: IndexSpec, processes: int | None,
     return {"rows_indexed": total, "values": values, "regions": len(regions)}
 
 
-def _local_state(store, spec: IndexSpec) -> tuple[list, dict, list, dict]:
+def _local_state(store: Store, spec: IndexSpec) -> tuple[list, dict, list, dict]:
     """Expected and actual (entries, counts) of a local index, keys with region prefixes."""
     expected: list = []
     counts: dict[bytes, int] = {}
@@ -209,7 +210,7 @@ def _local_state(store, spec: IndexSpec) -> tuple[list, dict, list, dict]:
     return expected, counts, actual, have_counts
 
 
-def verify_index(store, spec: IndexSpec, repair: bool = False, router: Any = None
+def verify_index(store: Store, spec: IndexSpec, repair: bool = False, router: Any = None
                  ) -> dict[str, Any]:
     """Compare index and value table with a rebuild; with repair, write the differences. For a
     local index the per-region rows and counts are compared, and the routing filters checked

@@ -6,6 +6,7 @@ import re
 import threading
 from typing import Iterable
 
+from ..store.api import Store
 from .. import errors
 from ..store.schema import split_column
 from .local import clear as local_clear
@@ -20,7 +21,7 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 class IndexCatalog:
     """Index definitions of one store, loaded at open and changed through this object only."""
 
-    def __init__(self, store):
+    def __init__(self, store: Store):
         self.store = store
         self._lock = threading.RLock()
         self._by_table: dict[str, dict[str, IndexSpec]] = {}

@@ -33,6 +33,7 @@ import heapq
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
+from ..store.api import Store
 from .. import codec
 from ..store import cells as C
 from ..store.base import CountDelta
@@ -54,13 +55,13 @@ def _prefix_stop(prefix: bytes) -> bytes:
 
 
 
-def region_of(store, table: str, row: bytes):
+def region_of(store: Store, table: str, row: bytes):
     """The region holding `row` now."""
     return store.region_of(table, row)
 
 
 # -- write path --------------------------------------------------------------------------------
-def entry_writes(store, changes: Iterable, events: list | None = None) -> list:
+def entry_writes(store: Store, changes: Iterable, events: list | None = None) -> list:
     """Local index puts/deletes and per-region count deltas for `changes` of local specs (the
     caller holds the write lock, so the rows' regions cannot change before the commit). When
     `events` is a list, a (table, region id, alias, value key, +1 / -1) is appended for each
@@ -109,7 +110,7 @@ def entry_writes(store, changes: Iterable, events: list | None = None) -> list:
     return writes
 
 
-def split_rewrite(store, specs: dict[bytes, IndexSpec], table: str, parent, right,
+def split_rewrite(store: Store, specs: dict[bytes, IndexSpec], table: str, parent, right,
                   put: Any, delete: Any) -> tuple[dict, dict]:
     """Move the parent's local rows of rows >= right.start under the right daughter's prefix
     and write both daughters' counts, recounted from their rows (put(kv, key, value) /
@@ -164,7 +165,7 @@ def split_rewrite(store, specs: dict[bytes, IndexSpec], table: str, parent, righ
     return left, right_counts
 
 
-def clear(store, spec: IndexSpec) -> None:
+def clear(store: Store, spec: IndexSpec) -> None:
     """Remove every local row and per-region count of one index, in every region (and under
     any region prefix left behind)."""
     alias = spec.alias
@@ -195,7 +196,7 @@ class Route:
     version: int = -1  # the router's version when routed (-1: no router)
     region_ids: tuple = ()
 
-    def still_valid(self, store, table: str, router) -> bool:
+    def still_valid(self, store: Store, table: str, router) -> bool:
         """Whether routing now would give this route (same regions, same filters)."""
         routed = router is not None and router.enabled
         if routed:
@@ -233,7 +234,7 @@ class Route:
         return text + (f", {'; '.join(why)}" if why else "")
 
 
-def plan_route(store, spec: IndexSpec, ranges: list, router=None) -> Route:
+def plan_route(store: Store, spec: IndexSpec, ranges: list, router=None) -> Route:
     """The regions a lookup of `ranges` visits now (the caller holds the write lock when the
     route must match iterators opened with it)."""
     regions = store.regions(spec.table)
@@ -267,7 +268,7 @@ def _region_stream(reader: Any, lo: bytes, hi: bytes, n: int, region: Any
         yield key[n:], value, region
 
 
-def scan_entries(store, spec: IndexSpec, ranges: list, router=None, route_out: list | None = None,
+def scan_entries(store: Store, spec: IndexSpec, ranges: list, router=None, route_out: list | None = None,
                  planned: Route | None = None) -> Iterator[tuple[bytes, list]]:
     """(user rowkey, covered values) of every entry in `ranges`, range after range, each range
     in index order merged over the regions the route visits. The route and the iterators are
@@ -293,7 +294,7 @@ def scan_entries(store, spec: IndexSpec, ranges: list, router=None, route_out: l
     yield from got
 
 
-def _scan_entries(store, spec: IndexSpec, ranges: list, router, route_out: list | None,
+def _scan_entries(store: Store, spec: IndexSpec, ranges: list, router, route_out: list | None,
                   planned: Route | None) -> Iterator[tuple[bytes, list]]:
     with store.write_lock():
         if planned is not None and planned.still_valid(store, spec.table, router):
@@ -324,7 +325,7 @@ def _scan_entries(store, spec: IndexSpec, ranges: list, router, route_out: list 
                 yield row, unpack(value)
 
 
-def count_values(store, spec: IndexSpec, rng, cap: int = 2000, router=None,
+def count_values(store: Store, spec: IndexSpec, rng, cap: int = 2000, router=None,
                  regions: list | None = None) -> tuple[int, bool]:
     """Rows in the range by per-region counts, summed over the regions: (count, exact). A point
     reads one count per region the routing filters cannot rule out (or per region of
@@ -349,7 +350,7 @@ def count_values(store, spec: IndexSpec, rng, cap: int = 2000, router=None,
     return total, True
 
 
-def count_routed(store, spec: IndexSpec, ranges: list, route: Route, cap: int = 2000
+def count_routed(store: Store, spec: IndexSpec, ranges: list, route: Route, cap: int = 2000
                  ) -> tuple[int, bool]:
     """The planner's estimate over a route: per range, the counts in the regions it visits."""
     total, exact = 0, True
@@ -360,7 +361,7 @@ def count_routed(store, spec: IndexSpec, ranges: list, route: Route, cap: int = 
     return total, exact
 
 
-def region_counts(store, table: str) -> dict[bytes, dict[bytes, dict[bytes, int]]]:
+def region_counts(store: Store, table: str) -> dict[bytes, dict[bytes, dict[bytes, int]]]:
     """{region start: {alias: {value key: rows}}} from the per-region value table."""
     out: dict[bytes, dict[bytes, dict[bytes, int]]] = {}
     val = local_value_table(table)

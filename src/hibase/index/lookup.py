@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
+from ..store.api import Store
 from .. import codec
 from ..store import cells as C
 from . import local, verified
@@ -61,7 +62,7 @@ def null_range(spec: IndexSpec) -> KeyRange:
     return KeyRange(alias, codec.prefix_successor(alias), len(spec.types), len(alias))
 
 
-def scan_entries(store, spec: IndexSpec, rng: KeyRange, reverse: bool = False
+def scan_entries(store: Store, spec: IndexSpec, rng: KeyRange, reverse: bool = False
                  ) -> Iterator[tuple[bytes, list]]:
     """(user rowkey, covered values) of every entry in the range, in index order."""
     full = rng.known == len(spec.types)
@@ -73,7 +74,7 @@ def scan_entries(store, spec: IndexSpec, rng: KeyRange, reverse: bool = False
         yield row, unpack(value)
 
 
-def scan_entry_keys(store, spec: IndexSpec, start: bytes | None, stop: bytes | None,
+def scan_entry_keys(store: Store, spec: IndexSpec, start: bytes | None, stop: bytes | None,
                     reverse: bool = False) -> Iterator[bytes]:
     """The entry keys (value key + rowkey) of the index in [start, stop), in index order (or
     reversed): for walks that read values and rowkeys off the keys."""
@@ -81,7 +82,7 @@ def scan_entry_keys(store, spec: IndexSpec, start: bytes | None, stop: bytes | N
         yield key
 
 
-def scan_points(store, spec: IndexSpec, vkeys: list[bytes]) -> Iterator[tuple[bytes, list]]:
+def scan_points(store: Store, spec: IndexSpec, vkeys: list[bytes]) -> Iterator[tuple[bytes, list]]:
     """(user rowkey, covered values) of the entries of many full values (a long IN list) in
     one ordered scan from the smallest value to the largest, keeping the entries whose value is
     asked for: one read of that stretch of the index instead of a lookup per value."""
@@ -97,7 +98,7 @@ def scan_points(store, spec: IndexSpec, vkeys: list[bytes]) -> Iterator[tuple[by
             yield row, unpack(value)
 
 
-def count_points(store, spec: IndexSpec, vkeys: list[bytes]) -> int:
+def count_points(store: Store, spec: IndexSpec, vkeys: list[bytes]) -> int:
     """Rows of many full values by their value-table counts (exact): one walk of the value
     table from the smallest to the largest value while it holds no more values than asked
     for (a 100,000-value list over a small index), else one multi-get."""
@@ -117,7 +118,7 @@ def count_points(store, spec: IndexSpec, vkeys: list[bytes]) -> int:
     return sum(decode_count(raw) for raw in store.kv_get(vt, vkeys) if raw)
 
 
-def entries_for_value(store, spec: IndexSpec, vkey: bytes) -> list[tuple[bytes, list]]:
+def entries_for_value(store: Store, spec: IndexSpec, vkey: bytes) -> list[tuple[bytes, list]]:
     """Every entry of one full value (a value-table key): HiBase's point lookup, which is also
     the unit the hot cache stores."""
     stop = codec.prefix_successor(vkey)
@@ -127,13 +128,13 @@ def entries_for_value(store, spec: IndexSpec, vkey: bytes) -> list[tuple[bytes, 
             for key, value in verified.scan(store, index_table(spec.table), [spec], vkey, stop)]
 
 
-def walk_values(store, spec: IndexSpec, rng: KeyRange) -> Iterator[tuple[bytes, int]]:
+def walk_values(store: Store, spec: IndexSpec, rng: KeyRange) -> Iterator[tuple[bytes, int]]:
     """(value key, row count) from the value table for every value in the range."""
     for key, raw in store.kv_scan(value_table(spec.table), rng.start, rng.stop):
         yield key, decode_count(raw)
 
 
-def count_values(store, spec: IndexSpec, rng: KeyRange, cap: int = 2000, router: Any = None
+def count_values(store: Store, spec: IndexSpec, rng: KeyRange, cap: int = 2000, router: Any = None
                  ) -> tuple[int, bool]:
     """Rows in the range by value-table counts: (count, exact). Exact single-value lookups cost
     one get; wider ranges read at most `cap` values and report a lower bound. A local index

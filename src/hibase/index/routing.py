@@ -34,6 +34,7 @@ import struct
 import threading
 from typing import Any
 
+from ..store.api import Store
 from ..codec import prefix_successor
 from ..store import cells as C
 from .local import local_value_table, region_counts, region_prefix, routing_table
@@ -88,7 +89,7 @@ class _State:
 class Router:
     """Routing filters of every local index of one store (see the module docstring)."""
 
-    def __init__(self, store, fpr: float = 0.001, initial_counters: int = 16_384,
+    def __init__(self, store: Store, fpr: float = 0.001, initial_counters: int = 16_384,
                  counter_bits: int = 4):
         self.store = store
         self.fpr = fpr

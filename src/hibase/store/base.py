@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple, Protocol
 
 __all__ = ["Mutation", "Region", "SplitListener", "SplitBatch", "now_ms", "LATEST_TIMESTAMP",
-           "CountDelta", "Unverified", "KVWrite", "encode_count", "decode_count"]
+           "CountDelta", "KVWrite", "encode_count", "decode_count"]
 
 # HBase's HConstants.LATEST_TIMESTAMP: "now" for a write's timestamp, "every version" for a read
 LATEST_TIMESTAMP = (1 << 63) - 1
@@ -36,17 +36,8 @@ class CountDelta(int):
     __slots__ = ()
 
 
-class Unverified(bytes):
-    """A key-value value written as *pending* (the verified protocol's first phase, see
-    index/commit.py): the bytes are the user rowkey the entry stands for; a store whose reads
-    resolve pending entries (Capabilities.verified_index_writes) keeps it apart from a
-    confirmed value, which is written later as plain bytes."""
-
-    __slots__ = ()
-
-
 # A key-value write: (key-value table, key, value); None deletes the key, a CountDelta adds to
-# a count (value tables), an Unverified marks an index entry pending
+# a count (value tables)
 KVWrite = tuple[str, bytes, "bytes | CountDelta | None"]
 
 
