@@ -68,13 +68,12 @@ def _start(region: Region) -> bytes:
 
 
 class _HTable:
-    """An open table: schema, families (`fams`, keyed like the embedded store's) and regions
+    """An open table: its schema, and its regions
     (asked from HBase on use)."""
 
     def __init__(self, store: "HBaseStore", schema: TableSchema):
         self.store = store
         self.schema = schema
-        self.fams = {f: None for f in schema.families}
 
     @property
     def regions(self) -> list[Region]:

@@ -73,9 +73,9 @@ class Writes:
                 else:
                     ts = m.ts
                 m = m._replace(ts=ts)
-                segments = list(C.mutation_segments(t.fams, m, ts))
+                segments = list(C.mutation_segments(t.schema.families, m, ts))
             else:
-                segments = list(C.mutation_segments(t.fams, m, m.ts))
+                segments = list(C.mutation_segments(t.schema.families, m, m.ts))
                 if m.ts is None:
                     ts = max(now, self._last_auto)
                     m = m._replace(ts=ts)
