@@ -6,7 +6,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from ..store.api import Store
-from ..store.base import Mutation
+from ..store.base import Mutation, Region, SplitBatch
 from . import local, lookup
 from .build import build_index, verify_index
 from .catalog import IndexCatalog
@@ -240,7 +240,8 @@ class IndexManager:
             self._invalidate_cache(table)
             self.router.forget(table)
 
-    def _on_split(self, table: str, parent, left, right, batch) -> None:
+    def _on_split(self, table: str, parent: Region, left: Region, right: Region,
+                  batch: SplitBatch) -> None:
         """Split listener: the right daughter's local rows and counts move under its start key
         and both daughters get routing filters, all in the split's atomic batch."""
         specs = {s.alias: s for s in self.catalog.for_table(table) if s.local}
