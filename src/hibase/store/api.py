@@ -1,11 +1,12 @@
-"""The store interface the index and query layers program against: what every backend offers,
-what only some do (a capabilities record, read instead of probing for methods), and how a URL
-or folder is told apart (`store/backends.py` opens it).
+"""The store contract everything above store/ programs against (`Store`: every member the
+index and query layers, the Connection, the CLI and the servers call), what only some backends
+do (a capabilities record, read instead of probing for methods), and how a URL or folder is
+told apart (`store/backends.py` opens it).
 
 Both backends (store/embedded/: RocksDB in a folder; store/hbase/: HBase through Thrift1)
 derive from `BaseStore`, whose defaults are the embedded store's answers to the questions only a
 store shared with other clients asks (catalog leases, splits made by someone else, index rows
-written apart from data rows)."""
+written apart from data rows); store/conformance.py has mypy check both against `Store`."""
 
 from __future__ import annotations
 
