@@ -109,6 +109,14 @@ def test_parse_condition(text, expected):
     assert parse_condition(text) == expected
 
 
+@pytest.mark.parametrize("text", ["1 = X'01'", "X'01' < 2", "f.a = 1 OR 2 <> X'ff'"])
+def test_bytes_compared_with_a_number_is_refused(text):
+    # two literals are compared when parsed: bytes with a number raised a bare TypeError
+    with pytest.raises(QueryPlanError, match="cannot compare bytes with a number"):
+        parse_condition(text)
+    assert parse_condition("X'01' < X'02'") == TRUE
+
+
 def text_at(sql: str, pos: int | None) -> str:
     assert pos is not None
     return sql[pos:]

@@ -38,7 +38,7 @@ What it promises:
 from __future__ import annotations
 
 import functools
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence, cast
 
 from . import errors as _errors
 from .codec import SQL_TYPE_NAMES
@@ -116,14 +116,18 @@ _MAP: list[tuple[type, type]] = [  # most specific first
 
 
 @functools.lru_cache(maxsize=None)
-def _mapped_class(hibase_cls: type) -> type:
+def _mapped_class(hibase_cls: type) -> type[_errors.HibaseError]:
+    """A subclass of both ``hibase_cls`` and its PEP 249 class (made once per class)."""
     pep = next(p for h, p in _MAP if issubclass(hibase_cls, h))
-    return type(hibase_cls.__name__, (hibase_cls, pep), {"__module__": __name__})
+    # type() makes a subclass of its bases, hibase_cls among them: mypy sees only `type`
+    return cast(type[_errors.HibaseError],
+                type(hibase_cls.__name__, (hibase_cls, pep), {"__module__": __name__}))
 
 
 def _mapped(exc: _errors.HibaseError) -> BaseException:
     """``exc`` as an instance of its own class and of its PEP 249 class."""
-    cls = _mapped_class(type(exc))
+    kind: type = type(exc)  # as `type`: mypy finds type[X] not Hashable (python/mypy#20409)
+    cls = _mapped_class(kind)
     out = cls.__new__(cls)
     out.args = exc.args
     out.__dict__.update(exc.__dict__)

@@ -42,6 +42,12 @@ class Result:
     select: Select | None = None
     text: str | None = None  # EXPLAIN: the plan as text
 
+    def selected(self) -> tuple[Select, list]:
+        """A SELECT result's statement and the engine's rows (an EXPLAIN result has neither)."""
+        if self.select is None or self.records is None:
+            raise AssertionError(f"a {self.kind} result has no rows")
+        return self.select, self.records
+
 
 def parse(db: Any, sql: str) -> Statement:
     """The statement of ``sql`` (cached by text)."""
@@ -102,9 +108,9 @@ def run_select(db: Any, select: Select, params: Any, full: Callable[[str], str],
     types = engine.types_of(select, db.store)
     result = Result("select", records=records, select=select, rowcount=len(records))
     labels = select.labels
-    if select.aggregate:
+    if select.items is not None:  # an aggregate query
         result.description = [(_item_label(i, schema), _item_type(i, types))
-                              for i in select.items]  # type: ignore[union-attr]
+                              for i in select.items]
         result.description = _aliased(result.description, labels)
         result.rows = records
         return result
@@ -188,26 +194,24 @@ def _bind_rows(stmt: Upsert, params: Any) -> list[tuple]:
     if found[0].name is not None:
         if not isinstance(params, Mapping):
             raise errors.InvalidArgument("named parameters (:name) take a dict of values")
-        missing = sorted({p.name for p in found} - set(params))  # type: ignore[arg-type]
+        names = {p.name for p in found if p.name is not None}  # the parser refuses mixing
+        missing = sorted(names - set(params))
         if missing:
             raise errors.InvalidArgument("no value for parameter(s) "
                                          + ", ".join(":" + str(m) for m in missing))
-        extra = sorted(set(params) - {p.name for p in found})
+        extra = sorted(set(params) - names)
         if extra:
             raise errors.InvalidArgument(f"unknown parameter(s) {', '.join(map(str, extra))}")
-
-        def get(p: Param) -> Any:
-            return _value(params[p.name], f":{p.name}")
+        values = {p: _value(params[p.name], f":{p.name}") for p in found if p.name is not None}
     else:
         if isinstance(params, (Mapping, str, bytes)) or not isinstance(params, Sequence):
             raise errors.InvalidArgument("? parameters take a list or tuple of values")
         if len(params) != len(found):
             raise errors.InvalidArgument(f"the statement has {len(found)} ? parameter(s) but "
                                          f"{len(params)} value(s) were given")
-
-        def get(p: Param) -> Any:
-            return _value(params[p.index], str(p.index + 1))  # type: ignore[index]
-    return [tuple(get(v) if isinstance(v, Param) else v for v in r) for r in stmt.rows]
+        values = {p: _value(params[p.index], str(p.index + 1))
+                  for p in found if p.index is not None}
+    return [tuple(values[v] if isinstance(v, Param) else v for v in r) for r in stmt.rows]
 
 
 # -- writes ------------------------------------------------------------------------------------
@@ -310,15 +314,16 @@ def _upsert(db: Any, stmt: Upsert, params: Any, full: Callable[[str], str],
                            range_method, full_scan)
         if stmt.explain:
             return _explained(f"UPSERT INTO {stmt.table} SELECT", inner)
-        src = db.store.schema(inner.select.table)  # type: ignore[union-attr]
-        if inner.select.aggregate:  # type: ignore[union-attr]
+        select, records = inner.selected()
+        src = db.store.schema(select.table)
+        if select.aggregate:
             rows = list(inner.rows)
         else:  # plain rows: the cells' bytes as stored (declared targets check them)
-            names = inner.select.names  # type: ignore[union-attr]
+            names = select.names
             if names is None:
                 names = (() if src.rowkey_generated else (ROWKEY,)) + tuple(src.columns)
             rows = [tuple(key if c == ROWKEY else cells.get(c) for c in names)
-                    for key, cells in inner.records]  # type: ignore[union-attr]
+                    for key, cells in records]
         if rows and len(rows[0]) != len(targets):
             raise errors.InvalidArgument(f"the SELECT returns {len(rows[0])} columns for "
                                          f"{len(targets)}")
@@ -338,8 +343,9 @@ def _delete(db: Any, stmt: Delete, params: Any, full: Callable[[str], str],
                        range_method, full_scan)
     if stmt.explain:
         return _explained(f"DELETE FROM {stmt.table} (rows found by the plan below)", inner)
-    keys = [key for key, _ in inner.records]  # type: ignore[union-attr]
-    t = db.table(inner.select.table, use_prefix=False)  # type: ignore[union-attr]
+    select, records = inner.selected()
+    keys = [key for key, _ in records]
+    t = db.table(select.table, use_prefix=False)
     with t.batch() as b:
         for key in keys:
             b.delete(key)

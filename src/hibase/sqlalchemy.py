@@ -21,7 +21,7 @@ ignored (SQLAlchemy rolls back every connection it returns to its pool).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import types as sqltypes
 from sqlalchemy.engine import default
@@ -29,6 +29,11 @@ from sqlalchemy.schema import Index
 from sqlalchemy.sql import compiler
 
 from . import dbapi as _dbapi
+
+if TYPE_CHECKING:  # the shapes SQLAlchemy's Dialect declares for what these methods return
+    from sqlalchemy.engine.interfaces import (
+        IsolationLevel, ReflectedColumn, ReflectedIndex, ReflectedPrimaryKeyConstraint,
+    )
 
 __all__ = ["HibaseDialect", "HibaseThriftDialect"]
 
@@ -42,13 +47,24 @@ _TYPES = {
 class HibaseCompiler(compiler.SQLCompiler):
     """Phoenix's spelling: UPSERT for INSERT, bare column names, literal LIMIT / OFFSET."""
 
-    def visit_insert(self, insert_stmt: Any, **kw: Any) -> str:
+    def visit_insert(self, insert_stmt: Any, visited_bindparam: Any = None,
+                     visiting_cte: Any = None, **kw: Any) -> str:
+        # passed on only when given, as **kw did (SQLAlchemy 2.0's releases differ in them)
+        if visited_bindparam is not None:
+            kw["visited_bindparam"] = visited_bindparam
+        if visiting_cte is not None:
+            kw["visiting_cte"] = visiting_cte
         text = super().visit_insert(insert_stmt, **kw)
         return "UPSERT" + text[len("INSERT"):] if text.startswith("INSERT") else text
 
     def visit_column(self, column: Any, add_to_result_map: Any = None,
-                     include_table: bool = True, **kw: Any) -> str:
+                     include_table: bool = True, result_map_targets: tuple[Any, ...] = (),
+                     ambiguous_table_name_map: Any = None, **kw: Any) -> str:
         # hibase reads "t.a" as family t, qualifier a: one table per statement, no prefix
+        if result_map_targets:  # passed on only when given, as **kw did
+            kw["result_map_targets"] = result_map_targets
+        if ambiguous_table_name_map is not None:
+            kw["ambiguous_table_name_map"] = ambiguous_table_name_map
         return super().visit_column(column, add_to_result_map=add_to_result_map,
                                     include_table=False, **kw)
 
@@ -63,7 +79,9 @@ class HibaseCompiler(compiler.SQLCompiler):
 
 
 class HibaseDDLCompiler(compiler.DDLCompiler):
-    def visit_create_index(self, create: Any, **kw: Any) -> str:
+    def visit_create_index(self, create: Any, include_schema: Any = False,
+                           include_table_schema: Any = True, **kw: Any) -> str:
+        # the schema flags are DDLCompiler's; hibase tables have no schema to include
         index = create.element
         prep = self.preparer
         local = index.dialect_options["hibase"].get("local")
@@ -150,8 +168,7 @@ class HibaseTypeCompiler(compiler.GenericTypeCompiler):
 
 
 class HibaseIdentifierPreparer(compiler.IdentifierPreparer):
-    def __init__(self, dialect: Any):
-        super().__init__(dialect, initial_quote='"')
+    """Identifiers quoted "like this", as Phoenix does (IdentifierPreparer's default quote)."""
 
 
 class HibaseExecutionContext(default.DefaultExecutionContext):
@@ -211,10 +228,10 @@ class HibaseDialect(default.DefaultDialect):
     def do_commit(self, dbapi_connection: Any) -> None:
         dbapi_connection.commit()
 
-    def get_isolation_level(self, dbapi_connection: Any) -> str:
+    def get_isolation_level(self, dbapi_connection: Any) -> IsolationLevel:
         return "AUTOCOMMIT"
 
-    def get_isolation_level_values(self, dbapi_connection: Any) -> list[str]:
+    def get_isolation_level_values(self, dbapi_connection: Any) -> list[IsolationLevel]:
         return ["AUTOCOMMIT"]
 
     def set_isolation_level(self, dbapi_connection: Any, level: str) -> None:
@@ -248,10 +265,10 @@ class HibaseDialect(default.DefaultDialect):
         return db.table(table_name).schema
 
     def get_columns(self, connection: Any, table_name: str, schema: str | None = None,
-                    **kw: Any) -> list[dict]:
+                    **kw: Any) -> list[ReflectedColumn]:
         from .sql import label
         s = self._schema(connection, table_name)
-        out = []
+        out: list[ReflectedColumn] = []
         if not s.rowkey_generated:
             rtype = sqltypes.VARCHAR() if s.rowkey_type is not None and \
                 s.rowkey_type.name == "string" else sqltypes.VARBINARY()
@@ -263,7 +280,7 @@ class HibaseDialect(default.DefaultDialect):
         return out
 
     def get_pk_constraint(self, connection: Any, table_name: str, schema: str | None = None,
-                          **kw: Any) -> dict:
+                          **kw: Any) -> ReflectedPrimaryKeyConstraint:
         s = self._schema(connection, table_name)
         cols = [] if s.rowkey_generated else [s.rowkey or "ROWKEY"]
         return {"constrained_columns": cols, "name": None}
@@ -281,10 +298,10 @@ class HibaseDialect(default.DefaultDialect):
         return []
 
     def get_indexes(self, connection: Any, table_name: str, schema: str | None = None,
-                    **kw: Any) -> list[dict]:
+                    **kw: Any) -> list[ReflectedIndex]:
         from .sql import label
         s = self._schema(connection, table_name)
-        out = []
+        out: list[ReflectedIndex] = []
         for spec in _db(connection).indexes(table_name):
             out.append({
                 "name": spec["name"],

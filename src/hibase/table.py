@@ -221,7 +221,8 @@ class Table:
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
                                   or limit < 0):
             raise errors.InvalidArgument("'limit' must be an int >= 0")
-        cols = None if columns is None else tuple(self._columns(columns))  # type: ignore[arg-type]
+        checked = None if columns is None else self._columns(columns)
+        cols = None if checked is None else tuple(checked)
         engine.check_size(condition, self.connection.max_statement)
         node, casts = engine.parse_where(condition) if condition.strip() else (None, ())
         return engine.bind(Select(self._name, cols, node, limit, casts=casts), params)

@@ -57,10 +57,18 @@ class _Shaped:
     base: Plan | None  # the WHERE's plan (stream, and for its ranges the others)
     conjuncts: Any
     spec: Any = None
-    ranges: list | None = None  # value table: KeyRanges; index walk: (KeyRange, reverse)
+    # value table: KeyRanges; index walk: (KeyRange, reverse)
+    ranges: list = dataclasses.field(default_factory=list)
     nulls_after: bool = False  # index walk: rows with NULL in the column may follow the walk
     count: int | None = None  # value table: COUNT(*) alone, the plan's exact count of the rows
     notes: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def plan(self) -> Plan:
+        """The WHERE's plan, which every shape but index-ends (it reads no rows) has."""
+        if self.base is None:
+            raise AssertionError(f"the {self.how} answer has no plan for its rows")
+        return self.base
 
 
 def _exprs(select: Select) -> list:
@@ -115,7 +123,7 @@ def _prepare(select: Select, store, indexer, range_method: str, full_scan: bool)
             if isinstance(o.expr, Column) and o.expr not in _group_cols(select):
                 raise QueryPlanError(f"ORDER BY {o.expr} must be a GROUP BY column or an "
                                      "aggregate in an aggregate query")
-        base_cols = tuple(_columns_of(exprs))
+        base_cols: tuple[bytes, ...] | None = tuple(_columns_of(exprs))
     else:
         if any(isinstance(o.expr, Agg) for o in select.order_by):
             raise QueryPlanError("ORDER BY an aggregate needs an aggregate query")
@@ -141,8 +149,10 @@ def _prepare(select: Select, store, indexer, range_method: str, full_scan: bool)
 def _group_cols(select: Select) -> tuple[Column, ...]:
     if select.group_by:
         return select.group_by
-    if select.distinct and not any(isinstance(i, Agg) for i in select.items or ()):
-        return tuple(dict.fromkeys(select.items or ()))
+    items = select.items or ()
+    columns = [i for i in items if isinstance(i, Column)]
+    if select.distinct and len(columns) == len(items):  # no aggregate: DISTINCT groups them
+        return tuple(dict.fromkeys(columns))
     return ()
 
 
@@ -202,7 +212,7 @@ def _index_ends(select: Select, specs) -> _Shaped | None:
     if select.where is not None or _group_cols(select) or not items or any(
             not isinstance(e, Agg) or e.func not in ("MIN", "MAX") for e in items):
         return None
-    cols = {e.column.name for e in items}  # type: ignore[union-attr]
+    cols = {e.column.name for e in items}
     for spec in specs:
         if cols == {spec.columns[0]}:
             return _Shaped(select, "index-ends", None, None, spec)
@@ -259,6 +269,7 @@ def run(select: Select, store, indexer, range_method: str = "auto", full_scan: b
     if shaped.how == "value-table" and shaped.count is not None:
         one = [(shaped.count,) * len(select.items or ())]
         return one[select.offset or 0:][:select.limit]
+    rows: Iterator[tuple[bytes | None, dict, int]]
     if shaped.how == "value-table":
         rows = _value_rows(store, shaped)
     elif shaped.how == "index-ends":
@@ -269,7 +280,7 @@ def run(select: Select, store, indexer, range_method: str = "auto", full_scan: b
 
 
 def _base_rows(shaped: _Shaped, indexer, types) -> Iterator[tuple[bytes, dict]]:
-    return execute(shaped.base, indexer, types, shaped.conjuncts)
+    return execute(shaped.plan, indexer, types, shaped.conjuncts)
 
 
 def _decoded(spec, vkey: bytes) -> dict:
@@ -453,10 +464,19 @@ def _ordered_rows(shaped: _Shaped, store, indexer, types) -> list:
     if shaped.how == "index-walk":
         return _walk_rows(shaped, store, indexer, types, cols)
     order = select.order_by
-    rows = ((row, cells, [cell_value(o.expr, row, cells, types) for o in order])
+    keys = [_order_column(o) for o in order]
+    rows = ((row, cells, [cell_value(c, row, cells, types) for c in keys])
             for row, cells in _base_rows(shaped, indexer, types))
     top = _top(rows, order, lambda it: it[2], select.limit, select.offset)
     return [(row, _project(cells, cols)) for row, cells, _ in top]
+
+
+def _order_column(o: OrderItem) -> Column:
+    """The column an ORDER BY item of a plain query (or an index walk) names: _prepare has
+    refused an aggregate there."""
+    if not isinstance(o.expr, Column):
+        raise QueryPlanError("ORDER BY an aggregate needs an aggregate query")
+    return o.expr
 
 
 def _walk_rows(shaped: _Shaped, store, indexer, types, cols) -> list:
@@ -466,8 +486,11 @@ def _walk_rows(shaped: _Shaped, store, indexer, types, cols) -> list:
     the WHERE's own plan."""
     select, spec = shaped.select, shaped.spec
     o = select.order_by[0]
-    col = o.expr.name  # type: ignore[union-attr]
-    want = (select.offset or 0) + select.limit  # type: ignore[operator]
+    expr = _order_column(o)
+    col = expr.name
+    if select.limit is None:
+        raise AssertionError("an index walk is chosen only for a query with a LIMIT")
+    want = (select.offset or 0) + select.limit
     fetch = None if cols is None else sorted(set(cols) | {col} | set(
         _where_columns(shaped.conjuncts)))
     out: list = []
@@ -484,7 +507,7 @@ def _walk_rows(shaped: _Shaped, store, indexer, types, cols) -> list:
                     table, empty, None, with_ts=False)) if cells}
         for (row, value), cells in zip(batch, got):
             if (not cells and (value is not None or row not in alive)) \
-                    or cell_value(o.expr, row, cells, types) != value:
+                    or cell_value(expr, row, cells, types) != value:
                 continue  # gone, or changed since its entry was read
             if shaped.conjuncts is None or matches_dnf(shaped.conjuncts, row, cells, types):
                 out.append((row, _project(cells, cols)))
@@ -504,7 +527,7 @@ def _walk_rows(shaped: _Shaped, store, indexer, types, cols) -> list:
         flush()
     if len(out) < want and shaped.nulls_after:
         for row, cells in _base_rows(shaped, indexer, types):
-            if cell_value(o.expr, row, cells, types) is None:
+            if cell_value(expr, row, cells, types) is None:
                 out.append((row, _project(cells, cols)))
                 if len(out) >= want:
                     break
@@ -531,6 +554,8 @@ def explain(select: Select, store, indexer, range_method: str = "auto",
     elif shaped.how == "index-ends":
         lines.append(f"  MIN/MAX FROM INDEX ENDS of index {shaped.spec.name} (one entry per end)")
     elif shaped.how == "index-walk":
+        if select.limit is None:
+            raise AssertionError("an index walk is chosen only for a query with a LIMIT")
         o = select.order_by[0]
         nulls = [i for i, (r, _) in enumerate(shaped.ranges)
                  if shaped.spec.null_alias is not None and r.start == shaped.spec.null_alias]
@@ -538,12 +563,12 @@ def explain(select: Select, store, indexer, range_method: str = "auto",
                      f"{'backwards ' if o.desc else ''}over {len(shaped.ranges)} key range(s)"
                      + ("" if not nulls else " (NULL list first" if nulls[0] == 0
                         else " (NULL list last") + (")" if nulls else "") + ", "
-                     f"stops after {(select.offset or 0) + select.limit} row(s) (no sort); "  # type: ignore[operator]
+                     f"stops after {(select.offset or 0) + select.limit} row(s) (no sort); "
                      "each row FETCHED and checked against the whole WHERE"
                      + ("; then rows with NULL by the plan below if too few" if
                         shaped.nulls_after else ""))
     else:
-        lines += shaped.base.explain().splitlines()[1:]
+        lines += shaped.plan.explain().splitlines()[1:]
         if select.aggregate:
             lines.append("  STREAMING AGGREGATE of those rows (one accumulator per group)")
         if select.having is not None:

@@ -138,7 +138,7 @@ class NotLike:
 
 
 def _pattern(prefix: str | bytes) -> str:
-    return format_value(prefix + ("%" if isinstance(prefix, str) else b"%"))
+    return format_value(prefix + "%" if isinstance(prefix, str) else prefix + b"%")
 
 
 @dataclass(frozen=True)
@@ -208,10 +208,6 @@ class FalseNode:
 
 TRUE = TrueNode()
 FALSE = FalseNode()
-
-Atom = Union[Compare, In, Like, NotLike, IsNull, IsNotNull]
-"""What a normalized conjunct is made of (no Between, And, Or, Not, TRUE, FALSE)."""
-Node = Union[Atom, Between, And, Or, Not, TrueNode, FalseNode]
 
 
 def walk(node: Any) -> Iterator[Any]:
@@ -292,6 +288,13 @@ class HavingCompare:
         return f"{self.expr} {self.op} {format_value(self.value)}"
 
 
+Atom = Union[Compare, In, Like, NotLike, IsNull, IsNotNull]
+"""What a normalized conjunct is made of (no Between, And, Or, Not, TRUE, FALSE)."""
+Node = Union[Atom, Between, And, Or, Not, TrueNode, FalseNode, HavingCompare]
+"""A condition tree: a WHERE condition's atoms, or a HAVING condition's HavingCompares,
+combined by And / Or / Not (the two trees share those nodes)."""
+
+
 @dataclass(frozen=True)
 class Select:
     """A parsed ``[EXPLAIN] SELECT``; ``columns`` None means ``*``, ``()`` means keys only.
@@ -326,13 +329,14 @@ class Select:
     def with_(self, **changes: object) -> "Select":
         """A copy with some fields changed (dataclasses.replace without its per-call field
         introspection: this runs on every query)."""
-        d = {"table": self.table, "columns": self.columns, "where": self.where,
-             "limit": self.limit, "explain": self.explain, "items": self.items,
-             "group_by": self.group_by, "having": self.having, "order_by": self.order_by,
-             "offset": self.offset, "distinct": self.distinct, "casts": self.casts,
-             "names": self.names, "bare": self.bare, "labels": self.labels}
+        d: dict[str, object] = {
+            "table": self.table, "columns": self.columns, "where": self.where,
+            "limit": self.limit, "explain": self.explain, "items": self.items,
+            "group_by": self.group_by, "having": self.having, "order_by": self.order_by,
+            "offset": self.offset, "distinct": self.distinct, "casts": self.casts,
+            "names": self.names, "bare": self.bare, "labels": self.labels}
         d.update(changes)
-        return Select(**d)  # type: ignore[arg-type]
+        return Select(**d)  # type: ignore[arg-type]  # each change has its field's type
 
     @property
     def aggregate(self) -> bool:

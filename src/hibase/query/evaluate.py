@@ -110,6 +110,7 @@ def _atom(node: Node, row: bytes, cells: Cells, types: SchemaTypes) -> Truth:
         return False
     if isinstance(node, In) and not node.values:
         return False
+    # _eval and three_valued hand this atoms only (no And / Or / Not / HAVING node)
     v = cell_value(node.column, row, cells, types)  # type: ignore[union-attr]
     if isinstance(node, IsNull):
         return v is None

@@ -136,7 +136,7 @@ class _ColumnPrefix(_Node):
 
 class _Page(_Node):
     def __init__(self, size: int) -> None:
-        self.limit = size
+        self.limit: int = size
         self._seen = 0
 
     def eval(self, row: bytes, orig: Cells, cur: Cells) -> Cells | None:
@@ -168,11 +168,12 @@ class _And(_Node):
         self.prefix = max(prefixes, key=len) if prefixes else None
 
     def eval(self, row: bytes, orig: Cells, cur: Cells) -> Cells | None:
-        out: Cells | None = cur
+        out = cur
         for part in self._rest:
-            out = part.eval(row, orig, out)
-            if not out:
+            got = part.eval(row, orig, out)
+            if not got:
                 return None
+            out = got
         passed = [page.eval(row, orig, out) is not None for page in self._pages]
         return out if all(passed) else None
 

@@ -106,6 +106,7 @@ def coerce_prefix(column: Column, prefix: str | bytes,
         if not isinstance(prefix, str):
             raise ValueTypeError(f"LIKE on {t} column {column} needs a str pattern")
         return prefix
+    # a bytes (or undeclared) column's str / bytes literal coerces to bytes
     return _coerce(t, prefix)  # type: ignore[return-value]
 
 
@@ -281,10 +282,11 @@ def conjuncts(node: Node) -> list[Conjunct]:
         return [()]
     if isinstance(node, FalseNode):
         return []
-    out = []
+    out: list[Conjunct] = []
     for item in (node.items if isinstance(node, Or) else (node,)):
-        atoms = item.items if isinstance(item, And) else (item,)
-        if not all(isinstance(a, _ATOMS) for a in atoms):
+        items = item.items if isinstance(item, And) else (item,)
+        atoms = tuple(a for a in items if isinstance(a, _ATOMS))
+        if len(atoms) != len(items):
             raise TypeError(f"not in disjunctive normal form: {node}")
         out.append(atoms)
     return out

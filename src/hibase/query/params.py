@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, cast
 
 from ..errors import InvalidArgument
 from .ast import (
@@ -18,7 +18,7 @@ from .ast import (
 __all__ = ["bind", "params_of"]
 
 
-def params_of(node: Any) -> list[Param]:
+def params_of(node: Node | None) -> list[Param]:
     """The placeholders a condition (or HAVING) tree holds, in no particular order."""
     out: list[Param] = []
     for n in walk(node):
@@ -67,25 +67,27 @@ def bind(select: Select, params: Sequence[Any] | Mapping[str, Any] | None) -> Se
     if found[0].name is not None:
         if not isinstance(params, Mapping):
             raise InvalidArgument("named parameters (:name) take a dict of values")
-        names = {p.name for p in found}
-        missing = sorted(n for n in names if n not in params)  # type: ignore[operator]
+        by_name = {p.name: p for p in found if p.name is not None}  # the parser refuses mixing
+        missing = sorted(n for n in by_name if n not in params)
         if missing:
             raise InvalidArgument(f"no value for parameter(s) {', '.join(':' + m for m in missing)}")
-        extra = sorted(set(params) - names)  # type: ignore[arg-type]
+        extra = sorted(set(params) - set(by_name))
         if extra:
             raise InvalidArgument(f"unknown parameter(s) {', '.join(map(str, extra))}")
-        for p in found:
-            values[p] = _check(params[p.name], f":{p.name}")  # type: ignore[index]
+        for name, p in by_name.items():
+            values[p] = _check(params[name], f":{name}")
     else:
         if type(params) not in (tuple, list) and (  # the common cases skip the ABC checks
                 isinstance(params, (Mapping, str, bytes)) or not isinstance(params, Sequence)):
             raise InvalidArgument("? parameters take a list or tuple of values")
-        count = max(p.index for p in found) + 1  # type: ignore[operator]
+        params = cast(Sequence[Any], params)  # the test above leaves only sequences
+        by_index = {p.index: p for p in found if p.index is not None}
+        count = max(by_index) + 1
         if len(params) != count:
             raise InvalidArgument(f"the statement has {count} ? parameter(s) but "
                                   f"{len(params)} value(s) were given")
-        for p in found:
-            values[p] = _check(params[p.index], f"{p.index + 1}")  # type: ignore[index]
+        for i, p in by_index.items():
+            values[p] = _check(params[i], f"{i + 1}")
     return select.with_(where=_sub(select.where, values), having=_sub(select.having, values))
 
 
@@ -93,7 +95,7 @@ def _describe(found: tuple[Param, ...]) -> str:
     names = sorted({str(p) for p in found if p.name is not None})
     if names:
         return "parameter(s) " + ", ".join(names)
-    return f"{max(p.index for p in found) + 1} ? parameter(s)"  # type: ignore[operator]
+    return f"{max(p.index for p in found if p.index is not None) + 1} ? parameter(s)"
 
 
 def _sub(node: Node | None, values: dict[Param, Value]) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import operator
 import re
 from typing import Any, NoReturn
 
@@ -22,6 +23,7 @@ from ..errors import QueryPlanError, QuerySyntaxError
 from .ast import (
     FALSE, FLIPPED_OP, ROWKEY, SQL_TYPE_NAMES, TRUE, Agg, And, Between, Casts, Column, Compare,
     HavingCompare, In, IsNotNull, IsNull, Like, Node, Not, Or, OrderItem, Param, Select, Value,
+    format_value,
 )
 
 __all__ = ["parse_select", "parse_condition", "parse_where", "check_size", "MAX_STATEMENT"]
@@ -45,7 +47,8 @@ _STRUCTURE = re.compile(r"[()]|[nao](?:ot|nd|r)\b")
 _EXPONENT_DIGITS = re.compile(r"[+-]?\d")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _EMPTY_AGG = re.compile(r"(?<![\w.])(COUNT|SUM|MIN|MAX|AVG)\s*\(\s*\)", re.IGNORECASE)
-_COMPARE = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+_COMPARE: dict[type[exp.Expression], str] = {
+    exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _SELECT_ARGS = {"expressions", "from", "from_", "where", "limit", "hint", "group", "having",
                 "order", "offset", "distinct"}
 _CLAUSE_NAMES = {"joins": "JOIN", "group": "GROUP BY", "having": "HAVING", "order": "ORDER BY",
@@ -171,7 +174,7 @@ _IN_MARK = "\x00hibase-in:"
 _INT_LIST = re.compile(r"[0-9\s,-]*\)")
 
 
-def _int_list(sql: str, pos: int) -> tuple[list[int], int] | None:
+def _int_list(sql: str, pos: int) -> tuple[list[Value], int] | None:
     """(values, position after the ')') of an IN list of plain integers starting at `pos`, or
     None for any other list (then read value by value)."""
     m = _INT_LIST.match(sql, pos)
@@ -194,7 +197,8 @@ def _literal_lists(sql: str) -> tuple[str, dict[str, tuple[Value, ...]]]:
     for m in _IN_OPEN.finditer(masked):
         if m.start() < last:
             continue
-        pos, values = m.end(), []
+        pos = m.end()
+        values: list[Value] = []
         ints = _int_list(sql, pos)
         if ints is not None:  # the common long list: integers only, read in one split
             values, pos = ints
@@ -320,7 +324,7 @@ class _Dialect(sqlglot.Dialect):
 def _parse_sqlglot(sql: str, offset: int) -> exp.Expression:
     try:
         trees = [t for t in sqlglot.parse(sql, read=_Dialect, error_message_context=len(sql) + 1)
-                 if t is not None]
+                 if isinstance(t, exp.Expression)]  # None for an empty statement
     except ParseError as e:
         err = e.errors[0] if e.errors else {}
         pos = len(err["start_context"]) if "start_context" in err else None
@@ -607,7 +611,7 @@ def _condition(node: exp.Expression, offset: int) -> Node:
     _unsupported(f"unsupported condition {node.sql()!r}", node, offset)
 
 
-def _compare(node: exp.Binary, op: str, offset: int) -> Node:
+def _compare(node: exp.Expression, op: str, offset: int) -> Node:
     left, right = node.this, node.expression
     if _is_column(left):
         return Compare(_column(left, offset), op, _value(right, offset, node))
@@ -624,8 +628,15 @@ def _compare(node: exp.Binary, op: str, offset: int) -> Node:
                      f"{node.sql()!r}", node, offset)
     if isinstance(a, str) != isinstance(b, str):
         _unsupported(f"cannot compare a string with a number: {node.sql()!r}", node, offset)
-    truth = {"=": a == b, "<>": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}
-    return TRUE if truth[op] else FALSE  # type: ignore[operator]
+    if isinstance(a, bytes) != isinstance(b, bytes):  # X'..' with a number
+        _unsupported(f"cannot compare bytes with a number: "
+                     f"{format_value(a)} {op} {format_value(b)}", node, offset)
+    return TRUE if _LITERAL_OPS[op](a, b) else FALSE
+
+
+_LITERAL_OPS = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le,
+                ">": operator.gt, ">=": operator.ge}
+"""A comparison of two literals of one kind (numbers, strings or bytes), worked out here."""
 
 
 def _like(node: exp.Like, offset: int) -> Node:
@@ -688,16 +699,17 @@ def _in_text_order(tree: exp.Expression) -> list[exp.Placeholder]:
 
 
 # clauses of a SELECT in the order SQL writes them (args are stored in another order)
-_ARG_ORDER = {exp.Select: ("expressions", "from", "from_", "where", "group", "having", "order",
-                           "limit", "offset")}
+_ARG_ORDER: dict[type[exp.Expression], tuple[str, ...]] = {
+    exp.Select: ("expressions", "from", "from_", "where", "group", "having", "order", "limit",
+                 "offset")}
 
 
 def _is_agg(node: exp.Expression) -> bool:
     return isinstance(node, exp.AggFunc)
 
 
-_AGG_NAMES = {exp.Count: "COUNT", exp.Sum: "SUM", exp.Min: "MIN", exp.Max: "MAX",
-              exp.Avg: "AVG"}
+_AGG_NAMES: dict[type[exp.Expression], str] = {
+    exp.Count: "COUNT", exp.Sum: "SUM", exp.Min: "MIN", exp.Max: "MAX", exp.Avg: "AVG"}
 
 
 def _agg(node: exp.Expression, offset: int) -> Agg:
@@ -825,6 +837,6 @@ def _having(node: exp.Expression, offset: int, items, group_by) -> Node:
         expr = _expr(left, offset)
         if isinstance(expr, Column) and expr not in group_by:
             raise QueryPlanError(f"HAVING column {expr} must appear in GROUP BY")
-        return HavingCompare(expr, op, _value(right, offset, node))  # type: ignore[arg-type]
+        return HavingCompare(expr, op, _value(right, offset, node))
     _unsupported(f"HAVING supports comparisons of aggregates with literals, combined by "
                  f"AND / OR / NOT; not {node.sql()!r}", node, offset)

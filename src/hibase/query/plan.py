@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .. import codec
 from ..index import (IndexSpec, KeyRange, count_points, count_routed, count_values, key_range,
@@ -149,12 +149,12 @@ class Plan:
         else:
             if len(self.steps) > 1:
                 lines.append(f"  UNION (no duplicates) of {len(self.steps)} conjuncts")
-            for i, s in enumerate(self.steps, 1):
-                lines.append(f"  [{i}] {_atoms(s.conjunct)}")
-                lines.append(f"      {s.path.describe()}")
-                if s.residual:
-                    lines.append(f"      FILTER {_atoms(s.residual)}")
-                lines.append("      FETCH rows from table" if s.fetch
+            for i, step in enumerate(self.steps, 1):
+                lines.append(f"  [{i}] {_atoms(step.conjunct)}")
+                lines.append(f"      {step.path.describe()}")
+                if step.residual:
+                    lines.append(f"      FILTER {_atoms(step.residual)}")
+                lines.append("      FETCH rows from table" if step.fetch
                              else "      COVERED by index (no table read)")
         if self.select.limit is not None:
             lines.append(f"  LIMIT {self.select.limit}")
@@ -462,7 +462,7 @@ def _answered(path: Path) -> set[Atom]:
 
 
 def plan_query(select: Select, conjuncts: list[tuple[Atom, ...]] | None, store,
-               types: dict[bytes, codec.ColumnType], specs: list[IndexSpec],
+               types: Mapping[bytes, codec.ColumnType], specs: list[IndexSpec],
                range_method: str = "auto", where: Any = None, cached: bool = False,
                router: Any = None) -> Plan:
     """Choose access paths for a normalized query (conjuncts None: no WHERE); `router`: the

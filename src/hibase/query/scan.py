@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import warnings
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol, cast
 
 import msgpack
 
@@ -77,8 +77,8 @@ def _atom_needles(atom: Any, types: dict) -> list[bytes] | None:
     if isinstance(atom, In) and atom.values:
         if len(atom.values) > _MAX_IN_NEEDLES:
             return None  # a substring search per value and row costs more than it saves
-        found = [_needle(t, v) for v in atom.values]
-        return found if all(found) else None  # type: ignore[return-value]
+        found = [n for n in (_needle(t, v) for v in atom.values) if n]
+        return found if len(found) == len(atom.values) else None
     if isinstance(atom, Like) and (t is None or t.name in ("string", "char", "bytes")):
         p = atom.prefix
         raw = p.encode("utf-8") if isinstance(p, str) else p
@@ -110,9 +110,9 @@ def _typed_check(atom: Any, types: dict) -> tuple | None:
         return name, t, (_in_set(atom, types),), "v in {0}"  # built once per node
     if isinstance(atom, In) and atom.values:
         lits = coerce_literals(atom.column, atom.values, types)
-        if len(lits) > 8:  # a long list: one hash lookup per row, not a pass over the list
-            lits = frozenset(lits)
-        return name, t, (lits,), "v in {0}"  # v is never NaN here, so `in` is ==
+        # a long list: one hash lookup per row, not a pass over the list
+        needles = frozenset(lits) if len(lits) > 8 else lits
+        return name, t, (needles,), "v in {0}"  # v is never NaN here, so `in` is ==
     if isinstance(atom, (Like, NotLike)):
         prefix = coerce_prefix(atom.column, atom.prefix, types)
         return name, t, (prefix,), ("v.startswith({0})" if isinstance(atom, Like)
@@ -154,11 +154,26 @@ def _generate(conj: tuple, types: dict, layout: tuple | None) -> Callable:
     return ns["test"]
 
 
-def conjunct_test(conj: tuple, types: dict) -> Callable[[bytes, dict], bool]:
+class ConjunctTest(Protocol):
+    """A compiled conjunct test: test(row, cells) -> bool, and whether it reads the rowkey
+    (fastscan passes None for the row when no test does)."""
+
+    needs_row: bool
+
+    def __call__(self, row: bytes, cells: dict) -> bool: ...
+
+
+class RowTest(ConjunctTest, Protocol):
+    """A condition's compiled test (compile_conjuncts), with layout_tests' `for_layout`."""
+
+    for_layout: Callable[[list], Callable | None] | None
+
+
+def conjunct_test(conj: tuple, types: dict) -> ConjunctTest:
     """One function (row, cells) -> every atom of the conjunct TRUE, the same answer as
     evaluate() per atom: typed comparisons written out in its body (a missing cell, one that
     does not decode, or NaN is NULL, so FALSE here), the other atoms through evaluate()."""
-    test = _generate(conj, types, None)
+    test = cast(ConjunctTest, _generate(conj, types, None))  # needs_row is set just below
     test.needs_row = any(a.column.name == ROWKEY or _typed_check(a, types) is None
                          for a in conj)
     return test
@@ -180,10 +195,15 @@ def quick_test(conj: tuple, types: dict) -> Callable[[bytes, dict], bool]:
             checks.append(_compare_check(name, t, _CMP[atom.op],
                                          coerce_literal(atom.column, atom.value, types)))
         else:
-            checks.append(lambda row, cells, a=atom: evaluate(a, row, cells, types) is True)
+            checks.append(_evaluate_check(atom, types))
     if len(checks) == 1:
         return checks[0]
     return lambda row, cells: all(c(row, cells) for c in checks)
+
+
+def _evaluate_check(atom: Any, types: dict) -> Callable[[bytes, dict], bool]:
+    """TRUE of `atom` on one row through evaluate() (the atoms quick_test does not inline)."""
+    return lambda row, cells: evaluate(atom, row, cells, types) is True
 
 
 def _compare_check(name: bytes, t: Any, op: Callable, lit: Any) -> Callable[[bytes, dict], bool]:
@@ -243,12 +263,13 @@ def compile_conjuncts(conjuncts: list | None, types: dict
         needles.append(found)
     tests = [conjunct_test(tuple(conj), types) for conj in conjuncts]
     if len(tests) == 1:
-        keep = tests[0]
+        keep = cast(RowTest, tests[0])  # for_layout is set just below
     else:
-        def keep(row: bytes, cells: dict) -> bool:
+        def any_test(row: bytes, cells: dict) -> bool:
             return any(f(row, cells) for f in tests)
-        keep.needs_row = any(f.needs_row for f in tests)  # type: ignore[attr-defined]
-    keep.for_layout = layout_tests(conjuncts, types)  # type: ignore[attr-defined]
+        keep = cast(RowTest, any_test)  # needs_row and for_layout are set just below
+        keep.needs_row = any(f.needs_row for f in tests)
+    keep.for_layout = layout_tests(conjuncts, types)
     return needles, keep
 
 
@@ -340,11 +361,11 @@ def _fast(store, table, types, conjuncts, columns, limit, processes):
                                         stdin=subprocess.PIPE, stderr=subprocess.DEVNULL)
                 workers.append((proc, out, share))
                 try:
-                    proc.stdin.write(pickle.dumps(job))  # type: ignore[union-attr]
+                    proc.stdin.write(pickle.dumps(job))
                 except BrokenPipeError:  # it died before reading: its exit code says so
                     pass
                 with contextlib.suppress(OSError):
-                    proc.stdin.close()  # type: ignore[union-attr]
+                    proc.stdin.close()
             yield from scan_share(store, table, shares[0], conjuncts, types, columns)
             for proc, out, share in workers:
                 proc.wait()

@@ -148,6 +148,7 @@ def _tokens(sql: str, start: int = 0) -> list[_Tok]:
                 raise QuerySyntaxError("unterminated quoted string", pos)
             raise QuerySyntaxError(f"unexpected {sql[pos]!r}", pos)
         kind = m.lastgroup
+        assert kind is not None  # every alternative of _TOKEN is a named group
         if kind != "ws":
             text = m.group()
             if kind in ("qid", "bq"):
@@ -500,7 +501,7 @@ def _upsert(p: _Parser, explain: bool) -> Upsert:
     if explain:
         raise p.fail("EXPLAIN UPSERT takes UPSERT ... SELECT (VALUES has no plan)")
     p.expect("VALUES")
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     while True:
         start = p.tok
         p.expect_op("(")
