@@ -1,4 +1,4 @@
-"""The embedded store's filtered full scan (store/fastscan.py, query/scan.py): byte needles,
+"""The embedded store's filtered full scan (store/embedded/fastscan.py, query/scan.py): byte needles,
 compiled atoms and parallel worker processes return exactly what brute force returns."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hibase.query import scan
 from hibase.query.evaluate import matches
 from hibase.query.normalize import typed
 from hibase.query.parse import parse_condition
-from hibase.store import fastscan
+from hibase.store.embedded import fastscan
 
 # one family (the fast path's shape); text and binary integers, a string, a double, and an
 # undeclared column compared as raw bytes

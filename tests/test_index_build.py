@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warnings
 
+from hibase.index import verified
 from hibase.index.spec import BUILDING
 
 
@@ -106,7 +107,8 @@ def test_verify_reports_and_repairs_damage(backend, db):
     spec = db.indexer.catalog.get("t", "ia")
     entries = list(db.store.kv_scan("__idx__t", spec.alias))
     db.store.commit([], [("__idx__t", entries[0][0], None),
-                         ("__idx__t", spec.entry_key([999], b"ghost"), b"\x90")])
+                         ("__idx__t", spec.entry_key([999], b"ghost"),
+                          verified.stored(db.store, b"\x90"))])
     report = db.verify_index("t", "ia")
     assert not report["ok"] and report["missing"] == 1 and report["extra"] == 1
     assert report["examples"]["extra"] == [b"ghost"]

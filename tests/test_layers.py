@@ -187,3 +187,49 @@ def test_no_private_attribute_reached_across_packages():
                 if node.attr not in own:
                     bad.append(f"{mod}:{node.lineno} {ast.unparse(node)}")
     assert not bad, bad
+
+
+# the index layer's key-value table names (index/spec.py, index/local.py)
+_INDEX_TABLE_NAMES = ("__idx__", "__lidx__", "__val__", "__lval__")
+
+
+def _store_modules_naming_index_tables() -> list[str]:
+    bad = []
+    for mod, tree in MODULES.items():
+        if _package(mod) != "store":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and any(n in node.value for n in _INDEX_TABLE_NAMES) \
+                    and not _is_docstring(tree, node):
+                bad.append(f"{mod}:{node.lineno} {node.value!r}")
+    return bad
+
+
+def _is_docstring(tree: ast.Module, node: ast.Constant) -> bool:
+    for owner in ast.walk(tree):
+        if isinstance(owner, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = owner.body
+            if body and isinstance(body[0], ast.Expr) and body[0].value is node:
+                return True
+    return False
+
+
+def test_index_commit_lives_in_index():
+    """The order in which index entries and data rows are written and how unverified entries
+    are resolved (the verified protocol) are index/'s (commit.py, verified.py): the store
+    calls no index hook (no row_of / resolve / index_hooks)."""
+    for mod, tree in MODULES.items():
+        if _package(mod) != "store":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in ("row_of", "resolve",
+                                                                   "index_hooks"):
+                raise AssertionError(f"{mod}:{node.lineno} calls the index layer back")
+
+
+def test_store_names_no_index_table():
+    """Nothing under store/ names an index or value table (string literals included): which
+    key-value tables hold index entries is the index layer's knowledge."""
+    bad = _store_modules_naming_index_tables()
+    assert not bad, bad

@@ -17,7 +17,7 @@ from test_query_property import (COLUMNS, ROWS, WRITE_OPS, apply_ops, brute_forc
                                  conditions)
 
 from hibase import errors
-from hibase.index import local
+from hibase.index import local, verified
 from hibase.index.lookup import key_range
 
 _EXAMPLE = itertools.count()
@@ -312,7 +312,7 @@ def test_batch_build_in_processes_and_verify_repair(backend, db):
     count_key, _ = next(iter(db.store.kv_scan(lval)))
     spec = db.indexer.catalog.get("t", "la")
     bogus = local.region_prefix(t.regions()[-1]["start_key"]) + spec.entry_key([99], b"nope")
-    db.store.commit([], [(lidx, first_key, None), (lidx, bogus, b"\x90"),
+    db.store.commit([], [(lidx, first_key, None), (lidx, bogus, verified.stored(db.store, b"\x90")),
                          (lval, count_key, (12345).to_bytes(8, "big"))])
     bad = db.verify_index("t", "la")
     assert not bad["ok"] and bad["missing"] == 1 and bad["extra"] == 1

@@ -314,7 +314,7 @@ def test_count_deltas_add_up(db):
     at 0 or below reads as absent; an outright count replaces it; in one batch, in order."""
     store = db.store
     store.create_kv("__idx__c")  # a value table's counts may share its index table's storage
-    store.create_kv("__val__c")
+    store.create_kv("__val__c", counts_in="__idx__c")
 
     def counts(*keys):
         got = store.kv_get("__val__c", list(keys))

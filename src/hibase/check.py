@@ -35,7 +35,7 @@ def check_store(path: str, progress: Callable[[str, int], None] | None = None
         report["ok"] = False
         return report
     try:
-        if hasattr(db.store, "kv_tables") and hasattr(db.store, "_db"):
+        if db.store.capabilities.local_files:
             from .store.check import verify_files
             files = verify_files(db.store, progress)
             report["files"] = {k: v for k, v in files.items() if k != "problems"}

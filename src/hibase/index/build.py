@@ -20,9 +20,11 @@ from typing import Any, Callable, Iterator
 
 import msgpack
 
+from ..store.api import Store
 from ..store import cells as C
 from .maintain import raw_values
-from ..store.base import CountDelta
+from ..store.base import CountDelta, KVWrite
+from .verified import as_stored, stored
 from .spec import decode_count, encode_count
 from .local import local_table, local_value_table, region_prefix, split_key
 from .spec import BUILDING, READY, STALE, IndexSpec, index_table, value_table
@@ -32,7 +34,7 @@ __all__ = ["build_index", "verify_index", "expected_entries"]
 _CHUNK = 20_000
 
 
-def expected_entries(store, spec: IndexSpec, start: bytes | None = None,
+def expected_entries(store: Store, spec: IndexSpec, start: bytes | None = None,
                      stop: bytes | None = None) -> tuple[list[tuple[bytes, bytes]], dict]:
     """The sorted index entries and value counts a rebuild of rows [start, stop) produces."""
     entries = []
@@ -60,7 +62,7 @@ def _worker_job(path: str, spec: IndexSpec, regions: list) -> list[tuple[list, d
         proc = subprocess.run([sys.executable, "-m", "hibase.index.build_worker"],
                               input=json.dumps(job), capture_output=True, text=True)
         if proc.returncode != 0:
-            raise RuntimeError((proc.stderr.strip().splitlines() or [proc.returncode])[-1])
+            raise RuntimeError((proc.stderr.strip().splitlines() or [str(proc.returncode)])[-1])
         with open(out, "rb") as f:
             return msgpack.unpackb(f.read(), raw=False, strict_map_key=False)
 
@@ -68,7 +70,7 @@ def _worker_job(path: str, spec: IndexSpec, regions: list) -> list[tuple[list, d
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024  # below this, starting workers costs more than it saves
 
 
-def _region_results(store, spec: IndexSpec, processes: int | None
+def _region_results(store: Store, spec: IndexSpec, processes: int | None
                     ) -> Iterator[tuple[list, dict]]:
     """(entries, counts) per region, in region order."""
     regions = store.regions(spec.table)
@@ -98,7 +100,7 @@ def _region_results(store, spec: IndexSpec, processes: int | None
             yield from results
 
 
-def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,
+def build_index(store: Store, catalog, spec: IndexSpec, processes: int | None = None,
                 progress: Callable[[int, int], Any] | None = None, router: Any = None
                 ) -> dict[str, int]:
     """Rebuild `spec` from its table; returns {"rows_indexed", "values", "regions"}. A local
@@ -115,7 +117,7 @@ def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,
         total = done = 0
         for entries, region_counts in _region_results(store, spec, processes):
             for i in range(0, len(entries), _CHUNK):
-                store.commit([], [(idx, k, v) for k, v in entries[i:i + _CHUNK]])
+                store.write_kv([(idx, k, stored(store, v)) for k, v in entries[i:i + _CHUNK]])
             total += len(entries)
             for vkey, n in region_counts.items():
                 counts[vkey] = counts.get(vkey, 0) + n
@@ -125,12 +127,12 @@ def build_index(store, catalog, spec: IndexSpec, processes: int | None = None,
         items = sorted(counts.items())
         # the clear left every count at 0: deltas set them without a read per chunk
         for i in range(0, len(items), _CHUNK):
-            store.commit([], [(val, k, CountDelta(n)) for k, n in items[i:i + _CHUNK]])
+            store.write_kv([(val, k, CountDelta(n)) for k, n in items[i:i + _CHUNK]])
         catalog.set_state(spec, READY)
     return {"rows_indexed": total, "values": len(counts), "regions": regions}
 
 
-def _build_server(store, catalog, spec: IndexSpec,
+def _build_server(store: Store, catalog, spec: IndexSpec,
                   progress: Callable[[int, int], Any] | None) -> dict[str, int]:
     """An index the region server keeps (spec.server): its entries go (stale: the coprocessor
     stops writing them, then cleared), then it is `building` (the coprocessor keeps every
@@ -162,7 +164,7 @@ def _build_server(store, catalog, spec: IndexSpec,
     return {"rows_indexed": rows, "values": values, "regions": len(store.regions(spec.table))}
 
 
-def _build_local(store, catalog, spec: IndexSpec, processes: int | None,
+def _build_local(store: Store, catalog, spec: IndexSpec, processes: int | None,
                  progress: Callable[[int, int], Any] | None, router: Any) -> dict[str, int]:
     """A local index: each region's entries and counts under the region's prefix."""
     with store.write_lock():
@@ -174,11 +176,12 @@ def _build_local(store, catalog, spec: IndexSpec, processes: int | None,
         for r, (entries, counts) in zip(regions, _region_results(store, spec, processes)):
             p = region_prefix(r.start)
             for i in range(0, len(entries), _CHUNK):
-                store.commit([], [(idx, p + k, v) for k, v in entries[i:i + _CHUNK]])
+                store.write_kv([(idx, p + k, stored(store, v))
+                                for k, v in entries[i:i + _CHUNK]])
             items = sorted(counts.items())
             for i in range(0, len(items), _CHUNK):
-                store.commit([], [(val, p + k, CountDelta(n))
-                                   for k, n in items[i:i + _CHUNK]])
+                store.write_kv([(val, p + k, CountDelta(n))
+                                for k, n in items[i:i + _CHUNK]])
             total += len(entries)
             values += len(items)
             done += 1
@@ -190,7 +193,7 @@ def _build_local(store, catalog, spec: IndexSpec, processes: int | None,
     return {"rows_indexed": total, "values": values, "regions": len(regions)}
 
 
-def _local_state(store, spec: IndexSpec) -> tuple[list, dict, list, dict]:
+def _local_state(store: Store, spec: IndexSpec) -> tuple[list, dict, list, dict]:
     """Expected and actual (entries, counts) of a local index, keys with region prefixes."""
     expected: list = []
     counts: dict[bytes, int] = {}
@@ -200,21 +203,22 @@ def _local_state(store, spec: IndexSpec) -> tuple[list, dict, list, dict]:
         expected += [(p + k, v) for k, v in entries]
         counts.update((p + k, n) for k, n in c.items())
     mine = lambda key: key[split_key(key)[1]:][:2] == spec.alias  # noqa: E731
-    actual = [(k, v) for k, v in store.kv_scan(local_table(spec.table)) if mine(k)]
+    actual = as_stored(store, ((k, v) for k, v in store.kv_scan(local_table(spec.table))
+                               if mine(k)))
     have_counts = {k: decode_count(v)
                    for k, v in store.kv_scan(local_value_table(spec.table)) if mine(k)}
     return expected, counts, actual, have_counts
 
 
-def verify_index(store, spec: IndexSpec, repair: bool = False, router: Any = None
+def verify_index(store: Store, spec: IndexSpec, repair: bool = False, router: Any = None
                  ) -> dict[str, Any]:
     """Compare index and value table with a rebuild; with repair, write the differences. For a
     local index the per-region rows and counts are compared, and the routing filters checked
     (no false negatives; repair rebuilds them)."""
     from ..codec import prefix_successor
-    # raw_index: stores with verified / unverified entries (HBase) show them as stored, so
+    # entries as stored (as_stored): on stores with verified / unverified entries (HBase)
     # leftovers of a writer that died mid-write count as wrong / extra and repair fixes them
-    with store.write_lock(), store.raw_index():
+    with store.write_lock():
         if spec.local:
             expected, counts, actual, have_counts = _local_state(store, spec)
             idx, val = local_table(spec.table), local_value_table(spec.table)
@@ -224,7 +228,7 @@ def verify_index(store, spec: IndexSpec, repair: bool = False, router: Any = Non
             actual, have_counts = [], {}
             for alias in spec.aliases:  # its entries, and its NULL list's
                 stop = prefix_successor(alias)
-                actual += store.kv_scan(idx, alias, stop)
+                actual += as_stored(store, store.kv_scan(idx, alias, stop))
                 have_counts.update((k, decode_count(v))
                                    for k, v in store.kv_scan(val, alias, stop))
         want = dict(expected)
@@ -245,12 +249,12 @@ def verify_index(store, spec: IndexSpec, repair: bool = False, router: Any = Non
             report["routing"] = routing
             report["ok"] = report["ok"] and routing["false_negatives"] == 0
         if repair and not report["ok"]:
-            writes = [(idx, k, want[k]) for k in missing + wrong]
+            writes: list[KVWrite] = [(idx, k, stored(store, want[k])) for k in missing + wrong]
             writes += [(idx, k, None) for k in extra]
             writes += [(val, k, encode_count(counts[k]) if k in counts else None)
                        for k in bad_counts]
             for i in range(0, len(writes), _CHUNK):
-                store.commit([], writes[i:i + _CHUNK])
+                store.write_kv(writes[i:i + _CHUNK])
             if spec.local and router is not None:
                 router.rebuild(spec.table)
             report["repaired"] = True

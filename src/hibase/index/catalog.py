@@ -6,6 +6,7 @@ import re
 import threading
 from typing import Iterable
 
+from ..store.api import Store
 from .. import errors
 from ..store.schema import split_column
 from .local import clear as local_clear
@@ -20,7 +21,7 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 class IndexCatalog:
     """Index definitions of one store, loaded at open and changed through this object only."""
 
-    def __init__(self, store):
+    def __init__(self, store: Store):
         self.store = store
         self._lock = threading.RLock()
         self._by_table: dict[str, dict[str, IndexSpec]] = {}
@@ -53,7 +54,7 @@ class IndexCatalog:
         return list(self._by_table.get(table, {}).values())
 
     def get(self, table: str, name: str) -> IndexSpec:
-        self.store.table(table)
+        self.store.schema(table)  # TableNotFound for an unknown table
         try:
             return self._by_table[table][name]
         except (KeyError, TypeError):  # TypeError: an unhashable name
@@ -105,12 +106,15 @@ class IndexCatalog:
                 self.store.server_upkeep(table)
             spec = IndexSpec(name, table, cols, types, [c for c in cover if c not in cols],
                              alias, local, BUILDING, null_alias, server)
+            # a value table's counts may share its index table's storage (HBase: one
+            # mutateRows writes a change's entries and counts)
             if local:
-                for kv in (local_table(table), local_value_table(table), routing_table(table)):
-                    self.store.create_kv(kv)
+                self.store.create_kv(local_table(table))
+                self.store.create_kv(local_value_table(table), counts_in=local_table(table))
+                self.store.create_kv(routing_table(table))
             else:
                 self.store.create_kv(index_table(table))
-                self.store.create_kv(value_table(table))
+                self.store.create_kv(value_table(table), counts_in=index_table(table))
             existing[name] = spec
             self._save(spec)
             return spec

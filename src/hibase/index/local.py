@@ -33,10 +33,13 @@ import heapq
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
+from ..store.api import Store
 from .. import codec
 from ..store import cells as C
 from ..store.base import CountDelta
-from .spec import IndexSpec, decode_count, encode_count
+from . import verified
+from .spec import (IndexSpec, decode_count, encode_count, local_table, local_value_table,
+                   region_prefix, routing_table, split_key)
 
 __all__ = ["local_table", "local_value_table", "routing_table", "region_prefix", "Route",
            "entry_writes", "split_rewrite", "plan_route", "scan_entries", "count_values",
@@ -46,42 +49,19 @@ __all__ = ["local_table", "local_value_table", "routing_table", "region_prefix",
 
 
 
-def local_table(table: str) -> str:
-    """The key-value table holding every local index row of `table`."""
-    return f"__lidx__{table}"
-
-
-def local_value_table(table: str) -> str:
-    """The key-value table holding the per-region value counts of `table`'s local indexes."""
-    return f"__lval__{table}"
-
-
-def routing_table(table: str) -> str:
-    """The key-value table holding the persisted routing filters of `table` (routing.py)."""
-    return f"__lrt__{table}"
-
-
-def region_prefix(start: bytes) -> bytes:
-    """The key prefix of one region's local rows: its start key, escaped and terminated."""
-    return codec.escape_bytes(start)
-
-
 def _prefix_stop(prefix: bytes) -> bytes:
     return prefix[:-1] + b"\x01"  # prefixes end with the terminator 0x00 0x00
 
 
-def split_key(key: bytes) -> tuple[bytes, int]:
-    """(region start key, position after the region prefix) of a local key."""
-    return codec.unescape_bytes(key, 0)
 
 
-def region_of(store, table: str, row: bytes):
+def region_of(store: Store, table: str, row: bytes):
     """The region holding `row` now."""
-    return store.table(table).region_of(row)
+    return store.region_of(table, row)
 
 
 # -- write path --------------------------------------------------------------------------------
-def entry_writes(store, changes: Iterable, events: list | None = None) -> list:
+def entry_writes(store: Store, changes: Iterable, events: list | None = None) -> list:
     """Local index puts/deletes and per-region count deltas for `changes` of local specs (the
     caller holds the write lock, so the rows' regions cannot change before the commit). When
     `events` is a list, a (table, region id, alias, value key, +1 / -1) is appended for each
@@ -89,14 +69,10 @@ def entry_writes(store, changes: Iterable, events: list | None = None) -> list:
     writes: list = []
     deltas: dict[tuple[str, bytes], list] = {}
     prefixes: dict[tuple[str, int], bytes] = {}
-    tables: dict[str, Any] = {}
     for c in changes:
         spec, row, cov, old_vkey, new_vkey = c.spec, c.row, c.covered, c.old_key, c.new_key
         table = spec.table
-        t = tables.get(table)
-        if t is None:
-            t = tables[table] = store.table(table)
-        region = t.region_of(row)
+        region = store.region_of(table, row)
         p = prefixes.get((table, region.id))
         if p is None:
             p = prefixes[(table, region.id)] = region_prefix(region.start)
@@ -134,7 +110,7 @@ def entry_writes(store, changes: Iterable, events: list | None = None) -> list:
     return writes
 
 
-def split_rewrite(store, specs: dict[bytes, IndexSpec], table: str, parent, right,
+def split_rewrite(store: Store, specs: dict[bytes, IndexSpec], table: str, parent, right,
                   put: Any, delete: Any) -> tuple[dict, dict]:
     """Move the parent's local rows of rows >= right.start under the right daughter's prefix
     and write both daughters' counts, recounted from their rows (put(kv, key, value) /
@@ -155,7 +131,8 @@ def split_rewrite(store, specs: dict[bytes, IndexSpec], table: str, parent, righ
         by_value[vkey] = by_value.get(vkey, 0) + 1
 
     moved: set[bytes] = set()
-    for key, value in store.kv_scan(idx, p, _prefix_stop(p)):
+    known = list(specs.values())
+    for key, value in verified.scan(store, idx, known, p, _prefix_stop(p)):
         rest = key[len(p):]
         spec = specs.get(rest[:2])
         if spec is None:  # rows of an index being dropped: leave them to its clear()
@@ -163,12 +140,12 @@ def split_rewrite(store, specs: dict[bytes, IndexSpec], table: str, parent, righ
         row = spec.entry_row(rest)
         if row >= at:
             delete(idx, key)
-            put(idx, pr + rest, value)
+            put(idx, pr + rest, verified.stored(store, value))
             moved.add(rest)
             tally(right_counts, rest, row)
         else:
             tally(left, rest, row)
-    for key, _ in store.kv_scan(idx, pr, _prefix_stop(pr)):  # moved by an earlier attempt
+    for key, _ in verified.scan(store, idx, known, pr, _prefix_stop(pr)):  # moved earlier
         rest = key[len(pr):]
         spec = specs.get(rest[:2])
         if spec is not None and rest not in moved:
@@ -188,7 +165,7 @@ def split_rewrite(store, specs: dict[bytes, IndexSpec], table: str, parent, righ
     return left, right_counts
 
 
-def clear(store, spec: IndexSpec) -> None:
+def clear(store: Store, spec: IndexSpec) -> None:
     """Remove every local row and per-region count of one index, in every region (and under
     any region prefix left behind)."""
     alias = spec.alias
@@ -197,7 +174,7 @@ def clear(store, spec: IndexSpec) -> None:
             continue
         doomed = [key for key, _ in store.kv_scan(kv) if key[split_key(key)[1]:][:2] == alias]
         for i in range(0, len(doomed), 20_000):
-            store.commit([], [(kv, k, None) for k in doomed[i:i + 20_000]])
+            store.write_kv([(kv, k, None) for k in doomed[i:i + 20_000]])
 
 
 # -- reads -------------------------------------------------------------------------------------
@@ -219,13 +196,13 @@ class Route:
     version: int = -1  # the router's version when routed (-1: no router)
     region_ids: tuple = ()
 
-    def still_valid(self, store, table: str, router) -> bool:
+    def still_valid(self, store: Store, table: str, router) -> bool:
         """Whether routing now would give this route (same regions, same filters)."""
         routed = router is not None and router.enabled
         if routed:
             router.fresh_state(table)  # shared stores: other clients' filter changes
         return (routed == self.routed and (not routed or router.version == self.version)
-                and tuple(r.id for r in store.table(table).regions) == self.region_ids)
+                and tuple(r.id for r in store.regions(table)) == self.region_ids)
 
     @property
     def visits(self) -> int:
@@ -257,7 +234,7 @@ class Route:
         return text + (f", {'; '.join(why)}" if why else "")
 
 
-def plan_route(store, spec: IndexSpec, ranges: list, router=None) -> Route:
+def plan_route(store: Store, spec: IndexSpec, ranges: list, router=None) -> Route:
     """The regions a lookup of `ranges` visits now (the caller holds the write lock when the
     route must match iterators opened with it)."""
     regions = store.regions(spec.table)
@@ -291,7 +268,7 @@ def _region_stream(reader: Any, lo: bytes, hi: bytes, n: int, region: Any
         yield key[n:], value, region
 
 
-def scan_entries(store, spec: IndexSpec, ranges: list, router=None, route_out: list | None = None,
+def scan_entries(store: Store, spec: IndexSpec, ranges: list, router=None, route_out: list | None = None,
                  planned: Route | None = None) -> Iterator[tuple[bytes, list]]:
     """(user rowkey, covered values) of every entry in `ranges`, range after range, each range
     in index order merged over the regions the route visits. The route and the iterators are
@@ -317,14 +294,15 @@ def scan_entries(store, spec: IndexSpec, ranges: list, router=None, route_out: l
     yield from got
 
 
-def _scan_entries(store, spec: IndexSpec, ranges: list, router, route_out: list | None,
+def _scan_entries(store: Store, spec: IndexSpec, ranges: list, router, route_out: list | None,
                   planned: Route | None) -> Iterator[tuple[bytes, list]]:
     with store.write_lock():
         if planned is not None and planned.still_valid(store, spec.table, router):
             route = planned
         else:
             route = plan_route(store, spec, ranges, router)
-        its = {r.id: store.kv_reader(local_table(spec.table)) for r in route.regions}
+        its = {r.id: verified.reader(store, local_table(spec.table), [spec])
+               for r in route.regions}
     if route_out is not None:
         route_out.append(route)
     unpack = C.unpack
@@ -347,7 +325,7 @@ def _scan_entries(store, spec: IndexSpec, ranges: list, router, route_out: list 
                 yield row, unpack(value)
 
 
-def count_values(store, spec: IndexSpec, rng, cap: int = 2000, router=None,
+def count_values(store: Store, spec: IndexSpec, rng, cap: int = 2000, router=None,
                  regions: list | None = None) -> tuple[int, bool]:
     """Rows in the range by per-region counts, summed over the regions: (count, exact). A point
     reads one count per region the routing filters cannot rule out (or per region of
@@ -372,7 +350,7 @@ def count_values(store, spec: IndexSpec, rng, cap: int = 2000, router=None,
     return total, True
 
 
-def count_routed(store, spec: IndexSpec, ranges: list, route: Route, cap: int = 2000
+def count_routed(store: Store, spec: IndexSpec, ranges: list, route: Route, cap: int = 2000
                  ) -> tuple[int, bool]:
     """The planner's estimate over a route: per range, the counts in the regions it visits."""
     total, exact = 0, True
@@ -383,7 +361,7 @@ def count_routed(store, spec: IndexSpec, ranges: list, route: Route, cap: int = 
     return total, exact
 
 
-def region_counts(store, table: str) -> dict[bytes, dict[bytes, dict[bytes, int]]]:
+def region_counts(store: Store, table: str) -> dict[bytes, dict[bytes, dict[bytes, int]]]:
     """{region start: {alias: {value key: rows}}} from the per-region value table."""
     out: dict[bytes, dict[bytes, dict[bytes, int]]] = {}
     val = local_value_table(table)

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
+from ..store.api import Store
 from .. import codec
 from ..store import cells as C
-from . import local
+from . import local, verified
 from .spec import IndexSpec, decode_count, index_table, value_table
 
 __all__ = ["KeyRange", "key_range", "null_range", "scan_entries", "scan_points",
@@ -61,18 +62,27 @@ def null_range(spec: IndexSpec) -> KeyRange:
     return KeyRange(alias, codec.prefix_successor(alias), len(spec.types), len(alias))
 
 
-def scan_entries(store, spec: IndexSpec, rng: KeyRange, reverse: bool = False
+def scan_entries(store: Store, spec: IndexSpec, rng: KeyRange, reverse: bool = False
                  ) -> Iterator[tuple[bytes, list]]:
     """(user rowkey, covered values) of every entry in the range, in index order."""
     full = rng.known == len(spec.types)
     plen = rng.prefix_len
     unpack = C.unpack
-    for key, value in store.kv_scan(index_table(spec.table), rng.start, rng.stop, reverse):
+    for key, value in verified.scan(store, index_table(spec.table), [spec], rng.start,
+                                    rng.stop, reverse):
         row = key[plen:] if full else spec.entry_row(key, plen, rng.known)
         yield row, unpack(value)
 
 
-def scan_points(store, spec: IndexSpec, vkeys: list[bytes]) -> Iterator[tuple[bytes, list]]:
+def scan_entry_keys(store: Store, spec: IndexSpec, start: bytes | None, stop: bytes | None,
+                    reverse: bool = False) -> Iterator[bytes]:
+    """The entry keys (value key + rowkey) of the index in [start, stop), in index order (or
+    reversed): for walks that read values and rowkeys off the keys."""
+    for key, _ in verified.scan(store, index_table(spec.table), [spec], start, stop, reverse):
+        yield key
+
+
+def scan_points(store: Store, spec: IndexSpec, vkeys: list[bytes]) -> Iterator[tuple[bytes, list]]:
     """(user rowkey, covered values) of the entries of many full values (a long IN list) in
     one ordered scan from the smallest value to the largest, keeping the entries whose value is
     asked for: one read of that stretch of the index instead of a lookup per value."""
@@ -81,14 +91,14 @@ def scan_points(store, spec: IndexSpec, vkeys: list[bytes]) -> Iterator[tuple[by
     wanted = set(vkeys)
     unpack = C.unpack
     entry_row = spec.entry_row
-    for key, value in store.kv_scan(index_table(spec.table), min(vkeys),
+    for key, value in verified.scan(store, index_table(spec.table), [spec], min(vkeys),
                                     codec.prefix_successor(max(vkeys))):
         row = entry_row(key)
         if key[:len(key) - len(row)] in wanted:
             yield row, unpack(value)
 
 
-def count_points(store, spec: IndexSpec, vkeys: list[bytes]) -> int:
+def count_points(store: Store, spec: IndexSpec, vkeys: list[bytes]) -> int:
     """Rows of many full values by their value-table counts (exact): one walk of the value
     table from the smallest to the largest value while it holds no more values than asked
     for (a 100,000-value list over a small index), else one multi-get."""
@@ -108,23 +118,23 @@ def count_points(store, spec: IndexSpec, vkeys: list[bytes]) -> int:
     return sum(decode_count(raw) for raw in store.kv_get(vt, vkeys) if raw)
 
 
-def entries_for_value(store, spec: IndexSpec, vkey: bytes) -> list[tuple[bytes, list]]:
+def entries_for_value(store: Store, spec: IndexSpec, vkey: bytes) -> list[tuple[bytes, list]]:
     """Every entry of one full value (a value-table key): HiBase's point lookup, which is also
     the unit the hot cache stores."""
     stop = codec.prefix_successor(vkey)
     n = len(vkey)
     unpack = C.unpack
     return [(key[n:], unpack(value))
-            for key, value in store.kv_scan(index_table(spec.table), vkey, stop)]
+            for key, value in verified.scan(store, index_table(spec.table), [spec], vkey, stop)]
 
 
-def walk_values(store, spec: IndexSpec, rng: KeyRange) -> Iterator[tuple[bytes, int]]:
+def walk_values(store: Store, spec: IndexSpec, rng: KeyRange) -> Iterator[tuple[bytes, int]]:
     """(value key, row count) from the value table for every value in the range."""
     for key, raw in store.kv_scan(value_table(spec.table), rng.start, rng.stop):
         yield key, decode_count(raw)
 
 
-def count_values(store, spec: IndexSpec, rng: KeyRange, cap: int = 2000, router: Any = None
+def count_values(store: Store, spec: IndexSpec, rng: KeyRange, cap: int = 2000, router: Any = None
                  ) -> tuple[int, bool]:
     """Rows in the range by value-table counts: (count, exact). Exact single-value lookups cost
     one get; wider ranges read at most `cap` values and report a lower bound. A local index

@@ -1,9 +1,9 @@
-"""Index upkeep on the write path: from a batch of prepared mutations, the index-row and
+"""Index upkeep on the write path: from a batch of staged mutations, the index-row and
 value-table writes that keep every global index (and, through local.py, every local index and its
 per-region counts) equal to a rebuild from the table.
 
-The store merges a row's pending segments over its stored ones (`row_states_many`), so the newest value
-of each indexed column before and after the batch is exact for every kind of write (puts,
+The store tells each staged row's state before and after the batch (`Store.stage`), so the
+newest value of each indexed column before and after the batch is exact for every kind of write (puts,
 deletes of rows / columns / families / versions, several mutations of one row in one batch).
 Callers hold the store's write lock from here until the commit, which makes the read-modify-write
 of rows atomic within a process; value counts are written as deltas (CountDelta), which the store
@@ -12,15 +12,15 @@ adds up, so they stay exact across processes too.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
-from .. import codec
 from ..store import cells as C
 from . import local
-from ..store.base import CountDelta
-from .spec import IndexSpec, index_table, value_table
+from ..store.api import Staged, Store
+from ..store.base import CountDelta, KVWrite
+from .spec import IndexSpec, index_table, needed_columns, raw_values, value_table
 
-__all__ = ["index_writes", "entry_writes", "Change", "needed_columns"]
+__all__ = ["index_writes", "entry_writes", "Change", "needed_columns", "raw_values"]
 
 
 
@@ -41,59 +41,24 @@ class Change:
                 f"row={self.row!r}, covered={self.covered!r})")
 
 
-def raw_values(spec: IndexSpec, cells: dict[bytes, bytes]) -> list[Any] | None:
-    """The index values of a {column: value} row (no timestamps), as scans with with_ts=False
-    give; None when the row has no entry. With a NULL list `cells` must hold every column of
-    the row (whether any cell is left decides the entry). NaN is unordered, so like the query
-    evaluator the index treats it as NULL."""
-    out = []
-    for col, t in zip(spec.columns, spec.types):
-        raw = cells.get(col)
-        v = None if raw is None else codec.decode_cell(t, raw)
-        out.append(None if v != v else v)
-    if out[0] is None:
-        return spec.null_values() if spec.null_alias is not None and cells else None
-    return out
-
-
-def needed_columns(specs: Iterable[IndexSpec]) -> list[bytes] | None:
-    """The columns whose values index upkeep of `specs` reads; None (every column) when some
-    index keeps a NULL list, whose entries depend on whether the row has any cell at all."""
-    specs = list(specs)
-    if any(s.null_alias is not None for s in specs):
-        return None
-    return list(dict.fromkeys(c for s in specs for c in s.needed))
-
-
 def _covered(spec: IndexSpec, state: dict) -> list[bytes | None]:
     return [state[c][1] if c in state else None for c in spec.covering]
 
 
-def index_writes(store, specs: list[IndexSpec], prepared: list, events: list | None = None
-                 ) -> tuple[list, list[Change]]:
-    """kv writes (table, key, value-or-None) for `prepared` mutations of tables with `specs`,
-    and the list of index changes (for cache upkeep); `events` collects the local indexes'
-    routing-filter changes (local.entry_writes)."""
+def index_writes(store: Store, specs: list[IndexSpec], staged: Staged,
+                 events: list | None = None) -> tuple[list[KVWrite], list[Change]]:
+    """kv writes (table, key, value-or-None) for the `staged` mutations of tables with
+    `specs`, and the list of index changes (for cache upkeep); `events` collects the local
+    indexes' routing-filter changes (local.entry_writes)."""
     by_table: dict[str, list[IndexSpec]] = {}
     for spec in specs:
         by_table.setdefault(spec.table, []).append(spec)
-    groups: dict[tuple[str, bytes], list[list]] = {}
-    for t, m, segments in prepared:
-        if m.table in by_table:
-            groups.setdefault((m.table, m.row), []).append(segments)
     changes: list[Change] = []
-    by_table_rows: dict[str, list[tuple[bytes, dict]]] = {}
-    for (table, row), seg_lists in groups.items():
-        pending: dict[bytes, list[bytes]] = {}
-        for segments in reversed(seg_lists):  # newest mutation first
-            for fam, seg in reversed(segments):
-                pending.setdefault(fam, []).append(seg)
-        by_table_rows.setdefault(table, []).append((row, pending))
-    for table, items in by_table_rows.items():
-        table_specs = by_table[table]
-        states = store.row_states_many(table, items, needed_columns(table_specs))
-        for (row, _), (before, after) in zip(items, states):
-            _diff(table_specs, row, before, after, changes)
+    for table in staged.tables():
+        table_specs = by_table.get(table)
+        if table_specs:
+            for row, before, after in staged.rows(table, needed_columns(table_specs)):
+                _diff(table_specs, row, before, after, changes)
     return entry_writes(store, changes, events), changes
 
 
@@ -110,10 +75,11 @@ def _diff(table_specs: list[IndexSpec], row: bytes, before: dict, after: dict,
         changes.append(Change(spec, row, new_cov, old_key, new_key))
 
 
-def entry_writes(store, changes: Iterable[Change], events: list | None = None) -> list:
+def entry_writes(store: Store, changes: Iterable[Change], events: list | None = None
+                 ) -> list[KVWrite]:
     """Index entry puts/deletes and the value-table count deltas for `changes` (local
     indexes' rows and per-region counts by local.entry_writes)."""
-    writes: list = []
+    writes: list[KVWrite] = []
     deltas: dict[tuple[str, bytes], int] = {}
     changes = list(changes)
     local_changes = [c for c in changes if c.spec.local]

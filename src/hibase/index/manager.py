@@ -5,10 +5,12 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from ..store.base import Mutation
+from ..store.api import Store
+from ..store.base import Mutation, Region, SplitBatch
 from . import local, lookup
 from .build import build_index, verify_index
 from .catalog import IndexCatalog
+from .commit import choose, server_kept
 from .maintain import Change, index_writes
 from .routing import Router
 from .spec import BUILDING, READY, STALE, IndexSpec
@@ -20,18 +22,17 @@ class IndexManager:
     """Keeps a store's global and local indexes exact; every write of the Connection goes
     through write()."""
 
-    def __init__(self, store, cache: Any = None):
+    def __init__(self, store: Store, cache: Any = None):
         self.store = store
         self.catalog = IndexCatalog(store)
         # SCBF routing of local-index lookups; local rows follow region splits (_on_split)
         self.router = Router(store)
         if not store.read_only:
             store.add_split_listener(self._on_split)
-        if store.capabilities.verified_index_writes:
-            # stores writing index rows and data rows separately (HBase): the verified
-            # protocol's reader side (index/verified.py)
-            from .verified import IndexHooks
-            store.index_hooks = IndexHooks(store, self.catalog)
+        # how a write's index changes are committed with its rows (index/commit.py: one
+        # atomic batch, or the verified protocol where index rows and data rows are separate
+        # writes, whose readers resolve unverified entries: index/verified.py)
+        self.committer = choose(store, self.catalog)
         # The hot-index cache (cache layer), or None. It offers read(spec, vkey, loader) ->
         # entries and apply(changes), called under the write lock right after each commit.
         self.cache = cache
@@ -94,9 +95,7 @@ class IndexManager:
         writes, whether the region server keeps others). An index made where hibase's
         coprocessor runs (IndexSpec.server) is kept by the region server on every write, so
         the client computes nothing for it and a write is the data call alone."""
-        specs = self.catalog.for_table(table)
-        return [s for s in specs if s.state != STALE and not s.server], \
-            any(s.server for s in specs)
+        return server_kept(self.catalog.for_table(table))
 
     def write(self, mutations: list[Mutation]) -> list[Change]:
         """Write mutations and their index rows / value counts in one atomic batch."""
@@ -125,13 +124,13 @@ class IndexManager:
         with self.store.write_lock():
             for t in {m.table for m in mutations}:
                 self._follow_splits(t, [s for s in specs if s.table == t])
-            prepared = self.store.prepare(mutations)
+            staged = self.store.stage(mutations)
             events: list = []  # local indexes: values entering / leaving a region
-            kv_writes, changes = index_writes(self.store, specs, prepared, events)
+            kv_writes, changes = index_writes(self.store, specs, staged, events)
             if events:
                 self.router.before_commit(events, kv_writes)
             try:
-                self.store.commit(prepared, kv_writes)
+                self.committer.commit(self.store, staged, kv_writes)
             except BaseException:
                 # a commit that stopped half way (HBase: separate RPCs) may have changed index
                 # sets the cache holds: drop them rather than serve them stale
@@ -241,7 +240,8 @@ class IndexManager:
             self._invalidate_cache(table)
             self.router.forget(table)
 
-    def _on_split(self, table: str, parent, left, right, batch) -> None:
+    def _on_split(self, table: str, parent: Region, left: Region, right: Region,
+                  batch: SplitBatch) -> None:
         """Split listener: the right daughter's local rows and counts move under its start key
         and both daughters get routing filters, all in the split's atomic batch."""
         specs = {s.alias: s for s in self.catalog.for_table(table) if s.local}

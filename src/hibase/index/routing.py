@@ -34,6 +34,7 @@ import struct
 import threading
 from typing import Any
 
+from ..store.api import Store
 from ..codec import prefix_successor
 from ..store import cells as C
 from .local import local_value_table, region_counts, region_prefix, routing_table
@@ -88,7 +89,7 @@ class _State:
 class Router:
     """Routing filters of every local index of one store (see the module docstring)."""
 
-    def __init__(self, store, fpr: float = 0.001, initial_counters: int = 16_384,
+    def __init__(self, store: Store, fpr: float = 0.001, initial_counters: int = 16_384,
                  counter_bits: int = 4):
         self.store = store
         self.fpr = fpr
@@ -203,7 +204,7 @@ class Router:
         if add is not None:
             add(*write)
         elif not self.store.read_only:
-            self.store.commit([], [write])
+            self.store.write_kv([write])
 
     def forget(self, table: str) -> None:
         """Drop a table's filters from memory (table or index dropped; rebuilt on next use)."""
@@ -265,7 +266,7 @@ class Router:
             for table, rid, alias, vkey, sign in events:
                 ids = live.get(table)
                 if ids is None:
-                    ids = live[table] = {r.id: r for r in self.store.table(table).regions}
+                    ids = live[table] = {r.id: r for r in self.store.regions(table)}
                 if rid not in ids:
                     continue  # the region split in this commit: its daughters were rebuilt
                 if (table, rid, alias) in regrow:
@@ -298,7 +299,7 @@ class Router:
         `add(kv, key, value)` puts the generation bump in the split's batch."""
         with self._lock:
             st = self.state(table)
-            live = {r.id for r in self.store.table(table).regions}
+            live = {r.id for r in self.store.regions(table)}
             for key in [k for k in st.filters if k[0] not in live]:
                 del st.filters[key]  # ancestors of earlier splits
             for region, counts in ((left, left_counts), (right, right_counts)):
@@ -324,17 +325,17 @@ class Router:
                 regions = self.store.regions(name)
                 by_id = {r.id: r for r in regions}
                 writes: list = [(lrt, k, None) for k, _ in self.store.kv_scan(lrt, b"f", b"g")]
-                lazy = isinstance(st.filters, _LazyFilters)
-                for (rid, alias) in list(st.filters.keys()):
+                filters = st.filters
+                for (rid, alias) in list(filters.keys()):
                     r = by_id.get(rid)
                     if r is not None:
                         key = (rid, alias)
-                        blob = (st.filters.saved_bytes(key) if lazy
-                                else st.filters[key].to_bytes())
+                        blob = (filters.saved_bytes(key) if isinstance(filters, _LazyFilters)
+                                else filters[key].to_bytes())
                         writes.append((lrt, b"f" + region_prefix(r.start) + alias,
                                        C.pack([rid, blob])))
                 writes.append((lrt, b"s", C.pack([st.gen, [[r.start, r.id] for r in regions]])))
-                self.store.commit([], writes)
+                self.store.write_kv(writes)
                 st.dirty = False
                 done += 1
         return done

@@ -30,7 +30,7 @@ import struct
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from collections.abc import Iterator
-from typing import ClassVar, Union
+from typing import ClassVar, Self, Union
 
 from hibase.errors import InvalidArgument
 
@@ -90,6 +90,8 @@ class _CountingFilter:
     """Packed saturating counters plus the add/remove/query logic shared by SCBF and CBF."""
 
     _KIND: ClassVar[int]
+    m: int  # counters per hash function's slice (_layout)
+    _bases: tuple[int, ...]  # where each hash function's slice starts (_layout)
 
     def __init__(self, counters: int, k: int, counter_bits: int = 4, seed: int = 0,
                  *, fpr: float | None = None) -> None:
@@ -252,7 +254,7 @@ class _CountingFilter:
                             self.fpr) + bytes(self._buf)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> _CountingFilter:
+    def from_bytes(cls, data: bytes) -> Self:
         """Rebuild a filter written by :meth:`to_bytes` (of this class)."""
         data = bytes(data)
         if len(data) < _HEADER.size:

@@ -28,19 +28,45 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from .. import codec
 from ..store.base import decode_count, encode_count  # re-exported: value tables' counts
 
 NULL, PRESENT = b"\x00", b"\x01"
 
-__all__ = ["IndexSpec", "index_table", "value_table", "encode_count", "decode_count", "BUILDING",
-           "READY", "STALE"]
+__all__ = ["IndexSpec", "index_table", "value_table", "local_table", "local_value_table",
+           "routing_table", "region_prefix", "split_key", "raw_values", "needed_columns",
+           "encode_count", "decode_count", "BUILDING", "READY", "STALE"]
 
 # building: maintained by writes, not used by queries until its build finishes; ready: used;
 # stale: neither (a bulk load suspended it; a build makes it ready again)
 BUILDING, READY, STALE = "building", "ready", "stale"
+
+
+def local_table(table: str) -> str:
+    """The key-value table holding every local index row of `table`."""
+    return f"__lidx__{table}"
+
+
+def local_value_table(table: str) -> str:
+    """The key-value table holding the per-region value counts of `table`'s local indexes."""
+    return f"__lval__{table}"
+
+
+def routing_table(table: str) -> str:
+    """The key-value table holding the persisted routing filters of `table` (routing.py)."""
+    return f"__lrt__{table}"
+
+
+def region_prefix(start: bytes) -> bytes:
+    """The key prefix of one region's local rows: its start key, escaped and terminated."""
+    return codec.escape_bytes(start)
+
+
+def split_key(key: bytes) -> tuple[bytes, int]:
+    """(region start key, position after the region prefix) of a local key."""
+    return codec.unescape_bytes(key, 0)
 
 
 def index_table(table: str) -> str:
@@ -134,7 +160,7 @@ class IndexSpec:
         return self.alias + self.encode_values(values)
 
     def _decode(self, key: bytes, pos: int, first: int) -> tuple[list[Any], int]:
-        values = []
+        values: list[Any] = []
         for i in range(first, len(self.types)):
             if i > 0:
                 flag = key[pos:pos + 1]
@@ -191,3 +217,27 @@ class IndexSpec:
                 "local": self.local, "state": self.state, "alias": self.alias.hex(),
                 "null_list": self.null_alias is not None,
                 **({"upkeep": "server"} if self.server else {})}
+
+
+def raw_values(spec: IndexSpec, cells: dict[bytes, bytes]) -> list[Any] | None:
+    """The index values of a {column: value} row (no timestamps), as scans with with_ts=False
+    give; None when the row has no entry. With a NULL list `cells` must hold every column of
+    the row (whether any cell is left decides the entry). NaN is unordered, so like the query
+    evaluator the index treats it as NULL."""
+    out = []
+    for col, t in zip(spec.columns, spec.types):
+        raw = cells.get(col)
+        v = None if raw is None else codec.decode_cell(t, raw)
+        out.append(None if v != v else v)
+    if out[0] is None:
+        return spec.null_values() if spec.null_alias is not None and cells else None
+    return out
+
+
+def needed_columns(specs: Iterable[IndexSpec]) -> list[bytes] | None:
+    """The columns whose values index upkeep of `specs` reads; None (every column) when some
+    index keeps a NULL list, whose entries depend on whether the row has any cell at all."""
+    specs = list(specs)
+    if any(s.null_alias is not None for s in specs):
+        return None
+    return list(dict.fromkeys(c for s in specs for c in s.needed))

@@ -30,7 +30,7 @@ from typing import Any, Iterable, Iterator
 
 from .. import codec
 from ..errors import QueryPlanError
-from ..index import KeyRange, index_table, null_range, walk_values
+from ..index import KeyRange, null_range, scan_entry_keys, walk_values
 from .ast import (
     ROWKEY, SQL_TYPE_NAMES, Agg, Column, HavingCompare, IsNull, OrderItem, Select, walk,
 )
@@ -301,7 +301,7 @@ def _end_rows(store, shaped: _Shaped) -> Iterator[tuple[None, dict, int]]:
     spec = shaped.spec
     stop = codec.prefix_successor(spec.alias)
     for reverse in (False, True):
-        for key, _ in store.kv_scan(index_table(spec.table), spec.alias, stop, reverse):
+        for key in scan_entry_keys(store, spec, spec.alias, stop, reverse):
             values, _ = spec.split_entry(key)
             yield None, {spec.columns[0]: values[0]}, 1
             break
@@ -514,7 +514,7 @@ def _walk_rows(shaped: _Shaped, store, indexer, types, cols) -> list:
         batch.clear()
 
     for rng, reverse in shaped.ranges:
-        for key, _ in store.kv_scan(index_table(spec.table), rng.start, rng.stop, reverse):
+        for key in scan_entry_keys(store, spec, rng.start, rng.stop, reverse):
             values, row = spec.split_entry(key)
             batch.append((row, values[0]))
             if len(batch) >= _WALK_CHUNK:

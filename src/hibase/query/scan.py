@@ -3,7 +3,8 @@
 The condition (normalized DNF) is compiled once per query into (1) needles, byte strings a
 matching row's raw segments must contain (equalities, IN lists and LIKE prefixes on columns
 whose stored bytes are a function of the value: strings, bytes, text integers by their digits,
-binary integers), tested by store.fastscan before anything is decoded, and (2) one closure per
+binary integers), tested by the store's filtered_rows (store/embedded/fastscan.py) before
+anything is decoded, and (2) one closure per
 atom answering "is this atom TRUE" on the merged cells, with the brute-force evaluator
 (evaluate.py) as the reference for every atom kind not specialised here. A row is returned iff
 some conjunct has every atom TRUE, exactly as matches_dnf decides.
@@ -31,7 +32,6 @@ import msgpack
 
 from .. import codec
 from ..errors import ValueTypeError
-from ..store import fastscan
 from .ast import ROWKEY, Between, Compare, In, Like, NotLike
 from .evaluate import _in_set, evaluate, matches_dnf
 from .normalize import coerce_literal, coerce_literals, coerce_prefix
@@ -294,7 +294,7 @@ def scan_share(store, table: str, ranges: list[tuple[bytes | None, bytes | None]
     """Matching rows of some rowkey ranges, projected: one process's part of a scan."""
     needles, keep = compile_conjuncts(conjuncts, types)
     for start, stop in ranges:
-        for row, cells in fastscan.filtered_rows(store, table, start, stop, needles, keep):
+        for row, cells in store.filtered_rows(table, start, stop, needles, keep):
             yield row, project(cells, columns)
 
 
@@ -314,7 +314,7 @@ def full_scan(plan, store, types, conjuncts, limit, processes: int | None = None
     """Rows matching a full-scan plan in rowkey order, at most `limit`; `processes` None
     chooses by table size, PROCESSES and the CPUs."""
     table = plan.select.table
-    if not fastscan.supports_fast_scan(store, table):
+    if not (store.capabilities.fast_scan and store.fast_scan_supported(table)):
         rows = _generic(plan, store, types, conjuncts)
     else:
         rows = _fast(store, table, types, conjuncts, plan.columns, limit, processes)

@@ -43,7 +43,7 @@ def publish_catalog(db: Any) -> list[str]:
     known = {key[len(b"table/"):].decode(): value.get(META_COL, b"")
              for key, value in meta.scan(row_prefix=b"table/")}
     for name in names:
-        doc = store.table(name).schema.to_json()
+        doc = store.schema(name).to_json()
         old: dict = {}
         if known.get(name):
             try:

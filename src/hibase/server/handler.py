@@ -245,12 +245,12 @@ class Handler:
         key = rest.rpartition(b",")[0] if b"," in rest else rest
         try:
             name = table.decode("utf-8")
-            t = self.store.table(name)
+            region = self.store.region_of(name, key)
         except (UnicodeDecodeError, errors.TableNotFound):
             raise self.t.IOError(
                 message=f"cannot find a region for meta row {raw!r} (write 'table,row,')"
             ) from None
-        return self._region_info(t.region_of(key))
+        return self._region_info(region)
 
     # -- reads -------------------------------------------------------------------------------
     @staticmethod

@@ -1,23 +1,28 @@
-"""The store interface the index and query layers program against: what every backend offers,
-what only some do (a capabilities record, read instead of probing for methods), and how a URL
-or folder is told apart (`store/backends.py` opens it).
+"""The store contract everything above store/ programs against (`Store`: every member the
+index and query layers, the Connection, the CLI and the servers call), what only some backends
+do (a capabilities record, read instead of probing for methods), and how a URL or folder is
+told apart (`store/backends.py` opens it).
 
 Both backends (store/embedded/: RocksDB in a folder; store/hbase/: HBase through Thrift1)
 derive from `BaseStore`, whose defaults are the embedded store's answers to the questions only a
 store shared with other clients asks (catalog leases, splits made by someone else, index rows
-written apart from data rows)."""
+written apart from data rows); store/conformance.py has mypy check both against `Store`."""
 
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ContextManager, Iterator, Protocol, runtime_checkable
+from typing import Any, ContextManager, Iterable, Iterator, Protocol, runtime_checkable
 
 from .. import errors
-from .base import Mutation, Region, SplitListener
+from .base import KVWrite, Mutation, Region, SplitListener
+from .faults import Faults
+from .schema import TableSchema
+from .staged import RowChange
 
-__all__ = ["Capabilities", "BaseStore", "Store", "KeyValueStore", "KVRangeReader",
+__all__ = ["Capabilities", "BaseStore", "Store", "Staged", "RowChange", "KeyValueStore",
+           "KVRangeReader",
            "is_remote_url", "durability_level", "DURABILITY"]
 
 
@@ -32,8 +37,9 @@ class Capabilities:
     # regions split without telling this client (HBase): follow_splits catches up and
     # layout_token tells whether a split was applied between two reads
     follows_splits: bool = False
-    # index rows and data rows are written in separate calls (the verified / unverified
-    # protocol of index/verified.py): the store needs index_hooks to resolve unverified rows
+    # index rows and data rows are written in separate calls: the index layer commits them
+    # by the verified / unverified protocol (index/commit.py) and resolves unverified entries
+    # on read (index/verified.py)
     verified_index_writes: bool = False
     # reads across rows and tables see one instant (iterators opened together under the
     # write lock); without it a scan guarded by layout_token is redone when a split lands
@@ -42,6 +48,11 @@ class Capabilities:
     # IndexObserver): `server_upkeep(table)` tells whether it runs on that table; indexes made
     # there say so (IndexSpec.server) and the client computes no index writes for them
     server_index_upkeep: bool = False
+    # the store is files in a local folder that `hibase check` can verify (store/check.py)
+    local_files: bool = True
+    # full scans filtered on the raw stored bytes (`fast_scan_supported` / `filtered_rows`:
+    # the embedded store's store/embedded/fastscan.py)
+    fast_scan: bool = False
 
 
 class BaseStore:
@@ -51,8 +62,8 @@ class BaseStore:
     capabilities = Capabilities()
     kind = "embedded"  # the backend's name, for reports ("hbase": through Thrift)
     read_only: bool = False
-    # set by the index layer on stores with verified_index_writes (row_of / resolve)
-    index_hooks: Any = None
+    # fault points between a store's separate calls (tests arm them; inert here)
+    faults = Faults()
 
     def server_upkeep(self, table: str) -> bool:
         """Whether a coprocessor in the server keeps `table`'s indexes: never here."""
@@ -82,9 +93,20 @@ class BaseStore:
     def forget_layout(self, table: str) -> None:
         """The table's last local index is gone: nothing recorded here to forget."""
 
-    def raw_index(self) -> ContextManager[None]:
-        """Inside the block index tables read as stored (verify/repair): they always do here."""
-        return nullcontext()
+    def fast_scan_supported(self, table: str) -> bool:
+        """Whether `filtered_rows` can scan `table` (Capabilities.fast_scan): not here."""
+        return False
+
+    def filtered_rows(self, table: str, start: bytes | None, stop: bytes | None,
+                      needles: Any, keep: Any) -> Iterator[tuple[bytes, dict[bytes, bytes]]]:
+        """Rows of [start, stop) passing a byte prefilter (`needles`) and `keep`: only on
+        stores with Capabilities.fast_scan."""
+        raise errors.BackendError("filtered_rows needs a store with Capabilities.fast_scan")
+
+    def reindex(self, table: str, alias: bytes, progress: Any = None) -> int:
+        """Server-side build of an index kept by the server: no server here."""
+        raise errors.BackendError("reindex needs a store whose server keeps indexes "
+                                  "(Capabilities.server_index_upkeep)")
 
     def call_stats(self) -> dict[str, int]:
         """Remote calls made so far, by method: none in process."""
@@ -106,7 +128,7 @@ class BaseStore:
         """Remove a recorded table from the catalog, leaving the backend's table and rows."""
         self.existing_families(name)
 
-    # the stores below provide _lock (an RLock), prepare() and commit()
+    # the stores below provide _lock (an RLock), stage() and commit()
     _lock: Any
 
     @contextmanager
@@ -122,7 +144,7 @@ class BaseStore:
         """Write mutations (possibly of several tables) in one batch, without index upkeep."""
         if mutations:
             with self._lock:
-                self.commit(self.prepare(mutations))  # type: ignore[attr-defined]
+                self.commit(self.stage(mutations))  # type: ignore[attr-defined]
 
 
 class KVRangeReader(Protocol):
@@ -133,46 +155,112 @@ class KVRangeReader(Protocol):
     def scan(self, start: bytes, stop: bytes | None) -> Iterator[tuple[bytes, bytes]]: ...
 
 
+class Staged(Protocol):
+    """Mutations a store has encoded for one commit (`Store.stage`) and not yet written: what
+    the index layer reads of them before the commit (each row's state before and after).
+    The encoding is the backend's own; only `Store.commit` of the same store reads it."""
+
+    @property
+    def mutations(self) -> list[Mutation]: ...
+    def __len__(self) -> int: ...
+    def tables(self) -> list[str]: ...
+    def rows(self, table: str, columns: list[bytes] | None) -> list[RowChange]: ...
+
+
 @runtime_checkable
 class KeyValueStore(Protocol):
     """Single-version key-value tables (index entries, value tables, local index rows)."""
 
     def kv_tables(self) -> list[str]: ...
-    def create_kv(self, name: str) -> None: ...
+    def create_kv(self, name: str, counts_in: str | None = None) -> None: ...
     def drop_kv(self, name: str) -> None: ...
     def kv_get(self, name: str, keys: list[bytes]) -> list[bytes | None]: ...
     def kv_scan(self, name: str, start: bytes | None = None, stop: bytes | None = None,
                 reverse: bool = False) -> Iterator[tuple[bytes, bytes]]: ...
-    def kv_reader(self, name: str) -> "KVRangeReader": ...
+    def kv_reader(self, name: str) -> KVRangeReader: ...
     def kv_delete_range(self, name: str, start: bytes, stop: bytes | None) -> None: ...
+    def write_kv(self, kv_writes: Iterable[KVWrite]) -> None: ...
 
 
 @runtime_checkable
 class Store(KeyValueStore, Protocol):
-    """The HBase data model as plain calls, plus what index upkeep needs (prepare / commit
-    under one write lock, region layouts, split listeners)."""
+    """Everything the layers above call on a store (index/, query/, connection.py, table.py,
+    cli/, server/): the HBase data model as plain calls, key-value tables, the staged write
+    (stage / commit under one write lock), regions and split listeners, the catalog's meta
+    keys, and what only a store shared with other clients asks (leases, splits made
+    elsewhere). Both backends are checked against it by mypy (store/conformance.py)."""
 
     path: str
     read_only: bool
+    kind: str
     capabilities: Capabilities
-    index_hooks: Any
+    faults: Faults
 
+    @property
+    def closed(self) -> bool: ...
+    def close(self) -> None: ...
+    def call_stats(self) -> dict[str, int]: ...
+
+    # tables and their schemas
     def tables(self, internal: bool = False) -> list[str]: ...
+    def schema(self, name: str) -> TableSchema: ...
+    def create_table(self, schema: TableSchema) -> None: ...
+    def save_schema(self, schema: TableSchema) -> None: ...
+    def drop_table(self, name: str) -> None: ...
+    def existing_families(self, name: str) -> dict[bytes, dict[str, Any]]: ...
+    def record_table(self, schema: TableSchema) -> None: ...
+    def forget_table(self, name: str) -> None: ...
+
+    # the catalog's own keys (index definitions, routing generations)
+    def put_meta(self, key: bytes, value: bytes | None) -> None: ...
+    def meta_items(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]: ...
+    def meta_changed(self, force: bool = False) -> bool: ...
+    def wait_lease(self) -> None: ...
+
+    # rows
+    def read_row(self, table: str, row: bytes, columns: list[bytes] | None = None,
+                 timestamp: int | None = None, versions: int = 1) -> dict[bytes, list]: ...
+    def read_latest(self, table: str, row: bytes, columns: list[bytes] | None = None,
+                    with_ts: bool = True) -> dict: ...
+    def read_latest_many(self, table: str, rows: list[bytes],
+                         columns: list[bytes] | None = None,
+                         with_ts: bool = True) -> list[dict]: ...
+    def scan_latest(self, table: str, start: bytes | None = None, stop: bytes | None = None,
+                    columns: list[bytes] | None = None, reverse: bool = False,
+                    with_ts: bool = True) -> Iterator[tuple[bytes, dict]]: ...
+    def scan(self, table: str, start: bytes | None = None, stop: bytes | None = None,
+             columns: list[bytes] | None = None, timestamp: int | None = None,
+             versions: int = 1, reverse: bool = False) -> Iterator[tuple[bytes, dict]]: ...
+
+    # writes: stage, then commit with key-value writes (count deltas included), under the lock
     def write_lock(self) -> ContextManager[None]: ...
     def apply(self, mutations: list[Mutation]) -> None: ...
-    def prepare(self, mutations: list[Mutation]) -> list: ...
-    def commit(self, prepared: list, kv_writes: Any = None) -> Any: ...
+    def stage(self, mutations: list[Mutation]) -> Staged: ...
+    def commit(self, staged: Staged | None, kv_writes: Iterable[KVWrite] = ()) -> None: ...
+
+    # regions
     def regions(self, table: str) -> list[Region]: ...
+    def region_of(self, table: str, row: bytes) -> Region: ...
     def add_split_listener(self, listener: SplitListener) -> None: ...
-    def meta_changed(self, force: bool = False) -> bool: ...
-    def server_upkeep(self, table: str) -> bool: ...
-    def server_writes_seen(self, table: str) -> bool: ...
-    def wait_lease(self) -> None: ...
+    def split(self, table: str, row: bytes | None = None) -> bool: ...
     def follow_splits(self, table: str, force: bool = False) -> int: ...
     def layout_token(self, table: str) -> bytes: ...
     def forget_layout(self, table: str) -> None: ...
-    def raw_index(self) -> ContextManager[None]: ...
-    def close(self) -> None: ...
+
+    # full scans filtered on raw bytes (Capabilities.fast_scan)
+    def fast_scan_supported(self, table: str) -> bool: ...
+    def filtered_rows(self, table: str, start: bytes | None, stop: bytes | None,
+                      needles: Any, keep: Any) -> Iterator[tuple[bytes, dict[bytes, bytes]]]: ...
+
+    # upkeep and size
+    def compact(self, table: str) -> int: ...
+    def flush(self) -> None: ...
+    def disk_size(self) -> int: ...
+
+    # indexes kept by the server (Capabilities.server_index_upkeep)
+    def server_upkeep(self, table: str) -> bool: ...
+    def server_writes_seen(self, table: str) -> bool: ...
+    def reindex(self, table: str, alias: bytes, progress: Any = None) -> int: ...
 
 
 def is_remote_url(path: str | os.PathLike) -> bool:

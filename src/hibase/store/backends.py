@@ -32,5 +32,7 @@ def open_store(path: str | os.PathLike, *, create: bool = True, read_only: bool 
         return HBaseStore(str(path), create=create, read_only=read_only)
     from .embedded import EmbeddedStore
 
-    extra = {} if block_cache_mb is None else {"block_cache_mb": block_cache_mb}
-    return EmbeddedStore(path, create=create, read_only=read_only, durability=level, **extra)
+    if block_cache_mb is None:
+        return EmbeddedStore(path, create=create, read_only=read_only, durability=level)
+    return EmbeddedStore(path, create=create, read_only=read_only, durability=level,
+                         block_cache_mb=block_cache_mb)

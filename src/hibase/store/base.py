@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, Protocol
 
-__all__ = ["Mutation", "Region", "SplitListener", "SplitBatch", "now_ms", "LATEST_TIMESTAMP", "CountDelta",
-           "encode_count", "decode_count"]
+__all__ = ["Mutation", "Region", "SplitListener", "SplitBatch", "now_ms", "LATEST_TIMESTAMP",
+           "CountDelta", "KVWrite", "encode_count", "decode_count"]
 
 # HBase's HConstants.LATEST_TIMESTAMP: "now" for a write's timestamp, "every version" for a read
 LATEST_TIMESTAMP = (1 << 63) - 1
@@ -34,6 +34,11 @@ class CountDelta(int):
     other's updates. A count that reaches 0 or less is gone (reads see no row)."""
 
     __slots__ = ()
+
+
+# A key-value write: (key-value table, key, value); None deletes the key, a CountDelta adds to
+# a count (value tables)
+KVWrite = tuple[str, bytes, "bytes | CountDelta | None"]
 
 
 class Mutation(NamedTuple):

@@ -244,7 +244,7 @@ def mutation_segments(families: Collection[bytes], m: Any, ts: int | None
             yield next(iter(families)), pack([PUT, ts, list(data), list(data.values())])
             return
         by_fam: dict[bytes, tuple[list, list]] = {}
-        for col, value in m.data.items():  # type: ignore[attr-defined]
+        for col, value in m.data.items():
             fam = col[:col.index(b":")]
             entry = by_fam.get(fam)
             if entry is None:
@@ -261,7 +261,7 @@ def mutation_segments(families: Collection[bytes], m: Any, ts: int | None
         return
     cols_by_fam: dict[bytes, list[bytes]] = {}
     whole: set[bytes] = set()
-    for col in m.data:  # type: ignore[attr-defined]
+    for col in m.data:
         fam, qual = split_column(col)
         if qual is None:
             whole.add(fam)

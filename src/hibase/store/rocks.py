@@ -127,7 +127,7 @@ def mapped(method: F) -> F:
         try:
             raise err
         finally:
-            err = None  # noqa: F841
+            del err
     return call  # type: ignore[return-value]
 
 

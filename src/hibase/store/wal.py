@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 import crc32c
 
@@ -84,7 +85,7 @@ def scan_log(data: bytes, number: int) -> tuple[int, str | None]:
     return pos, None
 
 
-def wal_problems(folder: str) -> list[dict[str, str]]:
+def wal_problems(folder: str) -> list[dict[str, Any]]:
     """{"file", "problem"} for each write-ahead log (*.log) of the store in `folder` that does
     not end on a whole record, naming the byte where the damage starts. Only meaningful while
     no process writes the store (a live writer's log may be mid-record)."""

@@ -3,7 +3,7 @@ index entries and value tables (a RocksDB column family each, `k/<name>`)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import rocksdict as rd
 
@@ -44,6 +44,10 @@ class KeyValueTables:
     _kv: dict[str, tuple[Any, Any]]
     _lock: Any
 
+    if TYPE_CHECKING:  # EmbeddedStore's (checked by mypy)
+        def _check_writable(self) -> None: ...
+        def _options(self) -> Any: ...
+
     def _kv_handle(self, name: str) -> Any:
         try:
             return self._kv[name][1]
@@ -54,7 +58,9 @@ class KeyValueTables:
         return sorted(self._kv)
 
     @mapped
-    def create_kv(self, name: str) -> None:
+    def create_kv(self, name: str, counts_in: str | None = None) -> None:
+        """A key-value table (`counts_in`, where a backend keeps counts apart: here each
+        table holds its own, CountDelta writes resolved in the batch)."""
         with self._lock:
             self._check_writable()
             if name in self._kv:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 
 from .. import cells as C
@@ -73,7 +73,8 @@ def _merge_families(streams: list, reverse: bool, absorb: Any
     tagged = [((p, j, c) for (p, c), j in zip(s, itertools.repeat(i)))
               for i, s in enumerate(streams)]
     merged = heapq.merge(*tagged, key=lambda x: x[0], reverse=reverse)
-    cur, out = None, {}
+    cur = None
+    out: dict[bytes, Any] = {}
     for prefix, i, cells in merged:
         if prefix != cur:
             if out:
@@ -86,6 +87,15 @@ def _merge_families(streams: list, reverse: bool, absorb: Any
 
 class Reads:
     """Row reads and scans (EmbeddedStore's); see the module docstring for what it relies on."""
+
+    if TYPE_CHECKING:  # what EmbeddedStore and its other parts provide (checked by mypy)
+        read_only: bool
+        _lock: Any
+        _tables: dict[str, _Table]
+
+        def table(self, name: str) -> _Table: ...
+        def _compact_row(self, t: _Table, fo: FamilyOptions, row: bytes,
+                         single: bool = False) -> None: ...
 
     def _plan(self, t: _Table, columns: list[bytes] | None) -> list[tuple]:
         """(family options, Rdict view, wanted columns or None) per family to read."""
@@ -217,7 +227,7 @@ class Reads:
                     segs = _segments_at(it, C.row_prefix(row))
                     if not segs:
                         continue
-                    cells = merge(segs, wanted)
+                    cells: dict[bytes, Any] = merge(segs, wanted)
                     if floor >= 0:
                         cells = {c: tv for c, tv in cells.items() if tv[0] >= floor}
                         if not with_ts:

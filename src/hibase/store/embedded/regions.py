@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import rocksdict as rd
 
@@ -49,6 +49,18 @@ class _SplitBatch:
 
 class Regions:
     """Splits, compaction and sizes (EmbeddedStore's); see the module docstring."""
+
+    if TYPE_CHECKING:  # what EmbeddedStore and its other parts provide (checked by mypy)
+        path: str
+        _db: Any
+        _lock: Any
+        _kv: dict[str, tuple[Any, Any]]
+        _tables: dict[str, _Table]
+        _split_listeners: list[SplitListener]
+
+        def table(self, name: str) -> _Table: ...
+        def _check_writable(self) -> None: ...
+        def _note_writes(self, deleted: dict[int, list]) -> None: ...
 
     def _split_by_size(self, t: _Table, region: Region) -> None:
         """Split `region` at its middle while it holds more live bytes than the table's
@@ -114,18 +126,19 @@ class Regions:
         markers = (C.DELETE_COLUMNS, C.DELETE_FAMILY)
         for fam, (view, _, fo) in list(t.fams.items()):
             ttl = fo.time_to_live != FOREVER
-            cur, n, rows, lone_dead = None, 0, [], False
+            cur, n, lone_dead = None, 0, False
+            rows: list[bytes] = []
             for key, value in checked_items(view):
                 prefix = key[:-8]
                 if prefix != cur:
-                    if n > 1 or lone_dead:
+                    if cur is not None and (n > 1 or lone_dead):
                         rows.append(cur)
                     cur, n = prefix, 0
                     # [kind, ...]: a msgpack fixarray; an empty base is what a fold left of a
                     # deleted row
                     lone_dead = ttl or value[1] in markers or value == C.EMPTY_BASE
                 n += 1
-            if n > 1 or lone_dead:
+            if cur is not None and (n > 1 or lone_dead):
                 rows.append(cur)
             for prefix in rows:
                 self._compact_row(t, fo, C.row_of_key(prefix + _MAX_SEQ_KEY), single=True)
@@ -166,7 +179,8 @@ class Regions:
         now = now_ms()
         for view, _, fo in t.fams.values():
             floor = now - fo.time_to_live * 1000 if fo.time_to_live != FOREVER else -1
-            cur, segs, key_len = None, [], 0
+            cur, key_len = None, 0
+            segs: list[bytes] = []
             for key, value in checked_items(view, lo):
                 if hi is not None and key >= hi:
                     break

@@ -16,14 +16,16 @@ import shutil
 import threading
 import time
 import weakref
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import rocksdict as rd
 
 from ... import errors
 from .. import cells as C
-from ..api import BaseStore, Capabilities, durability_level
-from ..base import CountDelta, Mutation, Region, SplitListener, decode_count, encode_count, now_ms
+from ..api import BaseStore, Capabilities, Staged, durability_level
+from ..base import (CountDelta, KVWrite, Mutation, Region, SplitListener, decode_count,
+                    encode_count, now_ms)
+from . import fastscan
 from .groupcommit import SyncingLock
 from .kv import KeyValueTables
 from ..rocks import (
@@ -31,6 +33,7 @@ from ..rocks import (
     translate, writable,
 )
 from ..schema import FOREVER, TableSchema
+from ..staged import SegmentBatch, prepared_of
 
 from .maintenance import Maintenance
 from .reads import Reads, _row_segments, _segments_at
@@ -79,7 +82,7 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
 
     # one writer process; reads opened together under the write lock see one instant
     capabilities = Capabilities(shared=False, follows_splits=False, verified_index_writes=False,
-                                snapshot_reads=True)
+                                snapshot_reads=True, fast_scan=True)
 
     @mapped
     def __init__(self, path: str | os.PathLike, *, create: bool = True, read_only: bool = False,
@@ -237,7 +240,7 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
             # a handle: the traceback of a failed close must not keep one, or its LOCK)
             views = [v for t in self._tables.values() for v, _, _ in t.fams.values()]
             views += [v for v, _ in self._kv.values()] + [self._db]
-            self._db = None  # type: ignore[assignment]  # closed even when closing fails
+            self._db = None  # closed even when closing fails
             self._tables.clear()
             self._kv.clear()
             try:
@@ -258,6 +261,20 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
             if self._db is None:
                 raise errors.BackendUnavailable("the store is closed") from None
             raise errors.TableNotFound(f"no table {name!r}") from None
+
+    def fast_scan_supported(self, table: str) -> bool:
+        """Whether `filtered_rows` can scan `table` (one family, no TTL: fastscan.py)."""
+        return fastscan.supports_fast_scan(self, table)
+
+    def filtered_rows(self, table: str, start: bytes | None, stop: bytes | None,
+                      needles: Any, keep: Any) -> Iterator[tuple[bytes, dict[bytes, bytes]]]:
+        """(rowkey, {column: newest value}) of the rows of [start, stop) whose raw bytes pass
+        the `needles` prefilter and `keep` (fastscan.filtered_rows)."""
+        return fastscan.filtered_rows(self, table, start, stop, needles, keep)
+
+    def region_of(self, table: str, row: bytes) -> Region:
+        """The region of `table` holding `row`."""
+        return (self._tables.get(table) or self.table(table)).region_of(row)
 
     def tables(self, internal: bool = False) -> list[str]:
         return sorted(n for n in self._tables if internal or not n.startswith("__"))
@@ -335,20 +352,20 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
             yield key[5:], value
 
     # -- writes ------------------------------------------------------------------------------
-    def prepare(self, mutations: list[Mutation]) -> list[tuple[Any, Mutation, list]]:
-        """Encode mutations into (table, mutation, [(family, segment)]) without writing, so a
-        layer above can compute what they change (row_states_many) before commit()."""
+    def stage(self, mutations: list[Mutation]) -> SegmentBatch:
+        """Encode mutations into row segments without writing, so a layer above can read each
+        row's state before and after them (SegmentBatch.rows) before commit()."""
         default_ts = now_ms()
         out = []
         for m in mutations:
             t = self._tables.get(m.table) or self.table(m.table)
             ts = default_ts if m.ts is None else m.ts
             out.append((t, m, list(C.mutation_segments(t.fams, m, ts))))
-        return out
+        return SegmentBatch(out, self._row_states)
 
     @mapped
-    def row_states_many(self, table: str, items: list[tuple[bytes, dict[bytes, list[bytes]]]],
-                        columns: list[bytes] | None) -> list[tuple[dict, dict]]:
+    def _row_states(self, table: str, items: list[tuple[bytes, dict[bytes, list[bytes]]]],
+                    columns: list[bytes] | None) -> list[tuple[dict, dict]]:
         """Newest values of `columns` ({col: (ts, value)}; None: every column of every family)
         before and after each row's pending segments (per family, newest first) land; TTL is
         not applied. One iterator per family for all the rows."""
@@ -396,14 +413,19 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
             out.append((name, key, value))
         return out
 
+    def write_kv(self, kv_writes: Iterable[KVWrite]) -> None:
+        """Key-value writes alone (puts, deletes, count deltas), in one atomic batch."""
+        self.commit(None, kv_writes)
+
     @mapped
-    def commit(self, prepared: list[tuple[Any, Mutation, list]],
-               kv_writes: list[tuple[str, bytes, bytes | None]] = ()) -> None:  # type: ignore[assignment]
-        """Write prepared segments and raw key-value writes in one atomic batch.
+    def commit(self, staged: Staged | None,
+               kv_writes: Iterable[KVWrite] = ()) -> None:
+        """Write a staged batch and key-value writes in one atomic batch.
 
         A segment that would be its row's FOLD_AT-th in a family (about: see FOLD_AT) is
         written folded with the row's older segments (which the batch deletes) instead: see
         _fold_pending."""
+        prepared = prepared_of(staged)
         with self._lock:
             self._check_writable()
             wb = rd.WriteBatch(raw_mode=True)

@@ -18,6 +18,7 @@ the call again, so real HBase (which never refuses that way) never sees the call
 from __future__ import annotations
 
 import io
+import re
 import ssl
 import threading
 from types import ModuleType
@@ -29,16 +30,20 @@ __all__ = ["is_reserved", "RESERVED_MARK", "load_hello_idl", "hello", "client_tl
 # what a refusal of a reserved name says (the backend's cue to say hello and try again)
 RESERVED_MARK = "is reserved for hibase clients"
 
-_MARKERS = ("hibase_meta", "hibase_kv", "__idx__", "__val__", "__lidx__", "__lval__")
+_MARKERS = ("hibase_meta", "hibase_kv")
+# the layers above name their key-value tables `__kind__<table>` (index entries, value counts...)
+_KIND_MARK = re.compile(r"__[a-z]+__")
 
 
 def is_reserved(name: str | bytes) -> bool:
     """Whether `name` is a table hibase owns: its catalog and key-value tables on HBase (with
     or without a URL prefix: `app_hibase_meta`), any name starting `hibase_` or `__` (the
-    embedded store's internal tables), or containing an index-table marker (`__idx__`...)."""
+    embedded store's internal tables), or containing a key-value table's kind marker
+    (`__kind__`, as the index layer's tables have)."""
     if isinstance(name, bytes):
         name = name.decode("utf-8", "replace")
-    return name.startswith(("hibase_", "__")) or any(m in name for m in _MARKERS)
+    return name.startswith(("hibase_", "__")) or any(m in name for m in _MARKERS) \
+        or _KIND_MARK.search(name) is not None
 
 
 _HELLO_IDL = """
@@ -132,7 +137,7 @@ def tls_pool(size: int, context: ssl.SSLContext, **kwargs: Any) -> Any:
             import queue
 
             self._lock = threading.Lock()
-            self._queue = queue.LifoQueue(maxsize=size)
+            self._queue: queue.LifoQueue[Any] = queue.LifoQueue(maxsize=size)
             self._thread_connections = threading.local()
             kw["autoconnect"] = False
             for _ in range(size):

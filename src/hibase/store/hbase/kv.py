@@ -1,12 +1,12 @@
 """Key-value tables of the HBase backend (index entries, value tables, routing filters): the
-HBase table `hibase_kv<name>`, family `v` (1 version), one column `v:v`. Index tables (global
-`__idx__`, local `__lidx__`) store verified / unverified values (store.py's docstring); their
-reads resolve unverified entries through the index layer's hooks.
+HBase table `hibase_kv<name>`, family `v` (1 version), one column `v:v`, values stored as
+written (the index layer's verified / unverified marks included: index/verified.py).
 
-Value tables (`__val__<t>`, `__lval__<t>`: value key -> row count) have no HBase table of their
-own: their counts live in family `c` of their index table's HBase table (`__val__t` in
-`hibase_kv__idx__t`), in rows keyed by the value key (never equal to an entry's key, which is a
-value key followed by a rowkey). So a write's entries and counts go out in one mutateRows.
+A table of counts made with `create_kv(name, counts_in=home)` (the index layer's value tables)
+has no HBase table of its own: its counts live in family `c` of `home`'s HBase table, in rows
+keyed by the value key (never equal to an entry's key, which is a value key followed by a
+rowkey). So a write's entries and counts go out in one mutateRows. Which table holds whose
+counts is recorded in the catalog (`kv/<name>` -> home), so the store needs no names.
 A count is the sum of that row's cells, one per writer: each store writes only its own cell
 (`c:` + 8 random bytes, a new one per writer generation) and remembers what it holds, so a
 CountDelta is one blind put of remembered + delta (no read, and no update lost to another
@@ -17,51 +17,26 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from functools import lru_cache
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ... import errors
-from .. import cells as C
-from ..base import CountDelta, decode_count, encode_count
+from ..base import CountDelta, KVWrite, decode_count, encode_count
 
-__all__ = ["HBaseKeyValueTables", "KV_PREFIX", "META_TABLE", "META_COL", "VERIFIED",
-           "UNVERIFIED", "is_index"]
+if TYPE_CHECKING:
+    from .rpc import Rpc
+
+__all__ = ["HBaseKeyValueTables", "KV_PREFIX", "META_TABLE", "META_COL"]
 
 KV_PREFIX = "hibase_kv"
-VERIFIED, UNVERIFIED = b"\x01", b"\x00"
 _KV_COL = b"v:v"
 _COUNT_FAM = b"c"
 META_COL = b"m:v"
 META_TABLE = "hibase_meta"
 _SCAN_CHUNK = 1000
-# rows per multi-get when many rows are fetched: chunks go out in parallel (store.parallel)
+# rows per multi-get when many rows are fetched: chunks go out in parallel (store.rpc.parallel)
 _FETCH_CHUNK = 250
-# index tables (global, local): values carry the verified / unverified status
-_INDEX_KV, _LOCAL_KV = "__idx__", "__lidx__"
-# value tables and the index table whose HBase table holds their counts (family c)
-_COUNT_KV = {"__val__": _INDEX_KV, "__lval__": _LOCAL_KV}
 # counts this store remembers for its own cell before it starts a new one (a new writer)
 _REMEMBERED = 100_000
-
-
-def is_index(name: str) -> bool:
-    return name.startswith(_INDEX_KV) or name.startswith(_LOCAL_KV)
-
-
-@lru_cache(maxsize=1024)
-def _count_home(name: str) -> str | None:
-    """The key-value table whose HBase table holds value table `name`'s counts; None when
-    `name` is no value table."""
-    for prefix, home in _COUNT_KV.items():
-        if name.startswith(prefix):
-            return home + name[len(prefix):]
-    return None
-
-
-@lru_cache(maxsize=1024)
-def _kv_hbase(name: str) -> str:
-    """The HBase table of key-value table `name` (a value table's: its index table's)."""
-    return KV_PREFIX + (_count_home(name) or name)
 
 
 @contextmanager
@@ -102,15 +77,22 @@ class _HBaseRangeReader:
 
 
 class HBaseKeyValueTables:
-    """Mixed into HBaseStore, which provides _call, _get_raw, _scan_raw, _meta_put,
-    _create_hbase_table, _drop_hbase_table, _check_writable, _kv, _lock, _raw, index_hooks,
-    parallel."""
+    """Mixed into HBaseStore, which provides rpc, _meta_put, _create_hbase_table,
+    _drop_hbase_table, _check_writable, _kv, _lock."""
 
-    _kv: set
+    # key-value table -> the key-value table whose HBase table holds its counts (family c),
+    # None for a table of values
+    _kv: dict[str, str | None]
     _lock: Any
-    _raw: Any
-    index_hooks: Any
     T: Any
+
+    if TYPE_CHECKING:  # HBaseStore's (checked by mypy)
+        rpc: Rpc
+
+        def _check_writable(self) -> None: ...
+        def _meta_put(self, key: bytes, value: bytes | None) -> None: ...
+        def _create_hbase_table(self, name: str, families: dict[bytes, Any]) -> None: ...
+        def _drop_hbase_table(self, name: str) -> None: ...
     # this writer's count cell: (column, {(value table, key): the count it holds there})
     _cell: tuple[bytes, dict]
 
@@ -123,33 +105,46 @@ class HBaseKeyValueTables:
     def _kv_check(self, name: str) -> None:
         if name not in self._kv:
             # another client may have created it since we opened
-            if not self._get_raw(META_TABLE, [b"kv/" + name.encode()], [META_COL])[0]:
+            got = self.rpc.get_raw(META_TABLE, [b"kv/" + name.encode()], [META_COL])[0]
+            if not got:
                 raise errors.TableNotFound(f"no key-value table {name!r}")
-            self._kv.add(name)
+            self._kv[name] = got[META_COL][1].decode() or None
+
+    def _count_home(self, name: str) -> str | None:
+        """The key-value table whose HBase table holds table `name`'s counts; None when
+        `name` is no table of counts."""
+        return self._kv.get(name)
+
+    def _kv_hbase(self, name: str) -> str:
+        """The HBase table of key-value table `name` (a table of counts: its home's)."""
+        return KV_PREFIX + (self._kv.get(name) or name)
 
     def kv_tables(self) -> list[str]:
         return sorted(self._kv)
 
-    def create_kv(self, name: str) -> None:
+    def create_kv(self, name: str, counts_in: str | None = None) -> None:
+        """A key-value table; `counts_in`: a table of counts (CountDelta writes, summed reads)
+        kept in that key-value table's HBase table (family c), made first."""
         with self._lock:
             self._check_writable()
             if name in self._kv:
                 return
-            counted = _count_home(name) is not None or is_index(name)  # family c: counts
-            families = {b"v": 1, _COUNT_FAM: 1} if counted else {b"v": 1}
-            try:
-                self._create_hbase_table(_kv_hbase(name), families)
-            except errors.TableExists:
-                pass
-            self._meta_put(b"kv/" + name.encode(), b"")
-            self._kv.add(name)
+            if counts_in is not None:
+                self._kv_check(counts_in)
+            else:
+                try:  # family c: any key-value table can hold another's counts
+                    self._create_hbase_table(KV_PREFIX + name, {b"v": 1, _COUNT_FAM: 1})
+                except errors.TableExists:
+                    pass
+            self._meta_put(b"kv/" + name.encode(), (counts_in or "").encode())
+            self._kv[name] = counts_in
 
     def drop_kv(self, name: str) -> None:
         with self._lock:
             self._check_writable()
             if name not in self._kv:
                 return
-            home = _count_home(name)
+            home = self._count_home(name)
             if home is not None:
                 if home in self._kv:  # else its index table went first, counts with it
                     try:
@@ -157,10 +152,10 @@ class HBaseKeyValueTables:
                     except errors.TableNotFound:
                         pass  # another client dropped the index table
             else:
-                self._drop_hbase_table(_kv_hbase(name))
+                self._drop_hbase_table(self._kv_hbase(name))
             self._new_writer()
             self._meta_put(b"kv/" + name.encode(), None)
-            self._kv.discard(name)
+            self._kv.pop(name, None)
 
     def _others_share(self, items: list[tuple[str, bytes]]) -> dict[tuple[str, bytes], int]:
         """What the other writers' cells add to each (value table, key): one multi-get per
@@ -168,15 +163,15 @@ class HBaseKeyValueTables:
         mine = self._cell[0]
         by_table: dict[str, list[tuple[str, bytes]]] = {}
         for item in dict.fromkeys(items):
-            by_table.setdefault(_kv_hbase(item[0]), []).append(item)
-        out = {}
+            by_table.setdefault(self._kv_hbase(item[0]), []).append(item)
+        out: dict[tuple[str, bytes], int] = {}
         for table, its in by_table.items():
             with _count_family():
-                got = self._get_raw(table, [k for _, k in its], [_COUNT_FAM])
+                got = self.rpc.get_raw(table, [k for _, k in its], [_COUNT_FAM])
             out.update((it, _count_of(cells, mine)) for it, cells in zip(its, got))
         return out
 
-    def _kv_write(self, writes: list[tuple[str, bytes, bytes | None]],
+    def _kv_write(self, writes: list[KVWrite],
                   others: dict[tuple[str, bytes], int] | None = None) -> None:
         """Write (name, key, value-or-None) in one mutateRows per HBase table and chunk (all in
         flight together); counts as in the module docstring (`others`: the other writers'
@@ -185,14 +180,14 @@ class HBaseKeyValueTables:
         column, held = self._cell
         if others is None:
             outright = [(n, k) for n, k, v in writes
-                        if not isinstance(v, CountDelta) and _count_home(n) is not None]
+                        if not isinstance(v, CountDelta) and self._count_home(n) is not None]
             others = self._others_share(outright) if outright else {}
         rows: dict[str, dict[bytes, dict[bytes, Any]]] = {}
         now: dict[tuple[str, bytes], int] = {}
         for name in {name for name, _, _ in writes}:
             self._kv_check(name)
         for name, key, value in writes:
-            if _count_home(name) is None:
+            if self._count_home(name) is None:
                 col = _KV_COL
                 m = T.Mutation(column=col, isDelete=True) if value is None else \
                     T.Mutation(column=col, value=value, isDelete=False)
@@ -206,7 +201,7 @@ class HBaseKeyValueTables:
                 m = T.Mutation(column=col, value=encode_count(n), isDelete=False)
             # one key once per call (HBase applies a mutateRows' puts before its deletes):
             # the last write of a cell wins
-            rows.setdefault(_kv_hbase(name), {}).setdefault(key, {})[col] = m
+            rows.setdefault(self._kv_hbase(name), {}).setdefault(key, {})[col] = m
         calls = []
         for table, by_row in rows.items():
             batches = [T.BatchMutation(row=k, mutations=list(ms.values()))
@@ -215,7 +210,7 @@ class HBaseKeyValueTables:
                       for i in range(0, len(batches), _SCAN_CHUNK)]
         try:
             with _count_family():  # distinct keys per table: all chunks in flight together
-                self.parallel(lambda c: self._call("mutateRows", c[0], c[1], {}), calls)
+                self.rpc.parallel(lambda c: self.rpc.call("mutateRows", c[0], c[1], {}), calls)
         except BaseException:
             if now:  # whether the cell holds the new counts is unknown: leave it
                 self._new_writer()
@@ -233,58 +228,20 @@ class HBaseKeyValueTables:
         mine = self._cell[0]
         with _count_family():
             rows = [(key, _count_of(cells, mine)) for key, cells in
-                    self._scan_raw(_kv_hbase(name), start, stop, [_COUNT_FAM])]
+                    self.rpc.scan_raw(self._kv_hbase(name), start, stop, [_COUNT_FAM])]
         for i in range(0, len(rows), 20_000):
             part = rows[i:i + 20_000]
             self._kv_write([(name, k, None) for k, _ in part],
                            {(name, k): share for k, share in part})
 
-    @contextmanager
-    def raw_index(self) -> Iterator[None]:
-        """Within this block, this thread's index reads return stored entries as they are
-        (an unverified entry's value is 0x00 + ..., never equal to a covered-values payload):
-        what verify / repair compares."""
-        prev = getattr(self._raw, "on", False)
-        self._raw.on = True
-        try:
-            yield
-        finally:
-            self._raw.on = prev
-
-    def _decode_index(self, name: str, items: list[tuple[bytes, bytes]]
-                      ) -> list[tuple[bytes, bytes]]:
-        """Verified entries as they are; unverified ones resolved against the data rows."""
-        if getattr(self._raw, "on", False):
-            return [(k, v[1:] if v[:1] == VERIFIED else v) for k, v in items]
-        pending = [(i, k, C.unpack(v[1:])[0]) for i, (k, v) in enumerate(items)
-                   if v[:1] != VERIFIED]
-        if not pending:
-            return [(k, v[1:]) for k, v in items]
-        resolved = self.index_hooks.resolve(name, [(k, row) for _, k, row in pending]) \
-            if self.index_hooks is not None else [None] * len(pending)
-        fixed = {i: payload for (i, _, _), payload in zip(pending, resolved)}
-        out = []
-        for i, (k, v) in enumerate(items):
-            if i in fixed:
-                if fixed[i] is not None:
-                    out.append((k, fixed[i]))
-            else:
-                out.append((k, v[1:]))
-        return out
-
     def kv_get(self, name: str, keys: list[bytes]) -> list[bytes | None]:
         self._kv_check(name)
-        if _count_home(name) is not None:
+        if self._count_home(name) is not None:
             with _count_family():
-                got = self._get_raw(_kv_hbase(name), list(keys), [_COUNT_FAM])
+                got = self.rpc.get_raw(self._kv_hbase(name), list(keys), [_COUNT_FAM])
             return [_encoded(_count_of(cells)) for cells in got]
-        got = self._get_raw(_kv_hbase(name), list(keys), [_KV_COL])
-        values = [cells[_KV_COL][1] if _KV_COL in cells else None for cells in got]
-        if not is_index(name):
-            return values
-        present = [(k, v) for k, v in zip(keys, values) if v is not None]
-        decoded = dict(self._decode_index(name, present))
-        return [decoded.get(k) for k in keys]
+        got = self.rpc.get_raw(self._kv_hbase(name), list(keys), [_KV_COL])
+        return [cells[_KV_COL][1] if _KV_COL in cells else None for cells in got]
 
     def kv_reader(self, name: str) -> _HBaseRangeReader:
         """Bounded range scans of a key-value table (one scanner per range asked for)."""
@@ -295,10 +252,10 @@ class HBaseKeyValueTables:
         with self._lock:
             self._check_writable()
             self._kv_check(name)
-            if _count_home(name) is not None:
+            if self._count_home(name) is not None:
                 self._clear_counts(name, start or None, stop)
                 return
-            keys = [k for k, _ in self._scan_raw(_kv_hbase(name), start or None, stop,
+            keys = [k for k, _ in self.rpc.scan_raw(self._kv_hbase(name), start or None, stop,
                                                  [_KV_COL])]
             self._kv_write([(name, k, None) for k in keys])
 
@@ -306,21 +263,21 @@ class HBaseKeyValueTables:
                 reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
         """(key, value) for start <= key < stop, ascending (or descending from stop)."""
         self._kv_check(name)
-        counts = _count_home(name) is not None
-        table = _kv_hbase(name)
+        counts = self._count_home(name) is not None
+        table = self._kv_hbase(name)
         col = _COUNT_FAM if counts else _KV_COL
         if reverse:
             # HBase's reversed scan starts at its (inclusive) start row: skip `stop` itself
             # and end at the first key below `start`
             def down() -> Iterator[tuple[bytes, dict]]:
-                for k, c in self._scan_raw(table, stop, None, [col], reverse=True):
+                for k, c in self.rpc.scan_raw(table, stop, None, [col], reverse=True):
                     if start is not None and k < start:
                         return
                     if stop is None or k < stop:
                         yield k, c
             it = down()
         else:
-            it = self._scan_raw(table, start or None, stop, [col])
+            it = self.rpc.scan_raw(table, start or None, stop, [col])
         if counts:
             with _count_family():
                 for key, cells in it:
@@ -328,17 +285,6 @@ class HBaseKeyValueTables:
                     if raw is not None:
                         yield key, raw
             return
-        index = is_index(name)
-        chunk: list = []
         for key, cells in it:
-            if _KV_COL not in cells:
-                continue
-            if not index:
+            if _KV_COL in cells:
                 yield key, cells[_KV_COL][1]
-                continue
-            chunk.append((key, cells[_KV_COL][1]))
-            if len(chunk) >= 256:
-                yield from self._decode_index(name, chunk)
-                chunk = []
-        if chunk:
-            yield from self._decode_index(name, chunk)

@@ -93,7 +93,7 @@ class Layouts:
         deadline = time.monotonic() + 30
         while True:
             try:
-                got = self.store._call("getTableRegions", table.encode())
+                got = self.store.rpc.call("getTableRegions", table.encode())
                 break
             except TApplicationException:
                 if time.monotonic() > deadline:
@@ -133,7 +133,7 @@ class Layouts:
 
     def stored(self, table: str) -> bytes:
         """The layout as HBase holds it now, read past this client's copy (b"" when none)."""
-        got = self.store._get_raw(META_TABLE, [b"meta/" + _layout_key(table)], [META_COL])[0]
+        got = self.store.rpc.get_raw(META_TABLE, [b"meta/" + _layout_key(table)], [META_COL])[0]
         return got[META_COL][1] if got else b""
 
     def _record(self, table: str, pairs: list[tuple[bytes, int]]) -> None:
@@ -196,12 +196,12 @@ class Layouts:
         writes = _SplitWrites()
         for listener in store._split_listeners:
             listener(table, parent, left, right, writes)
-        store.commit([], writes.puts)
+        store.write_kv(writes.puts)
         self._fault("split-copy")
         if not switched:
             self._record(table, pairs[:i] + [(start, left_id), (at, right_id)] + pairs[i + 1:])
         self._fault("split-switch")
-        store.commit([], writes.deletes)
+        store.write_kv(writes.deletes)
         store.put_meta(_marker_key(table), None)
 
     def _fault(self, step: str) -> None:

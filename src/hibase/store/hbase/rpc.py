@@ -1,7 +1,7 @@
 """The HBase store's Thrift1 calls: one counted, retried call path over a pool of connections,
-parallel calls, and the raw row reads and scans everything else is built on (a mixin of
-HBaseStore, which provides opts, retries, T, _pool, _t2, _calls, _calls_lock, _closed,
-_table_name). With a Thrift2 port (`_t2`, thrift2.py) a scan's first chunk is one
+parallel calls, and the raw row reads and scans everything else is built on. An `Rpc` is made
+by HBaseStore from the URL's options and its connection pools and handed to the parts that
+talk to HBase (`store.rpc`). With a Thrift2 pool (`t2`, thrift2.py) a scan's first chunk is one
 getScannerResults call instead of Thrift1's open + get + close."""
 
 from __future__ import annotations
@@ -69,22 +69,37 @@ def _map_io_error(message: str | bytes) -> errors.HibaseError:
 
 
 class Rpc:
-    """Calls to the Thrift server (see the module docstring)."""
+    """Calls to the Thrift server (see the module docstring): `opts` as parse_url gives them,
+    `T` the Thrift1 IDL module, `pool` a happybase ConnectionPool (or tls_pool's), `t2` a
+    Thrift2Pool or None, `prefix` the URL's table-name prefix (bytes, with its "_")."""
 
-    def _call(self, method: str, *args: Any, retry: bool = True, thrift2: bool = False) -> Any:
+    def __init__(self, opts: dict[str, Any], T: Any, pool: Any, t2: Any, prefix: bytes
+                 ) -> None:
+        self.opts = opts
+        self.T = T
+        self.pool = pool
+        self.t2 = t2
+        self.prefix = prefix
+        self.retries: int = opts["retries"]
+        self.closed = False  # set by the store's close: every later call refuses
+        # every Thrift call, by method (call_stats): what the round-trip budget is pinned on
+        self._calls: dict[str, int] = {}
+        self._calls_lock = threading.Lock()
+
+    def call(self, method: str, *args: Any, retry: bool = True, thrift2: bool = False) -> Any:
         """One Thrift call on a pooled connection (thrift2: on the Thrift2 server's pool,
-        `_t2`); transport errors are retried (every write of this store is idempotent: puts
+        `t2`); transport errors are retried (every write of this store is idempotent: puts
         carry explicit timestamps), IDL errors mapped. retry=False: a transport error raises
         _Transport at once (scanner gets)."""
         from thriftpy2.transport import TTransportException
 
-        if self._closed:
+        if self.closed:
             raise errors.BackendUnavailable("the store is closed")
         T = self.T
-        if self._prefix and method not in _NO_TABLE_ARG:
-            args = (self._prefix + args[0], *args[1:])
+        if self.prefix and method not in _NO_TABLE_ARG:
+            args = (self.prefix + args[0], *args[1:])
         if thrift2:
-            io_errors: tuple = (self._t2.idl.TIOError,)
+            io_errors: tuple = (self.t2.idl.TIOError,)
             where = f"HBase Thrift2 server {self.opts['host']}:{self.opts['thrift2_port']}"
         else:
             io_errors = (T.IOError,)
@@ -95,8 +110,8 @@ class Rpc:
                 self._calls[method] = self._calls.get(method, 0) + 1
             try:
                 if thrift2:
-                    return self._t2.call(method, *args)
-                with self._pool.connection(timeout=self.opts["timeout"] / 1000) as conn:
+                    return self.t2.call(method, *args)
+                with self.pool.connection(timeout=self.opts["timeout"] / 1000) as conn:
                     try:
                         return getattr(conn.client, method)(*args)
                     except T.IOError as exc:
@@ -151,7 +166,7 @@ class Rpc:
         return list(_pool(self.opts["pool_size"]).map(fn, items))
 
     @staticmethod
-    def _thrift_columns(columns: list[bytes] | None) -> list[bytes] | None:
+    def thrift_columns(columns: list[bytes] | None) -> list[bytes] | None:
         """hibase column names -> Thrift's: a family is b"f" (b"f:" is the empty qualifier)."""
         if columns is None:
             return None
@@ -171,24 +186,24 @@ class Rpc:
                     for tc in result.sortedColumns}
         return {}
 
-    def _get_raw(self, table: str, rows: list[bytes], columns: list[bytes] | None,
+    def get_raw(self, table: str, rows: list[bytes], columns: list[bytes] | None,
                  ts: int | None = None) -> list[dict[bytes, tuple[int, bytes]]]:
         """Newest cell (ts, value) per column of each row ({} if absent), in `rows` order."""
         if not rows:
             return []
         name = table.encode()
-        cols = self._thrift_columns(columns)
+        cols = self.thrift_columns(columns)
         if ts is None:
             if cols is None:
-                results = self._call("getRows", name, rows, {})
+                results = self.call("getRows", name, rows, {})
             else:
-                results = self._call("getRowsWithColumns", name, rows, cols, {})
+                results = self.call("getRowsWithColumns", name, rows, cols, {})
         else:
-            results = self._call("getRowsWithColumnsTs", name, rows, cols or [], ts, {})
+            results = self.call("getRowsWithColumnsTs", name, rows, cols or [], ts, {})
         by_row = {r.row: self._cells(r) for r in results}
         return [by_row.get(r, {}) for r in rows]
 
-    def _scan_raw(self, table: str, start: bytes | None, stop: bytes | None,
+    def scan_raw(self, table: str, start: bytes | None, stop: bytes | None,
                   columns: list[bytes] | None, ts: int | None = None, reverse: bool = False,
                   chunk: int = _SCAN_CHUNK) -> Iterator[tuple[bytes, dict]]:
         """(row, {column: (ts, value)}) in [start, stop) (reverse: from start down to stop),
@@ -197,11 +212,11 @@ class Rpc:
         scanner (a lost answer would skip its rows): a chunk that fails on the transport opens
         a new scanner from where it was."""
         name = table.encode()
-        cols = self._thrift_columns(columns)
+        cols = self.thrift_columns(columns)
         cursor, skip = start, None
-        if self._t2 is not None:  # the first chunk in one call; a longer scan goes on below
-            scan = scan_of(self._t2.idl, start, stop, cols, ts, reverse, chunk)
-            results = self._call("getScannerResults", name, scan, chunk, thrift2=True)
+        if self.t2 is not None:  # the first chunk in one call; a longer scan goes on below
+            scan = scan_of(self.t2.idl, start, stop, cols, ts, reverse, chunk)
+            results = self.call("getScannerResults", name, scan, chunk, thrift2=True)
             for r in results:
                 yield r.row, cells_of(r)
             if len(results) < chunk:
@@ -215,13 +230,13 @@ class Rpc:
         while True:
             scan = self.T.TScan(startRow=cursor or b"", stopRow=stop or b"", columns=cols,
                                 caching=chunk, reversed=reverse or None, timestamp=ts)
-            sid = self._call("scannerOpenWithScan", name, scan, {})
+            sid = self.call("scannerOpenWithScan", name, scan, {})
             broken = False
             try:
                 while True:
                     want = chunk + (1 if skip is not None else 0)
                     try:
-                        results = self._call("scannerGetList", sid, want, retry=False)
+                        results = self.call("scannerGetList", sid, want, retry=False)
                     except _Transport:
                         broken = True  # reopen from the cursor (rows so far were yielded)
                         break
@@ -238,7 +253,7 @@ class Rpc:
                         cursor, skip = last + b"\x00", None
             finally:
                 try:
-                    self._call("scannerClose", sid, retry=not broken)
+                    self.call("scannerClose", sid, retry=not broken)
                 except errors.HibaseError:
                     pass
             reopens += 1

@@ -8,26 +8,19 @@ Layout in HBase:
 - the catalog (schemas with declared column types, index definitions, meta keys, the list of
   key-value tables) lives in the HBase table `hibase_meta` (family `m`, column `m:v`), rows
   `table/<name>`, `meta/<key>`, `kv/<name>`;
-- a key-value table (global or local index, routing filters) `<name>` is the HBase table
-  `hibase_kv<name>` (e.g. `hibase_kv__idx__flights`), family `v` (1 version), column `v:v`; a
-  value table's counts live in family `c` of its index table's HBase table, one cell per
-  writer, added up on read (kv.py);
+- a key-value table (index entries, counts, routing filters: the index layer's) `<name>` is
+  the HBase table `hibase_kv<name>`, family `v` (1 version), column `v:v`, values as written;
+  a table of counts (`create_kv(name, counts_in=home)`) lives in family `c` of its home's
+  HBase table, one cell per writer, added up on read (kv.py);
 - local-index rows are keyed by the region layout recorded in meta `regions/<table>`, which
   follows HBase's splits (layout.py).
 
-Write consistency across tables (Phoenix's strongly consistent global indexes, PHOENIX-5156):
-index rows (global and local) and the data row are separate RPCs here, so `commit(prepared,
-kv_writes)` runs three phases: (1) every touched index entry is written *unverified* (new
-entries, and old ones about to go) with its user rowkey, value counts that grow are written; (2)
-the data mutations; (3) new entries are rewritten *verified* with their covered values, old ones
-deleted, counts that shrink written. A stored index value is `0x01 + covered values`
-(verified) or `0x00 + msgpack([rowkey])` (unverified). Readers (kv_scan / kv_get of an index
-table) hand every unverified entry to the index layer's resolver, which re-reads the data row:
-the entry is used (with covered values from the data row) if the row still produces it, skipped
-otherwise. Readers never repair (a repair racing a live writer could undo its phase 3);
-`verify_index(repair=True)` sees the raw entries (`raw_index()`) and rewrites or deletes
-leftovers. `faults.arm("index")` or `("data")` raises after that phase (tests kill a writer
-between steps with it).
+Write consistency across tables: key-value writes and data rows are separate RPCs here
+(`Capabilities.verified_index_writes`), so the index layer commits a write's index entries and
+data rows in phases, Phoenix's verified / unverified protocol (index/commit.py), and resolves
+unverified entries on read (index/verified.py); `commit(staged, kv_writes)` writes the
+key-value writes, then the data rows. `faults.arm("index")` or `("data")` makes the index
+layer's writer stop after that phase (tests kill a writer between steps with it).
 
 What Thrift1 cannot do, and how this backend copes:
 - no region split call and no split notification: `split()` raises BackendError; HBase's own
@@ -38,7 +31,7 @@ What Thrift1 cannot do, and how this backend copes:
 - no server-side coprocessors or row locks: index upkeep is client-side; `write_lock()` is a
   process-local lock, so writers in *different* processes to the same rows are not serialized
   (as Phoenix without its coprocessors); the verified protocol keeps readers right meanwhile;
-- reads are HBase's (the server applies max versions, TTL, delete markers); `row_states_many`
+- reads are HBase's (the server applies max versions, TTL, delete markers); `stage(...).rows`
   computes the value after pending mutations by merging them over the stored versions with
   hibase's merge (a later delete marker hides older-written cells; a put after a delete in the
   same batch stays visible, HBase 2's "new version behavior").
@@ -57,7 +50,7 @@ from ... import errors
 from ..api import BaseStore, Capabilities
 from ..faults import Faults
 from ..base import Region, SplitListener
-from .kv import (_FETCH_CHUNK, META_COL, KV_PREFIX, META_TABLE, HBaseKeyValueTables, _kv_hbase)
+from .kv import (_FETCH_CHUNK, META_COL, KV_PREFIX, META_TABLE, HBaseKeyValueTables)
 from .layout import Layouts
 from ..schema import FOREVER, TableSchema
 
@@ -75,13 +68,12 @@ def _start(region: Region) -> bytes:
 
 
 class _HTable:
-    """An open table: schema, families (`fams`, keyed like the embedded store's) and regions
+    """An open table: its schema, and its regions
     (asked from HBase on use)."""
 
     def __init__(self, store: "HBaseStore", schema: TableSchema):
         self.store = store
         self.schema = schema
-        self.fams = {f: None for f in schema.families}
 
     @property
     def regions(self) -> list[Region]:
@@ -100,13 +92,14 @@ def _text(value: str | bytes) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
+class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
     """hibase's store interface over HBase through Thrift1 (happybase)."""
 
     # many clients, regions split by HBase, index rows and data rows in separate calls, and
     # reads that see each row as of its own read
     capabilities = Capabilities(shared=True, follows_splits=True, verified_index_writes=True,
-                                snapshot_reads=False, server_index_upkeep=True)
+                                snapshot_reads=False, server_index_upkeep=True,
+                                local_files=False)
     kind = "hbase"
 
     def __init__(self, url: str, *, create: bool = True, read_only: bool = False, **_: Any):
@@ -123,50 +116,46 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         self._server_kept: set[str] = set()  # tables hibase's coprocessor runs on (seen)
         # per table: (monotonic time of the last check, the version row's value then)
         self._server_versions: dict[str, tuple[float, bytes]] = {}
-        self._kv: set[str] = set()
+        self._kv: dict[str, str | None] = {}
         self._meta: dict[bytes, bytes] = {}
         self._gen = b""
         self._closed = False
-        self._raw = threading.local()
-        # every Thrift call, by method (call_stats): what the round-trip budget is pinned on
-        self._calls: dict[str, int] = {}
-        self._calls_lock = threading.Lock()
         self.lease_s = self.opts["catalog_lease_ms"] / 1000
         self._checked_at = -1e18  # monotonic time of the last catalog generation check
-        self.index_hooks: Any = None  # set by the index layer: row_of / resolve
         # tests stop a writer between its calls (store/faults.py); inert unless armed
         self.faults = Faults()
-        self.retries = self.opts["retries"]
         self._last_auto = 0  # the highest timestamp prepare() gave a mutation
         self._after_delete = 0  # above the last timestamp prepare() gave a delete
         self.layouts = Layouts(self, self.opts["region_check_ms"] / 1000)
         o = self.opts
-        self._prefix = (o["prefix"] + "_").encode() if o["prefix"] else b""
+        prefix = (o["prefix"] + "_").encode() if o["prefix"] else b""
         self._tls = None
         try:
             if o["tls"]:  # thrifts:// (hibase serve --tls-cert, or HBase's thrift -ssl)
                 self._tls = client_tls_context(o["tls_ca"])
-                self._pool = tls_pool(
+                pool = tls_pool(
                     o["pool_size"], self._tls, host=o["host"], port=o["port"],
                     timeout=o["timeout"], transport=o["transport"], protocol=o["protocol"])
             else:
-                self._pool = happybase.ConnectionPool(
+                pool = happybase.ConnectionPool(
                     o["pool_size"], host=o["host"], port=o["port"], timeout=o["timeout"],
                     transport=o["transport"], protocol=o["protocol"])
         except Exception as exc:
             raise errors.BackendUnavailable(
                 f"cannot reach the HBase Thrift gateway at {o['host']}:{o['port']}"
                 f"{' over TLS' if o['tls'] else ''}: {exc}") from None
-        self._t2 = None if o["thrift2_port"] is None else Thrift2Pool(
+        t2 = None if o["thrift2_port"] is None else Thrift2Pool(
             o["host"], o["thrift2_port"], o["pool_size"], o["timeout"], o["transport"],
             o["protocol"], ssl_context=self._tls)
+        # every call to HBase goes through this one object (counted, retried, errors mapped)
+        self.rpc = Rpc(o, Hbase_thrift, pool, t2, prefix)
         self._new_writer()  # this store's own value-count cell (kv.py)
         self._load_catalog(create)
 
     # -- catalog -----------------------------------------------------------------------------
     def _hbase_tables(self) -> set[str]:
-        p = self._prefix
-        return {n[len(p):].decode() for n in self._call("getTableNames") if n.startswith(p)}
+        p = self.rpc.prefix
+        return {n[len(p):].decode() for n in self.rpc.call("getTableNames") if n.startswith(p)}
 
     def _load_catalog(self, create: bool) -> None:
         if META_TABLE not in self._hbase_tables():
@@ -177,13 +166,13 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
                 self._create_hbase_table(META_TABLE, {b"m": 1})
             except errors.TableExists:
                 pass  # another client made it meanwhile
-        for key, value in self._scan_raw(META_TABLE, None, None, [META_COL]):
+        for key, value in self.rpc.scan_raw(META_TABLE, None, None, [META_COL]):
             v = value[META_COL][1]
             if key.startswith(b"table/"):
                 schema = TableSchema.from_json(json.loads(v))
                 self._tables[schema.name] = _HTable(self, schema)
             elif key.startswith(b"kv/"):
-                self._kv.add(key[3:].decode())
+                self._kv[key[3:].decode()] = v.decode() or None
             elif key.startswith(b"meta/"):
                 self._meta[key[5:]] = v
             elif key == b"gen":
@@ -192,9 +181,9 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
     def _meta_put(self, key: bytes, value: bytes | None) -> None:
         M = self.T.Mutation
         if value is None:
-            self._call("deleteAllRow", META_TABLE.encode(), key, {})
+            self.rpc.call("deleteAllRow", META_TABLE.encode(), key, {})
         else:
-            self._call("mutateRow", META_TABLE.encode(), key,
+            self.rpc.call("mutateRow", META_TABLE.encode(), key,
                        [M(column=META_COL, value=value, isDelete=False)], {})
 
     def _create_hbase_table(self, name: str, families: dict[bytes, Any]) -> None:
@@ -211,13 +200,13 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
                           bloomFilterNbHashes=fo.bloom_filter_nb_hashes,
                           blockCacheEnabled=fo.block_cache_enabled,
                           timeToLive=fo.time_to_live if fo.time_to_live != FOREVER else -1))
-        self._call("createTable", name.encode(), cds)
+        self.rpc.call("createTable", name.encode(), cds)
 
     def _drop_hbase_table(self, name: str) -> None:
         try:
-            if self._call("isTableEnabled", name.encode()):
-                self._call("disableTable", name.encode())
-            self._call("deleteTable", name.encode())
+            if self.rpc.call("isTableEnabled", name.encode()):
+                self.rpc.call("disableTable", name.encode())
+            self.rpc.call("deleteTable", name.encode())
         except errors.TableNotFound:
             pass
 
@@ -227,19 +216,23 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         t = self._tables.get(name)
         if t is None:
             # another client may have created it since we opened
-            raw = self._get_raw(META_TABLE, [b"table/" + name.encode()], [META_COL])[0]
+            raw = self.rpc.get_raw(META_TABLE, [b"table/" + name.encode()], [META_COL])[0]
             if not raw:
                 raise errors.TableNotFound(f"no table {name!r}")
             schema = TableSchema.from_json(json.loads(raw[META_COL][1]))
             t = self._tables[name] = _HTable(self, schema)
         return t
 
+    def region_of(self, table: str, row: bytes) -> Region:
+        """The region of `table` holding `row` (in the recorded layout)."""
+        return self.table(table).region_of(row)
+
     def tables(self, internal: bool = False) -> list[str]:
         """The catalog's tables, re-read (one scan): other clients create and drop tables too.
         HBase tables made outside hibase (no catalog entry, no declared types) are not listed."""
         if not self._closed:
             names = set()
-            for key, value in self._scan_raw(META_TABLE, b"table/", b"table0", [META_COL]):
+            for key, value in self.rpc.scan_raw(META_TABLE, b"table/", b"table0", [META_COL]):
                 name = key[6:].decode()
                 names.add(name)
                 if name not in self._tables:
@@ -277,7 +270,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         if name not in self._hbase_tables():
             raise errors.TableNotFound(f"HBase has no table {name!r}")
         out: dict[bytes, dict[str, Any]] = {}
-        for fam, cd in self._call("getColumnDescriptors", name.encode()).items():
+        for fam, cd in self.rpc.call("getColumnDescriptors", name.encode()).items():
             out[fam.rstrip(b":")] = {
                 "max_versions": cd.maxVersions, "compression": _text(cd.compression).upper(),
                 "in_memory": bool(cd.inMemory), "bloom_filter_type": _text(cd.bloomFilterType),
@@ -291,7 +284,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         """Add an HBase table hibase did not create to the catalog; its rows stay untouched."""
         with self._lock:
             self._check_writable()
-            if schema.name in self._tables or self._get_raw(
+            if schema.name in self._tables or self.rpc.get_raw(
                     META_TABLE, [b"table/" + schema.name.encode()], [META_COL])[0]:
                 raise errors.TableExists(f"table {schema.name!r} is already a hibase table")
             self._meta_put(b"table/" + schema.name.encode(),
@@ -310,8 +303,8 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
             self._check_writable()
             t = self.table(schema.name)
             name = schema.name.encode()
-            if bool(self._call("isTableEnabled", name)) != schema.enabled:
-                self._call("enableTable" if schema.enabled else "disableTable", name)
+            if bool(self.rpc.call("isTableEnabled", name)) != schema.enabled:
+                self.rpc.call("enableTable" if schema.enabled else "disableTable", name)
             t.schema = schema
             self._meta_put(b"table/" + name, json.dumps(schema.to_json()).encode())
 
@@ -343,11 +336,11 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
             return True
         self.table(table)
         try:
-            self._call("getRowWithColumns", table.encode(), b"\x00hibase-probe", [],
+            self.rpc.call("getRowWithColumns", table.encode(), b"\x00hibase-probe", [],
                        {b"hibase.probe": b"1"})
         except errors.HibaseError:
             return False
-        got = self._get_raw(META_TABLE, [b"copro/" + table.encode()], [META_COL])[0]
+        got = self.rpc.get_raw(META_TABLE, [b"copro/" + table.encode()], [META_COL])[0]
         if not got:
             return False
         self._server_kept.add(table)
@@ -362,7 +355,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         last = self._server_versions.get(table)
         if last is not None and now - last[0] < self.lease_s:
             return False
-        got = self._get_raw(META_TABLE, [b"ver/" + table.encode()], [META_COL])[0]
+        got = self.rpc.get_raw(META_TABLE, [b"ver/" + table.encode()], [META_COL])[0]
         version = got[META_COL][1] if got else b""
         self._server_versions[table] = (now, version)
         return last is not None and last[1] != version
@@ -388,7 +381,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         if not force and now - self._checked_at < self.lease_s:
             return False
         self._checked_at = now
-        got = self._get_raw(META_TABLE, [b"gen"], [META_COL])[0]
+        got = self.rpc.get_raw(META_TABLE, [b"gen"], [META_COL])[0]
         gen = got[META_COL][1] if got else b""
         if gen == self._gen:
             return False
@@ -402,7 +395,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
     def _reload_meta(self) -> None:
         """Re-read every meta key (one scan), leaving the generation to meta_changed."""
         meta = {}
-        for key, value in self._scan_raw(META_TABLE, b"meta/", b"meta0", [META_COL]):
+        for key, value in self.rpc.scan_raw(META_TABLE, b"meta/", b"meta0", [META_COL]):
             meta[key[5:]] = value[META_COL][1]
         self._meta = meta
 
@@ -430,9 +423,9 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         versions = min(versions, (1 << 31) - 1)  # an i32 in the IDL
         for col in columns:
             if ts is None:
-                got = self._call("getVer", name, row, col, versions, {})
+                got = self.rpc.call("getVer", name, row, col, versions, {})
             else:
-                got = self._call("getVerTs", name, row, col, ts, versions, {})
+                got = self.rpc.call("getVerTs", name, row, col, ts, versions, {})
             if got:
                 out[col] = sorted(((c.timestamp, c.value) for c in got), reverse=True)
         return out
@@ -441,7 +434,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
                  timestamp: int | None = None, versions: int = 1) -> dict[bytes, list]:
         """{b"f:q": [(ts, value), ...newest first]} of one row; {} when absent."""
         self.table(table)
-        latest = self._get_raw(table, [row], columns, timestamp)[0]
+        latest = self.rpc.get_raw(table, [row], columns, timestamp)[0]
         if versions <= 1 or not latest:
             return {c: [tv] for c, tv in latest.items()}
         return self._versions(table, row, list(latest), timestamp, versions)
@@ -456,7 +449,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         self.table(table)
         # one multi-get per chunk, the chunks in flight together on the connection pool
         out: list[dict] = []
-        for got in self.parallel(lambda part: self._get_raw(table, part, columns),
+        for got in self.rpc.parallel(lambda part: self.rpc.get_raw(table, part, columns),
                                  [rows[i:i + _FETCH_CHUNK]
                                   for i in range(0, len(rows), _FETCH_CHUNK)]):
             out += got
@@ -466,7 +459,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
                     columns: list[bytes] | None = None, reverse: bool = False,
                     with_ts: bool = True) -> Iterator[tuple[bytes, dict]]:
         self.table(table)
-        for row, cells in self._scan_raw(table, start, stop, columns, None, reverse):
+        for row, cells in self.rpc.scan_raw(table, start, stop, columns, None, reverse):
             if cells:
                 yield row, (cells if with_ts else {c: tv[1] for c, tv in cells.items()})
 
@@ -474,7 +467,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
              columns: list[bytes] | None = None, timestamp: int | None = None,
              versions: int = 1, reverse: bool = False) -> Iterator[tuple[bytes, dict]]:
         self.table(table)
-        for row, cells in self._scan_raw(table, start, stop, columns, timestamp, reverse):
+        for row, cells in self.rpc.scan_raw(table, start, stop, columns, timestamp, reverse):
             if not cells:
                 continue
             if versions > 1:  # Thrift1 scanners return the newest version only
@@ -487,7 +480,8 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         """The region layout local indexes follow (layout.py): HBase's regions as last
         followed. `follow_splits` catches up with splits HBase made since."""
         self.table(table)
-        return self.layouts.regions(table)
+        regions: list[Region] = list(self.layouts.regions(table))
+        return regions
 
     def follow_splits(self, table: str, force: bool = False) -> int:
         """Apply the splits HBase made since the layout was recorded (throttled by
@@ -526,7 +520,7 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         """HBase's major compaction (asynchronous in HBase); returns 0 (rows folded unknown)."""
         self._check_writable()
         self.table(table)
-        self._call("majorCompact", table.encode())
+        self.rpc.call("majorCompact", table.encode())
         return 0
 
     def flush(self) -> None:
@@ -536,6 +530,10 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         """Unknown through Thrift1 (HBase's own metrics have it): 0."""
         return 0
 
+    def call_stats(self) -> dict[str, int]:
+        """Thrift calls made so far by this store, by method (retries count again)."""
+        return self.rpc.call_stats()
+
     @property
     def closed(self) -> bool:
         return self._closed
@@ -543,16 +541,16 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
     def hbase_name(self, name: str, kv: bool = False) -> str:
         """The HBase table holding hibase table `name` (kv=True: key-value table `name`), the
         store's prefix included: what a job outside this process (MapReduce) addresses."""
-        return self._prefix.decode() + (_kv_hbase(name) if kv else name)
+        return self.rpc.prefix.decode() + (self._kv_hbase(name) if kv else name)
 
     def close(self) -> None:
         with self._lock:
             if self._closed:
                 return
-            self._closed = True
-            if self._t2 is not None:
-                self._t2.close()
-            q = self._pool._queue
+            self._closed = self.rpc.closed = True
+            if self.rpc.t2 is not None:
+                self.rpc.t2.close()
+            q = self.rpc.pool._queue
             while True:
                 try:
                     conn = q.get_nowait()

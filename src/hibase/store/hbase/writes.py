@@ -1,16 +1,22 @@
 """Writes of the HBase store: timestamps fixed before sending, the state of rows after pending
-mutations, and the verified / unverified commit of index entries and data rows (a mixin of
-HBaseStore, which provides _lock, table(), _call, _get_raw, _kv_write, index_hooks, faults and
-the timestamps it hands out)."""
+mutations, and the commit of key-value writes and data rows (a mixin of HBaseStore, which
+provides _lock, table(), rpc, _kv_write and the timestamps it hands out). The
+verified / unverified order of index entries and data rows is index/commit.py's."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable
 
-from ... import errors
 from .. import cells as C
-from ..base import CountDelta, Mutation, now_ms
-from .kv import (_SCAN_CHUNK, UNVERIFIED, VERIFIED, is_index)
+from ..base import KVWrite, Mutation, now_ms
+from ..api import Staged
+from ..staged import SegmentBatch, prepared_of
+from ..schema import TableSchema
+from .kv import _SCAN_CHUNK
+
+if TYPE_CHECKING:
+    from .layout import Layouts
+    from .rpc import Rpc
 
 
 __all__ = ["Writes"]
@@ -26,11 +32,31 @@ def _deletes_with_ts(pending: dict[bytes, list[bytes]]) -> bool:
 
 
 class Writes:
-    """prepare / row_states_many / commit (see the module docstring)."""
+    """stage / commit (see the module docstring)."""
 
-    def prepare(self, mutations: list[Mutation]) -> list[tuple[Any, Mutation, list]]:
-        """(table, mutation with its timestamp fixed, segments): segments in the embedded
-        store's format, so the layers above compute before / after states the same way."""
+    if TYPE_CHECKING:  # what HBaseStore and its other parts provide (checked by mypy)
+        T: Any
+        rpc: Rpc
+        layouts: Layouts
+        _lock: Any
+        _last_auto: int  # the highest timestamp stage() gave a mutation
+        _after_delete: int  # above the last timestamp stage() gave a delete
+
+        def table(self, name: str) -> Any: ...
+        def schema(self, name: str) -> TableSchema: ...
+        def _check_writable(self) -> None: ...
+        def _kv_write(self, writes: list[KVWrite],
+                      others: dict[tuple[str, bytes], int] | None = None) -> None: ...
+        def _versions(self, table: str, row: bytes, columns: list[bytes], ts: int | None,
+                      versions: int) -> dict[bytes, list]: ...
+        def read_latest_many(self, table: str, rows: list[bytes],
+                             columns: list[bytes] | None = None,
+                             with_ts: bool = True) -> list[dict]: ...
+
+    def stage(self, mutations: list[Mutation]) -> SegmentBatch:
+        """The mutations with their timestamps fixed and encoded as row segments (cells.py),
+        so each row's state after them is computed by hibase's merge over HBase's cells
+        (SegmentBatch.rows, read by _row_states)."""
         # Real HBase masks every put whose timestamp is not above a delete marker's, even one
         # written after the marker, and its Thrift1 server applies a batch's puts before its
         # deletes. So deletes without a timestamp are sent with one at or above every
@@ -47,18 +73,18 @@ class Writes:
                 else:
                     ts = m.ts
                 m = m._replace(ts=ts)
-                segments = list(C.mutation_segments(t.fams, m, ts))
+                segments = list(C.mutation_segments(t.schema.families, m, ts))
             else:
-                segments = list(C.mutation_segments(t.fams, m, m.ts))
+                segments = list(C.mutation_segments(t.schema.families, m, m.ts))
                 if m.ts is None:
                     ts = max(now, self._last_auto)
                     m = m._replace(ts=ts)
                     self._last_auto, self._after_delete = ts, ts + 1
             out.append((t, m, segments))
-        return out
+        return SegmentBatch(out, self._row_states)
 
-    def row_states_many(self, table: str, items: list[tuple[bytes, dict[bytes, list[bytes]]]],
-                        columns: list[bytes] | None) -> list[tuple[dict, dict]]:
+    def _row_states(self, table: str, items: list[tuple[bytes, dict[bytes, list[bytes]]]],
+                    columns: list[bytes] | None) -> list[tuple[dict, dict]]:
         """Newest values of `columns` (None: every column) before and after pending segments
         (per family, newest first): the stored versions are read from HBase (newest only,
         unless a pending delete names a timestamp: then every version, which that delete may
@@ -110,7 +136,7 @@ class Writes:
                             for c, v in m.data.items()]
                 else:
                     targets = list(t.schema.families) if m.data is None else \
-                        self._thrift_columns(m.data)
+                        self.rpc.thrift_columns(m.data) or []
                     muts = [T.Mutation(column=c, isDelete=True) for c in targets]
                 batches.append(T.BatchMutation(row=m.row, mutations=muts))
             name = table.encode()
@@ -118,12 +144,12 @@ class Writes:
 
             def send(part: list, name: bytes = name, ts: int | None = ts) -> None:
                 if ts is None:
-                    self._call("mutateRows", name, part, {})
+                    self.rpc.call("mutateRows", name, part, {})
                 else:
-                    self._call("mutateRowsTs", name, part, ts, {})
+                    self.rpc.call("mutateRowsTs", name, part, ts, {})
 
             if len({b.row for b in batches}) == len(batches):
-                self.parallel(send, parts)  # distinct rows: chunks in flight together
+                self.rpc.parallel(send, parts)  # distinct rows: chunks in flight together
             else:
                 for part in parts:  # a row twice at one timestamp: the later must land last
                     send(part)
@@ -146,20 +172,20 @@ class Writes:
         rows: list[bytes] = []
 
         def send(part: list[bytes]) -> None:
-            self._call("mutateRows", name, [T.BatchMutation(row=r, mutations=mutation)
+            self.rpc.call("mutateRows", name, [T.BatchMutation(row=r, mutations=mutation)
                                             for r in part], attrs)
 
         regions = self.layouts.live(table)
         for done, region in enumerate(regions, 1):
-            for row, _ in self._scan_raw(table, region.start or None, region.end or None, None):
+            for row, _ in self.rpc.scan_raw(table, region.start or None, region.end or None, None):
                 rows.append(row)
                 if len(rows) >= 8 * _SCAN_CHUNK:
-                    self.parallel(send, [rows[i:i + _SCAN_CHUNK]
+                    self.rpc.parallel(send, [rows[i:i + _SCAN_CHUNK]
                                          for i in range(0, len(rows), _SCAN_CHUNK)])
                     sent += len(rows)
                     rows = []
             if rows:
-                self.parallel(send, [rows[i:i + _SCAN_CHUNK]
+                self.rpc.parallel(send, [rows[i:i + _SCAN_CHUNK]
                                      for i in range(0, len(rows), _SCAN_CHUNK)])
                 sent += len(rows)
                 rows = []
@@ -167,32 +193,17 @@ class Writes:
                 progress(done, len(regions))
         return sent
 
-    def commit(self, prepared: list[tuple[Any, Mutation, list]],
-               kv_writes: list[tuple[str, bytes, bytes | None]] = ()) -> None:  # type: ignore[assignment]
-        """Write data mutations and key-value writes. With data mutations, index entries
-        follow the verified protocol (module docstring); without, writes go straight."""
+    def write_kv(self, kv_writes: Iterable[KVWrite]) -> None:
+        """Key-value writes alone (puts, deletes, count deltas)."""
+        self.commit(None, kv_writes)
+
+    def commit(self, staged: Staged | None, kv_writes: Iterable[KVWrite] = ()) -> None:
+        """Write key-value writes, then data mutations (separate calls: the order of index
+        entries and data rows that keeps readers right is index/commit.py's, which commits
+        in phases)."""
+        prepared = prepared_of(staged)
         with self._lock:
             self._check_writable()
-            if not prepared:
-                self._kv_write([(n, k, (VERIFIED + v if v is not None and is_index(n) else v))
-                                for n, k, v in kv_writes])
-                return
-            phase1, phase3 = [], []
-            hooks = self.index_hooks
-            for name, key, value in kv_writes:
-                if is_index(name):
-                    row = hooks.row_of(name, key) if hooks is not None else None
-                    if row is None:
-                        raise errors.BackendError(
-                            f"cannot tell the rowkey of index entry {key!r} of {name!r}")
-                    phase1.append((name, key, UNVERIFIED + C.pack([row])))
-                    phase3.append((name, key, None if value is None else VERIFIED + value))
-                elif value is None or isinstance(value, CountDelta) and value < 0:
-                    phase3.append((name, key, value))  # counts shrink last, grow first
-                else:
-                    phase1.append((name, key, value))
-            self._kv_write(phase1)
-            self.faults.reached("index")
-            self._send(prepared)
-            self.faults.reached("data")
-            self._kv_write(phase3)
+            self._kv_write(list(kv_writes))
+            if prepared:
+                self._send(prepared)

@@ -12,12 +12,11 @@ that pass are unpacked and merged; `keep(row, cells)` then decides exactly.
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
-from . import cells as C
-from .embedded import EmbeddedStore
-from .rocks import verify_end
-from .schema import FOREVER
+from .. import cells as C
+from ..rocks import verify_end
+from ..schema import FOREVER
 
 __all__ = ["supports_fast_scan", "filtered_rows", "prefilter"]
 
@@ -25,11 +24,9 @@ _MAX_SEQ_KEY = b"\xff" * 8
 Needles = Sequence[Sequence[Sequence[bytes]]]  # alternatives of [atoms of [any-of needles]]
 
 
-def supports_fast_scan(store, table: str) -> bool:
-    """One family without a TTL on the embedded store: the newest value of each cell is all a
-    row needs, so segments merge without timestamps."""
-    if not isinstance(store, EmbeddedStore):
-        return False
+def supports_fast_scan(store: Any, table: str) -> bool:
+    """One family without a TTL (an EmbeddedStore's table): the newest value of each cell is
+    all a row needs, so segments merge without timestamps."""
     t = store._tables.get(table)
     if t is None or len(t.fams) != 1:
         return False
@@ -58,8 +55,8 @@ def prefilter(needles: Needles | None) -> Callable[[bytes], bool] | None:
     return lambda raw: any(all(any(n in raw for n in atom) for atom in alt) for alt in alts)
 
 
-def filtered_rows(store, table: str, start: bytes | None, stop: bytes | None,
-                  needles: Needles | None, keep: Callable[[bytes, dict], bool] | None
+def filtered_rows(store: Any, table: str, start: bytes | None, stop: bytes | None,
+                  needles: Needles | None, keep: Callable[[bytes | None, dict], bool] | None
                   ) -> Iterator[tuple[bytes, dict[bytes, bytes]]]:
     """(rowkey, {column: newest value}) of the rows in [start, stop) that pass the needle
     prefilter and `keep`, in key order; rows with no visible cell are never yielded. The table
