@@ -119,3 +119,33 @@ def test_an_index_table_of_the_old_layout_is_refused_clearly(hb):
         conn.close()
     with pytest.raises(hibase.errors.BackendError, match="older hibase.*create them again"):
         db.create_index("t", "by_a", ["f:a"])
+
+
+def test_value_tables_an_older_hibase_recorded_find_their_counts(hb):
+    """An older hibase recorded a value table (kv/__val__t) with no home: it knew by name that
+    the counts live in the index table. A client of today must still read them there, or
+    COUNT(*) from the value table answers 0 (the catalog states each home at open)."""
+    db = _client(hb)
+    db.create_table("t", {"f": {}}, columns={"f:a": "string", "f:b": "string"})
+    db.create_index("t", "by_a", ["f:a"])
+    db.create_index("t", "lb", ["f:b"], local=True)
+    t = db.table("t")
+    for i in range(12):
+        t.put(b"r%02d" % i, {b"f:a": VALUES[i % 3], b"f:b": VALUES[i % 2]})
+    for name in ("__val__t", "__lval__t"):  # what the older code wrote
+        db.store._meta_put(b"kv/" + name.encode(), b"")
+    db.close()
+    old = _client(hb)
+    try:
+        assert old.sql("SELECT COUNT(*) FROM t WHERE f.a = '%s'" % VALUES[0].decode()) == [(4,)]
+        assert old.sql("SELECT COUNT(*) FROM t WHERE f.b = '%s'" % VALUES[1].decode()) == [(6,)]
+        old.table("t").put(b"r99", {b"f:a": VALUES[0], b"f:b": VALUES[1]})
+        _check(old)
+    finally:
+        old.close()
+    again = _client(hb)  # the home was written back: the next client reads it as recorded
+    try:
+        assert again.store._kv["__val__t"] == "__idx__t"
+        _check(again)
+    finally:
+        again.close()

@@ -28,6 +28,19 @@ class IndexCatalog:
         for _, raw in store.meta_items(b"index/"):
             spec = IndexSpec.from_json(raw)
             self._by_table.setdefault(spec.table, {})[spec.name] = spec
+        self._state_count_homes()
+
+    def _state_count_homes(self) -> None:
+        """Tell the store where each value table's counts live (create_kv's counts_in), for
+        value tables an older hibase recorded without it (its HBase store knew the homes by
+        name): without this their counts would be read from a table that holds none."""
+        known = set(self.store.kv_tables())
+        for table, specs in self._by_table.items():
+            pairs = [(local_value_table(table), local_table(table)) if s.local
+                     else (value_table(table), index_table(table)) for s in specs.values()]
+            for name, home in set(pairs):
+                if name in known and home in known:
+                    self.store.create_kv(name, counts_in=home)
 
     def refresh(self) -> set[str]:
         """Re-read the definitions if another client changed them (stores shared by several
@@ -47,6 +60,7 @@ class IndexCatalog:
             by_table.setdefault(spec.table, {})[spec.name] = spec
         with self._lock:
             self._by_table = by_table
+            self._state_count_homes()
         # an index dropped and made again looks the same: every table with indexes counts
         return set(before) | set(by_table)
 

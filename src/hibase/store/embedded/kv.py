@@ -62,9 +62,9 @@ class KeyValueTables:
         """A key-value table (`counts_in`, where a backend keeps counts apart: here each
         table holds its own, CountDelta writes resolved in the batch)."""
         with self._lock:
-            self._check_writable()
             if name in self._kv:
                 return
+            self._check_writable()
             create_column_family(self._db, "k/" + name, self._options())
             self._db.put(b"kv/" + name.encode(), b"")
             self._load_kv(name)

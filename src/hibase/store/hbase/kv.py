@@ -88,6 +88,7 @@ class HBaseKeyValueTables:
 
     if TYPE_CHECKING:  # HBaseStore's (checked by mypy)
         rpc: Rpc
+        read_only: bool
 
         def _check_writable(self) -> None: ...
         def _meta_put(self, key: bytes, value: bytes | None) -> None: ...
@@ -126,9 +127,15 @@ class HBaseKeyValueTables:
         """A key-value table; `counts_in`: a table of counts (CountDelta writes, summed reads)
         kept in that key-value table's HBase table (family c), made first."""
         with self._lock:
-            self._check_writable()
             if name in self._kv:
+                if counts_in is not None and self._kv[name] != counts_in:
+                    # recorded by an older hibase, which knew where counts lived by name and
+                    # wrote no home: the one given is the one that older code used
+                    self._kv[name] = counts_in
+                    if not self.read_only:
+                        self._meta_put(b"kv/" + name.encode(), counts_in.encode())
                 return
+            self._check_writable()
             if counts_in is not None:
                 self._kv_check(counts_in)
             else:
