@@ -137,6 +137,8 @@ class HBaseStore(HBaseKeyValueTables, Rpc, Writes, BaseStore):
         # tests stop a writer between its calls (store/faults.py); inert unless armed
         self.faults = Faults()
         self.retries = self.opts["retries"]
+        self.deadline_s = self.opts["deadline_ms"] / 1000  # rpc.py: how long a call retries
+        self.retried = 0  # retries made so far (rpc.py)
         self._last_auto = 0  # the highest timestamp prepare() gave a mutation
         self._after_delete = 0  # above the last timestamp prepare() gave a delete
         self.layouts = Layouts(self, self.opts["region_check_ms"] / 1000)
