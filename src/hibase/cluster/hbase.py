@@ -664,9 +664,9 @@ class HBaseCluster:
     # -- stop -------------------------------------------------------------------------------
     def stop(self, timeout: float = 90.0) -> list[str]:
         """End the processes start() started (and only those): cache nodes, Redis, then HBase
-        (with several region servers: HBase's `HMaster stop` asks the master to shut the whole
-        cluster down first, then ZooKeeper goes last); SIGTERM, then SIGKILL after `timeout` s.
-        Returns the names of those that ran."""
+        (with several region servers: the master and every region server together - each
+        region server's shutdown hook flushes and closes its regions - then ZooKeeper);
+        SIGTERM, then SIGKILL after `timeout` s. Returns the names of those that ran."""
         self.close_admin()
         running = self._running()
         markers = self._state().get("markers", {})
@@ -674,8 +674,6 @@ class HBaseCluster:
             0 if n.startswith("cache-node") else 1 if n.startswith("redis") else 2))
         hbase = [n for n in order if n in ("thrift", "thrift2", "master")
                  or n.startswith("regionserver-")]
-        if "master" in running and any(n.startswith("regionserver-") for n in running):
-            self._shutdown_cluster(running, markers, timeout)
         for group in (
                 [n for n in order if n.startswith("cache-node")],
                 [n for n in order if n.startswith("redis")], hbase,
@@ -699,23 +697,6 @@ class HBaseCluster:
             except OSError:
                 pass
         return sorted(running)
-
-    def _shutdown_cluster(self, running: dict[str, int], markers: dict[str, str],
-                          timeout: float) -> None:
-        """`HMaster stop` (Admin.shutdown: the master stops every region server, which flush
-        and close their regions), waited for at most `timeout` s; stop() ends what is left."""
-        end = time.monotonic() + timeout
-        try:
-            subprocess.run(self._java(classpath(progress=False),
-                                      "org.apache.hadoop.hbase.master.HMaster", 256,
-                                      self._path("logs", "stop.log")) + ["stop"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           stdin=subprocess.DEVNULL, cwd=self.dir, timeout=timeout)
-        except (subprocess.TimeoutExpired, OSError, ClusterError):
-            return
-        jvms = [n for n in running if n == "master" or n.startswith("regionserver-")]
-        while time.monotonic() < end and any(_alive(running[n], markers[n]) for n in jvms):
-            time.sleep(0.2)
 
     # -- admin (what Thrift1 cannot do) -----------------------------------------------------
     def _admin_call(self, line: str) -> str:
