@@ -243,26 +243,54 @@ def load(table, rows: int, values: int = 20) -> dict[bytes, dict]:
 KINDS = ("missing", "extra", "wrong_covered", "bad_counts")
 
 
+def unverified(db, table: str, name: str) -> int:
+    """Unverified entries stored in index `name` (0x00 + [rowkey]: the verified protocol's
+    phase 1, left when its phase 3 never came), read raw as verify reads them."""
+    from hibase.codec import prefix_successor
+    from hibase.index.local import local_table, split_key
+    from hibase.index.spec import index_table
+
+    spec = next(s for s in db.indexer.specs(table) if s.name == name)
+    store = db.store
+    with store.raw_index():
+        if spec.local:
+            rows = [v for k, v in store.kv_scan(local_table(spec.table))
+                    if k[split_key(k)[1]:][:2] == spec.alias]
+        else:
+            rows = [v for a in spec.aliases for k, v in store.kv_scan(
+                index_table(spec.table), a, prefix_successor(a))]
+    return sum(v[:1] == b"\x00" for v in rows)
+
+
 def verify(db, table: str, names: list[str], server: bool) -> dict:
     """verify_index of each index: the differences by kind, then `verify --repair` where
-    there were some and the differences left after it. Asserts what the design promises: no
-    difference at all with client upkeep (the verified protocol's retried calls are
-    idempotent); with hibase's coprocessor, a region reopened on another server starts a new
-    count cell, so value counts grown for a batch the dead server never finished stay in the
-    old cell (bad_counts: over-counts, a superset as the design allows; like the in-flight
-    batch of tests/test_torture.py's HBase kill) - never a missing entry or a wrong covered
-    value; and nothing after --repair."""
+    there were some and the differences left after it. What the design promises (checked by
+    check_verify): no difference at all with client upkeep (the verified protocol's retried
+    calls are idempotent). With hibase's coprocessor a batch the dead server did not finish
+    can leave, as tests/test_torture.py's HBase kill says, unverified index entries (the batch,
+    retried on the region's new server, finds its row already written from the replayed WAL
+    and changes nothing) - raw verify counts each as wrong_covered or extra, readers resolve
+    them against the row - and grown value counts (bad_counts: a superset); never a verified
+    entry with a wrong covered value or a missing entry; and nothing after --repair."""
     before = dict.fromkeys(KINDS, 0)
     after = 0
+    leftovers = 0
     for name in names:
         r = db.verify_index(table, name)
         for k in KINDS:
             before[k] += r[k]
+        if r["wrong_covered"] or r["extra"]:
+            n = unverified(db, table, name)
+            leftovers += n
+            # every unverified entry differs from the rebuild, so equality means no verified
+            # entry does
+            assert r["wrong_covered"] + r["extra"] == n, (name, r, n)
         if not r["ok"]:
             db.verify_index(table, name, repair=True)
             r = db.verify_index(table, name)
             after += sum(r[k] for k in KINDS)
-    out = {"verify_differences": sum(before.values()), "verify_after_repair": after}
+    out = {"verify_differences": sum(before.values()), "verify_after_repair": after,
+           "unverified_leftovers": leftovers}
     if out["verify_differences"]:
         out["verify_kinds"] = "/".join(f"{k}:{v}" for k, v in before.items() if v)
     return out
@@ -270,9 +298,8 @@ def verify(db, table: str, names: list[str], server: bool) -> dict:
 
 def check_verify(v: dict, server: bool) -> None:
     assert v["verify_after_repair"] == 0, v
-    if server:
-        assert "missing" not in v.get("verify_kinds", "") and \
-            "wrong_covered" not in v.get("verify_kinds", ""), v
+    if server:  # see verify()
+        assert "missing" not in v.get("verify_kinds", ""), v
     else:
         assert v["verify_differences"] == 0, v
 
@@ -563,12 +590,13 @@ def test_redis_cache_node_killed_under_load(rs3, record_property):
             if killed_at is None and time.monotonic() - start > 3:
                 os.kill(pid, signal.SIGKILL)
                 killed_at = time.monotonic()
-            key = b"r%05d" % rng.randrange(500)
-            value = b"v%d" % rng.randrange(15)
-            t.put(key, {b"f:a": value})
-            truth[key] = value
-            counts["writes"] += 1
-            counts["writes_after_kill"] += killed_at is not None
+            if counts["queries"] % 3 == 0:  # a write per three queries: the sets stay hot
+                key = b"r%05d" % rng.randrange(500)
+                value = b"v%d" % rng.randrange(15)
+                t.put(key, {b"f:a": value})
+                truth[key] = value
+                counts["writes"] += 1
+                counts["writes_after_kill"] += killed_at is not None
             v = b"v%d" % rng.randrange(15)
             got = sorted(k for k, _ in t.where(f"f.a = '{v.decode()}'"))
             counts["queries"] += 1
@@ -582,7 +610,7 @@ def test_redis_cache_node_killed_under_load(rs3, record_property):
                **v)
         assert counts["wrong"] == 0 and lost == 0
         check_verify(v, False)  # no region server died here
-        assert counts["writes_after_kill"] > 20
+        assert counts["writes_after_kill"] > 10
     finally:
         db.close()
 
