@@ -6,6 +6,8 @@ steps. Everything the two backends share runs on both in the other modules (conf
 
 from __future__ import annotations
 
+import time
+
 import happybase
 import pytest
 
@@ -28,7 +30,8 @@ def hbase(thrift_backend):
 def test_url_options(tmp_path):
     assert parse_url("thrift://h") == {"host": "h", "port": 9090, "transport": "buffered",
                                        "protocol": "binary", "timeout": 30000, "pool_size": 8,
-                                       "retries": 3, "region_check_ms": 1000,
+                                       "retries": 3, "deadline_ms": 60000,
+                                       "region_check_ms": 1000,
                                        "catalog_lease_ms": 1000, "prefix": "",
                                        "thrift2_port": None, "tls": False, "tls_ca": None,
                                        "token": None, "server_upkeep": True}
@@ -43,6 +46,7 @@ def test_url_options(tmp_path):
         9091, "framed", "compact", 5000)
     for bad in ("thrift://h?transport=http", "thrift://h?protocol=json", "thrift://h?x=1",
                 "thrift://h?timeout=0", "thrift://h/path", "thrift://h?region_check_ms=-1",
+                "thrift://h?deadline_ms=-1",
                 "thrift://h?catalog_lease_ms=-5", "thrift://h?prefix=a:b",
                 "thrift://h?thrift2_port=0", "thrift://h?thrift2_port=70000",
                 "thrift://h?thrift2_port=x", "thrift://h?tls=yes", "thrifts://h?tls=0",
@@ -381,6 +385,63 @@ def test_transport_errors_are_retried(tmp_path):
         db.close()
         server.__exit__(None, None, None)
         gateway_db.close()
+
+
+def test_transient_hbase_errors_are_retried_within_the_deadline():
+    """What HBase's Thrift server answers while a dead region server's regions wait for the
+    master (NotServingRegionException, RetriesExhausted...) is sent again with backoff until
+    deadline_ms; other errors at once, and an increment never (it may have been applied).
+    tests/test_torture_regionservers.py kills real region servers."""
+    import contextlib
+    import types
+
+    import Hbase_thrift
+    from hibase.store.hbase.rpc import Rpc, transient
+
+    moving = ("org.apache.hadoop.hbase.client.RetriesExhaustedException: Failed after "
+              "attempts=16, exceptions:\n...\nCaused by: org.apache.hadoop.hbase."
+              "NotServingRegionException: t,,1.abc. is not online on localhost,16020,1")
+    assert transient(moving) and transient(b"java.net.ConnectException: Connection refused")
+    assert not transient("org.apache.hadoop.hbase.TableNotFoundException: t")
+    assert not transient("org.apache.hadoop.hbase.DoNotRetryIOException: bad filter")
+
+    class Client:
+        def __init__(self, fails: int, message: str):
+            self.fails, self.message, self.calls = fails, message, 0
+
+        def __getattr__(self, method):
+            def call(*args):
+                self.calls += 1
+                if self.calls <= self.fails:
+                    raise Hbase_thrift.IOError(message=self.message)
+                return []
+            return call
+
+    def Store(client, deadline_s):
+        """The store's Rpc over a scripted client (HBase cannot be made to answer these
+        errors on cue; the region server kill tests see them for real)."""
+        conn = types.SimpleNamespace(client=client)
+        pool = types.SimpleNamespace(connection=lambda timeout: contextlib.nullcontext(conn))
+        opts = {"host": "h", "port": 1, "timeout": 1000, "retries": 3,
+                "deadline_ms": deadline_s * 1000}
+        rpc = Rpc(opts, Hbase_thrift, pool, None, b"")
+        rpc.client = client
+        return rpc
+
+    s = Store(Client(4, moving), deadline_s=10)
+    assert s.call("getRows", b"t", [b"r"], {}) == [] and s.client.calls == 5 and s.retried == 4
+    s = Store(Client(100, moving), deadline_s=0.5)
+    t0 = time.monotonic()
+    with pytest.raises(errors.BackendUnavailable, match="deadline_ms"):
+        s.call("getRows", b"t", [b"r"], {})
+    assert 0.3 < time.monotonic() - t0 < 2
+    s = Store(Client(1, "org.apache.hadoop.hbase.TableNotFoundException: t"), deadline_s=10)
+    with pytest.raises(errors.TableNotFound):
+        s.call("getRows", b"t", [b"r"], {})
+    s = Store(Client(1, moving), deadline_s=10)
+    with pytest.raises(errors.BackendError):
+        s.call("atomicIncrement", b"t", b"r", b"f:c", 1)
+    assert s.client.calls == 1
 
 
 def test_index_recreated_by_another_client_is_not_served_from_a_stale_cache(hbase):

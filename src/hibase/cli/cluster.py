@@ -20,12 +20,15 @@ def cluster() -> None:
     """A local Apache HBase 2.6 and Redis cache nodes, on 127.0.0.1, kept in a folder.
 
     `start` runs standalone HBase (master, region server and ZooKeeper in one JVM, data in
-    DIR/hbase), HBase's Thrift1 server, its Thrift2 server (one-call short scans: the
+    DIR/hbase), or with --regionservers N (N > 1) HBase distributed over processes of this
+    machine (HBase's ZooKeeper, a master and N region servers, each its own JVM, still on the
+    local filesystem), HBase's Thrift1 server, its Thrift2 server (one-call short scans: the
     thrift2_port in the URL) and N Redis nodes (redis-server needed; --redis-nodes 0 for none)
     each with its `hibase cache-node` service registered in that ZooKeeper, then prints the two
     URLs to use. The jars come from Maven Central the first time (Java 17 and Maven needed).
     `stop` ends what `start` started; `status` lists each process (master, thrift, thrift2,
-    redis-N, cache-node-N).
+    redis-N, cache-node-N; zookeeper and regionserver-N when distributed) and each region
+    server's port and region count.
 
     Example:
 
@@ -47,8 +50,14 @@ def cluster() -> None:
               help="Port of HBase's Thrift1 server (default: a free one, kept across starts).")
 @click.option("--zk-port", type=click.IntRange(1, 65535), default=None,
               help="Port of HBase's ZooKeeper (default: a free one, kept across starts).")
-@click.option("--heap-mb", type=click.IntRange(min=256), default=1024, show_default=True,
-              help="Java heap of the HBase JVM (master + region server + ZooKeeper).")
+@click.option("--regionservers", type=click.IntRange(min=1), default=None,
+              help="Region servers (default: as DIR's last start, else 1). 1: standalone HBase "
+                   "(one JVM); N > 1: a master and N "
+                   "region server JVMs and HBase's ZooKeeper, each its own process (a killed "
+                   "region server's regions move to the others within ~10-20 s).")
+@click.option("--heap-mb", type=click.IntRange(min=256), default=None,
+              help="Java heap of the standalone HBase JVM (default 1024), or of each region "
+                   "server (default 512; the master gets 384, ZooKeeper 192).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
               help="Seconds to wait for HBase to serve Thrift calls.")
 @click.option("--phoenix/--no-phoenix", default=True, show_default=True,
@@ -60,8 +69,8 @@ def cluster() -> None:
               help="Load hibase's index coprocessor on every region (built at first use; "
                    "`hibase cluster coprocessor --help`): indexes made on this HBase are then "
                    "kept by the region server, whoever writes.")
-def start(dir: str, redis_nodes: int, thrift_port: int | None, zk_port: int | None,
-          heap_mb: int, timeout: float, phoenix: bool, progress: bool | None,
+def start(dir: str, redis_nodes: int, regionservers: int | None, thrift_port: int | None,
+          zk_port: int | None, heap_mb: int | None, timeout: float, phoenix: bool, progress: bool | None,
           coprocessor: bool) -> None:
     """Start the cluster kept in DIR (created if missing) and print its URLs, one per line.
 
@@ -74,6 +83,7 @@ def start(dir: str, redis_nodes: int, thrift_port: int | None, zk_port: int | No
 
     \b
         hibase cluster start .cluster --redis-nodes 3
+        hibase cluster start .cluster3 --regionservers 3
     """
     require("cluster", "hibase cluster")
     from ..cluster import HBaseCluster
@@ -84,7 +94,8 @@ def start(dir: str, redis_nodes: int, thrift_port: int | None, zk_port: int | No
             "redis-server is not installed (Debian: apt-get install redis-server); or start "
             "without cache nodes: hibase cluster start --redis-nodes 0 ...")
     c = HBaseCluster(dir, redis_nodes=redis_nodes, thrift_port=thrift_port, zk_port=zk_port,
-                     heap_mb=heap_mb, phoenix=phoenix, coprocessor=coprocessor)
+                     heap_mb=heap_mb, phoenix=phoenix, coprocessor=coprocessor,
+                     regionservers=regionservers)
     c.start(timeout=timeout, progress=sys.stderr.isatty() if progress is None else progress)
     for url in c.urls:
         click.echo(url)
@@ -113,8 +124,10 @@ def stop(dir: str) -> None:
 @click.argument("dir", type=click.Path(file_okay=False, exists=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
 def status(dir: str, as_json: bool) -> None:
-    """Show which processes of the cluster in DIR run, and its URLs; exit code 1 unless all
-    run and HBase answers Thrift calls.
+    """Show which processes of the cluster in DIR run, each region server's pid, port and
+    region count (HBase's Admin API), and its URLs; exit code 1 unless all run and HBase
+    answers Thrift calls. --json: one object; its "regionservers" is a list of {name, pid,
+    port, running, regions, meta} (meta: it holds hbase:meta).
 
     Example:
 
@@ -131,6 +144,10 @@ def status(dir: str, as_json: bool) -> None:
             click.echo(f"{name}\trunning\tpid {pid}")
         for name in st["stopped"]:
             click.echo(f"{name}\tstopped")
+        for rs in st["regionservers"]:
+            if rs["running"] and rs["regions"] is not None:
+                click.echo(f"region server {rs['name']}\tport {rs['port']}\tregions "
+                           f"{rs['regions']}{chr(9) + 'hbase:meta' if rs['meta'] else ''}")
         if st["running"]:
             click.echo(st["thrift_url"])
             click.echo(st["zk_url"])

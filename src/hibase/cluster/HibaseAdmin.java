@@ -3,13 +3,23 @@
 //   split <table> <row as hex, or - for HBase's own midpoints>  -> ok true | ok false
 //   regions <table>                                           -> ok <start hex>,<start hex>,...
 //   flush <table>                                             -> ok true (memstores flushed)
+//   servers                          -> ok <port>:<regions>:<meta 0|1>,... (live region servers)
+//   locations <table>                -> ok <start hex>@<port>,...   (the server of each region)
+//   spread <table>                   -> ok <moved>  (regions moved round-robin over the live
+//                                       servers by port, then waits until all are online)
+//   shutdown                         -> ok true  (the master stops the whole cluster)
 // Compiled by hibase (javac) against the cluster's classpath; hbase-site.xml on the classpath
 // says where ZooKeeper is.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.util.Arrays;
 import java.util.List;
+import java.util.ArrayList;
+import java.util.Comparator;
+import org.apache.hadoop.hbase.ClusterMetrics;
 import org.apache.hadoop.hbase.HBaseConfiguration;
+import org.apache.hadoop.hbase.ServerMetrics;
+import org.apache.hadoop.hbase.ServerName;
 import org.apache.hadoop.hbase.HRegionLocation;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Admin;
@@ -43,6 +53,24 @@ public class HibaseAdmin {
               sb.append(unhex(r.getStartKey()));
             }
             answer = "ok " + sb;
+          } else if (a[0].equals("servers")) {
+            answer = "ok " + servers(conn, admin);
+          } else if (a[0].equals("locations")) {
+            StringBuilder sb = new StringBuilder();
+            try (RegionLocator loc = conn.getRegionLocator(TableName.valueOf(a[1]))) {
+              for (HRegionLocation l : loc.getAllRegionLocations()) {
+                if (sb.length() > 0) sb.append(',');
+                ServerName sn = l.getServerName();
+                sb.append(unhex(l.getRegion().getStartKey())).append('@')
+                  .append(sn == null ? -1 : sn.getPort());
+              }
+            }
+            answer = "ok " + sb;
+          } else if (a[0].equals("spread")) {
+            answer = "ok " + spread(conn, admin, TableName.valueOf(a[1]));
+          } else if (a[0].equals("shutdown")) {
+            admin.shutdown();
+            answer = "ok true";
           } else {
             answer = "error unknown command " + a[0];
           }
@@ -87,6 +115,52 @@ public class HibaseAdmin {
     }
     if (row != null) throw new RuntimeException("split did not finish within 120 s");
     return false;
+  }
+
+  /** port:regions:hostsMeta of each live region server, by port. */
+  static String servers(Connection conn, Admin admin) throws Exception {
+    ServerName meta = null;
+    try (RegionLocator loc = conn.getRegionLocator(TableName.META_TABLE_NAME)) {
+      meta = loc.getRegionLocation(new byte[0], true).getServerName();
+    }
+    ClusterMetrics cm = admin.getClusterMetrics();
+    List<ServerName> live = new ArrayList<>(cm.getLiveServerMetrics().keySet());
+    live.sort(Comparator.comparingInt(ServerName::getPort));
+    StringBuilder sb = new StringBuilder();
+    for (ServerName sn : live) {
+      if (sb.length() > 0) sb.append(',');
+      ServerMetrics m = cm.getLiveServerMetrics().get(sn);
+      sb.append(sn.getPort()).append(':').append(m.getRegionMetrics().size()).append(':')
+        .append(sn.equals(meta) ? 1 : 0);
+    }
+    return sb.toString();
+  }
+
+  /** Move t's regions round-robin over the live region servers (sorted by port); wait until
+   *  every region is online again. Returns how many moved. */
+  static int spread(Connection conn, Admin admin, TableName t) throws Exception {
+    List<ServerName> live = new ArrayList<>(admin.getRegionServers());
+    live.sort(Comparator.comparingInt(ServerName::getPort));
+    List<HRegionLocation> locs;
+    try (RegionLocator loc = conn.getRegionLocator(t)) {
+      locs = loc.getAllRegionLocations();
+    }
+    locs.sort((x, y) -> org.apache.hadoop.hbase.util.Bytes.compareTo(
+        x.getRegion().getStartKey(), y.getRegion().getStartKey()));
+    int moved = 0;
+    for (int i = 0; i < locs.size(); i++) {
+      ServerName want = live.get(i % live.size());
+      HRegionLocation l = locs.get(i);
+      if (want.equals(l.getServerName())) continue;
+      admin.move(l.getRegion().getEncodedNameAsBytes(), want);
+      moved++;
+    }
+    long wait = System.currentTimeMillis() + 120_000;
+    while (System.currentTimeMillis() < wait) {
+      if (online(conn, t)) return moved;
+      Thread.sleep(50);
+    }
+    throw new RuntimeException("regions not online within 120 s after the moves");
   }
 
   /** Every region of t has a server in hbase:meta (none in transition). */

@@ -1,11 +1,15 @@
 """A local Apache HBase for trying and testing hibase: standalone HBase 2.6 (master, region server
-and ZooKeeper in one JVM, data under DIR/hbase on the local filesystem) plus HBase's own Thrift1
+and ZooKeeper in one JVM, data under DIR/hbase on the local filesystem), or with
+`regionservers=N` (N > 1) HBase distributed over processes of this machine (HBase's ZooKeeper,
+one HMaster, N HRegionServer JVMs, still on the local filesystem), plus HBase's own Thrift1
 server, all on 127.0.0.1, and Redis cache nodes each with its `hibase cache-node` service
 registered in HBase's ZooKeeper.
 
     cluster = HBaseCluster("/tmp/c").start()     # resolves the jars the first time (Maven)
     db = hibase.connect(cluster.thrift_url, cache=cluster.zk_url)
     cluster.split("t", b"row")                  # HBase's Admin API (a small Java helper)
+    c3 = HBaseCluster("/tmp/c3", regionservers=3).start()
+    c3.kill_regionserver(1); c3.start_regionserver(1)   # SIGKILL one, start it again
     HBaseCluster("/tmp/c").stop()               # what start started (pid files in DIR), no more
 
 The jars come from Maven Central through the pom kept beside this module (`mvn
@@ -23,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Sequence
 
 from .jars import _resource, _tool, _work_dir, cache_dir, classpath, phoenix_classpath
 from .local import (ClusterError, RedisProcess, ServerMissing, _die_with_parent,
@@ -32,6 +36,11 @@ from .local import (ClusterError, RedisProcess, ServerMissing, _die_with_parent,
 __all__ = ["HBaseCluster", "JVM_FLAGS", "classpath", "cache_dir", "ZK_PATH"]
 
 ZK_PATH = "/hibase"  # where cache-node services register (zk://127.0.0.1:PORT/hibase)
+# With several region servers: each one's ZooKeeper session timeout. A server killed with -9 is
+# declared dead (and its regions reassigned) when its session expires: 90 s by default in HBase.
+RS_SESSION_MS = 6000
+MASTER_HEAP_MB = 384
+ZK_HEAP_MB = 192
 STATE = "cluster.json"
 
 # What HBase's bin/hbase adds on JDK 11+ (HBASE-28247 and follow-ups).
@@ -130,12 +139,21 @@ class HBaseCluster:
 
     def __init__(self, folder: str | os.PathLike, *, redis_nodes: int = 2,
                  thrift_port: int | None = None, zk_port: int | None = None,
-                 heap_mb: int = 1024, phoenix: bool | None = None,
-                 coprocessor: bool | None = None):
+                 heap_mb: int | None = None, phoenix: bool | None = None,
+                 coprocessor: bool | None = None, regionservers: int | None = None):
         self.dir = os.path.abspath(os.fspath(folder))
         self.redis_nodes = redis_nodes
-        self.heap_mb = heap_mb
         state = self._state()
+        # 1: standalone (one JVM); N > 1: ZooKeeper, a master and N region servers, each its
+        # own JVM (None: as recorded, else 1)
+        self.regionservers = int(state.get("regionservers", 1)) if regionservers is None \
+            else regionservers
+        if self.regionservers < 1:
+            raise ClusterError(f"regionservers must be >= 1, not {self.regionservers}")
+        # the standalone JVM's heap, or each region server's
+        self.heap_mb = heap_mb or (1024 if self.regionservers == 1 else 512)
+        self.master_port = state.get("master_port")
+        self.rs_ports: list[int] = list(state.get("rs_ports", []))
         self.thrift_port: int | None = thrift_port or state.get("thrift_port")
         # HBase's Thrift2 server (one-call short scans: see store/hbase/thrift2.py)
         self.thrift2_port: int | None = state.get("thrift2_port")
@@ -166,7 +184,8 @@ class HBaseCluster:
             json.dump({"thrift_port": self.thrift_port, "thrift2_port": self.thrift2_port,
                        "zk_port": self.zk_port,
                        "redis_ports": self.redis_ports, "phoenix": self.phoenix,
-                       "coprocessor": self.coprocessor,
+                       "coprocessor": self.coprocessor, "regionservers": self.regionservers,
+                       "master_port": self.master_port, "rs_ports": self.rs_ports,
                        "markers": processes}, fh, indent=1)
         if processes.get("thrift") and self.thrift_port is not None:  # a port once started
             _register(self.thrift_port, self.dir)
@@ -201,19 +220,50 @@ class HBaseCluster:
         return {name: pid for name, pid in self._pids().items()
                 if name in markers and _alive(pid, markers[name])}
 
-    def status(self) -> dict:
+    def status(self, region_servers: bool = True) -> dict:
         """{"dir", "running": {name: pid}, "stopped": [names], "thrift_url", "zk_url",
-        "ready": thrift answers}."""
+        "ready": thrift answers, "regionservers": [...]}. Each region server (the standalone
+        JVM counts as one) is {"name", "pid", "port", "running", "regions", "meta"}; regions
+        and meta (whether it holds hbase:meta) come from HBase's Admin API (None when HBase
+        does not answer, or region_servers=False)."""
         markers = self._state().get("markers", {})
         running = self._running()
         ready = False
         if "thrift" in running:
             ready = self._thrift_answers()
+        live = self.live_servers() if ready and region_servers else {}
+        servers = []
+        if self.regionservers == 1:  # standalone: the master's JVM serves the regions
+            port, info = next(iter(live.items()), (None, None))
+            servers.append({"name": "master", "pid": running.get("master"), "port": port,
+                            "running": "master" in running,
+                            "regions": info and info["regions"], "meta": info and info["meta"]})
+        else:
+            for i, port in enumerate(self.rs_ports):
+                name = f"regionserver-{i}"
+                info = live.get(port)
+                servers.append({"name": name, "pid": running.get(name), "port": port,
+                                "running": name in running,
+                                "regions": info and info["regions"],
+                                "meta": info and info["meta"]})
         return {"dir": self.dir, "running": running,
                 "stopped": sorted(set(markers) - set(running)), "ready": ready,
                 "thrift_url": self.thrift_url if self.thrift_port else None,
                 "zk_url": self.zk_url if self.zk_port else None, "phoenix": self.phoenix,
-                "coprocessor": self.coprocessor}
+                "coprocessor": self.coprocessor, "regionservers": servers}
+
+    def live_servers(self) -> dict[int, dict]:
+        """port -> {"regions": count, "meta": holds hbase:meta} of each region server the
+        master lists as live (HBase's Admin API; {} when it does not answer)."""
+        try:
+            out = self._admin_call("servers")
+        except ClusterError:
+            return {}
+        got = {}
+        for item in filter(None, out.split(",")):
+            port, regions, meta = item.split(":")
+            got[int(port)] = {"regions": int(regions), "meta": meta == "1"}
+        return got
 
     def _thrift2_answers(self) -> bool:
         """Whether the Thrift2 server answers a one-row scan of hbase:meta."""
@@ -294,6 +344,25 @@ class HBaseCluster:
             # every second instead of every 2 minutes
             "hbase.hfile.compaction.discharger.interval": 1000,
         }
+        if self.regionservers > 1:
+            # distributed over processes, still on the local filesystem (WALs included: the
+            # capability check refuses the local FS's streams otherwise, HBASE-20354)
+            del props["hbase.localcluster.assign.random.ports"]
+            props.update({
+                "hbase.cluster.distributed": "true",
+                "hbase.master.port": self.master_port,
+                # HBase's own ZooKeeper (HQuorumPeer): sessions of 1-10 s (tickTime 500 ms), no
+                # admin web server (it would take port 8080)
+                "hbase.zookeeper.property.tickTime": 500,
+                "hbase.zookeeper.property.admin.enableServer": "false",
+                "hbase.zookeeper.property.maxClientCnxns": 0,
+                # the master waits for every region server before it assigns hbase:meta and
+                # the system tables, so they spread over all of them
+                "hbase.master.wait.on.regionservers.mintostart": self.regionservers,
+                "hbase.master.wait.on.regionservers.maxtostart": self.regionservers,
+                "hbase.master.wait.on.regionservers.timeout": 1000,
+                "hbase.master.wait.on.regionservers.interval": 200,
+            })
         if self.phoenix:  # Phoenix's mutable global indexes replay their WAL edits with it
             props["hbase.regionserver.wal.codec"] = \
                 "org.apache.hadoop.hbase.regionserver.wal.IndexedWALEditCodec"
@@ -307,7 +376,17 @@ class HBaseCluster:
 
     def _pick_ports(self, running: dict[str, int]) -> None:
         taken = []
-        for attr in ("thrift_port", "thrift2_port", "zk_port"):
+        attrs = ["thrift_port", "thrift2_port", "zk_port"]
+        if self.regionservers > 1:
+            attrs.append("master_port")
+            while len(self.rs_ports) < self.regionservers:
+                port = free_port()
+                if port not in self.rs_ports:
+                    self.rs_ports.append(port)
+            del self.rs_ports[self.regionservers:]
+            taken += [f"region server port {p}" for p in self.rs_ports
+                      if port_taken(p) and not running]
+        for attr in attrs:
             port = getattr(self, attr)
             if port is None:
                 setattr(self, attr, free_port())
@@ -333,7 +412,7 @@ class HBaseCluster:
             raise ClusterError(f"the cluster in {self.dir} runs with thrift port "
                                f"{state['thrift_port']} and zk port {state['zk_port']}, not "
                                f"{', '.join(moved)}: stop it first to change ports")
-        if running and set(running) >= {"master", "thrift", "thrift2"} and \
+        if running and set(running) >= {"master", "thrift", "thrift2", *self._hbase_jvms()} and \
                 len([n for n in running if n.startswith("redis-")]) >= self.redis_nodes:
             return self
         if running:
@@ -371,16 +450,24 @@ class HBaseCluster:
     def _start_hbase(self, jars: list[str], detach: bool, processes: dict[str, str],
                      deadline: float, progress: bool) -> None:
         conf_marker = self._path("conf")
-        server_jars = jars
-        if self.phoenix:
-            server_jars = phoenix_classpath(progress)
-        if self.coprocessor:
-            from .coprocessor import coprocessor_jar
-            server_jars = [coprocessor_jar(progress), *server_jars]
+        server_jars = self._server_jars(progress)
+        others: list[tuple[str, subprocess.Popen]] = []
+        if self.regionservers > 1:
+            zk = self._spawn("zookeeper", self._java(
+                jars, "org.apache.hadoop.hbase.zookeeper.HQuorumPeer", ZK_HEAP_MB,
+                self._path("logs", "zookeeper.log")) + ["start"],
+                self._path("logs", "zookeeper.out"), conf_marker, detach, processes)
+            others.append(("zookeeper", zk))
+            assert self.zk_port is not None  # chosen above, before the configuration
+            self._wait_port(self.zk_port, zk, "zookeeper", deadline)
         master = self._spawn("master", self._java(
-            server_jars, "org.apache.hadoop.hbase.master.HMaster", self.heap_mb,
+            server_jars, "org.apache.hadoop.hbase.master.HMaster",
+            self.heap_mb if self.regionservers == 1 else MASTER_HEAP_MB,
             self._path("logs", "master.log")) + ["start"], self._path("logs", "master.out"),
             conf_marker, detach, processes)
+        for i in range(self.regionservers if self.regionservers > 1 else 0):
+            others.append((f"regionserver-{i}", self._spawn_regionserver(
+                i, server_jars, detach, processes)))
         thrift = self._spawn("thrift", self._java(
             jars, "org.apache.hadoop.hbase.thrift.ThriftServer", 384,
             self._path("logs", "thrift.log")) + ["-p", str(self.thrift_port), "start"],
@@ -389,7 +476,76 @@ class HBaseCluster:
             jars, "org.apache.hadoop.hbase.thrift2.ThriftServer", 256,
             self._path("logs", "thrift2.log")) + ["-p", str(self.thrift2_port), "start"],
             self._path("logs", "thrift2.out"), conf_marker, detach, processes)
-        self._wait_hbase(master, thrift, deadline, progress, thrift2)
+        self._wait_hbase(master, thrift, deadline, progress, thrift2, others)
+
+    def _hbase_jvms(self) -> list[str]:
+        """The names of the JVMs besides master, thrift and thrift2 (distributed mode)."""
+        if self.regionservers == 1:
+            return []
+        return ["zookeeper", *(f"regionserver-{i}" for i in range(self.regionservers))]
+
+    def _server_jars(self, progress: bool = False) -> list[str]:
+        jars = phoenix_classpath(progress) if self.phoenix else classpath(progress)
+        if self.coprocessor:
+            from .coprocessor import coprocessor_jar
+            jars = [coprocessor_jar(progress), *jars]
+        return jars
+
+    def _spawn_regionserver(self, i: int, jars: list[str], detach: bool,
+                            processes: dict[str, str]) -> subprocess.Popen:
+        """Region server i on its own port (-D options override hbase-site.xml for it alone:
+        HBase's bin/local-regionservers.sh does the same)."""
+        name = f"regionserver-{i}"
+        return self._spawn(name, self._java(
+            jars, "org.apache.hadoop.hbase.regionserver.HRegionServer", self.heap_mb,
+            self._path("logs", f"{name}.log")) + [
+            f"-Dhbase.regionserver.port={self.rs_ports[i]}",
+            f"-Dzookeeper.session.timeout={RS_SESSION_MS}", "start"],
+            self._path("logs", f"{name}.out"), self._path("conf"), detach, processes)
+
+    def _wait_port(self, port: int, proc: subprocess.Popen, name: str, deadline: float) -> None:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                log = self._path("logs", f"{name}.log")
+                raise ClusterError(f"HBase {name} exited with code {proc.returncode} (log "
+                                   f"{log}): {log_tail(log)}")
+            if port_taken(port):
+                return
+            time.sleep(0.1)
+        raise ClusterError(f"HBase {name} did not listen on port {port} in time")
+
+    # -- region servers (distributed mode) ---------------------------------------------------
+    def kill_regionserver(self, i: int, sig: int = signal.SIGKILL) -> int:
+        """Send `sig` (SIGKILL: no goodbye, its WAL left for the master to split) to region
+        server i and wait until it is gone; returns its pid."""
+        name = f"regionserver-{i}"
+        pid = self._running().get(name)
+        if pid is None:
+            raise ClusterError(f"{name} of the cluster in {self.dir} does not run")
+        marker = self._state()["markers"][name]
+        os.kill(pid, sig)
+        while _alive(pid, marker):
+            time.sleep(0.02)
+        return pid
+
+    def start_regionserver(self, i: int, timeout: float = 120.0, detach: bool = False) -> int:
+        """Start region server i again (same port) and wait until the master lists it as live;
+        returns its pid."""
+        name = f"regionserver-{i}"
+        if name in self._running():
+            return self._running()[name]
+        processes = dict(self._state().get("markers", {}))
+        proc = self._spawn_regionserver(i, self._server_jars(), detach, processes)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                log = self._path("logs", f"{name}.log")
+                raise ClusterError(f"{name} exited with code {proc.returncode} (log {log}): "
+                                   f"{log_tail(log)}")
+            if self.rs_ports[i] in self.live_servers():
+                return proc.pid
+            time.sleep(0.5)
+        raise ClusterError(f"{name} did not join the cluster within {timeout:g} s")
 
     def _lost_port_race(self, auto: dict[str, bool]) -> bool:
         """Whether start failed on a port it chose itself; if so, forget those ports (and
@@ -419,7 +575,8 @@ class HBaseCluster:
         return lost
 
     def _wait_hbase(self, master: subprocess.Popen, thrift: subprocess.Popen, deadline: float,
-                    progress: bool, thrift2: subprocess.Popen | None = None) -> None:
+                    progress: bool, thrift2: subprocess.Popen | None = None,
+                    others: Sequence[tuple[str, subprocess.Popen]] = ()) -> None:
         import happybase
         bar = None
         if progress:
@@ -429,7 +586,8 @@ class HBaseCluster:
         last = ""
         try:
             while time.monotonic() < deadline:
-                for name, proc in (("master", master), ("thrift", thrift), ("thrift2", thrift2)):
+                for name, proc in (("master", master), ("thrift", thrift), ("thrift2", thrift2),
+                                   *others):
                     if proc is not None and proc.poll() is not None:
                         log = self._path("logs", f"{name}.log")
                         if not os.path.exists(log) or os.path.getsize(log) == 0:
@@ -508,17 +666,21 @@ class HBaseCluster:
 
     # -- stop -------------------------------------------------------------------------------
     def stop(self, timeout: float = 90.0) -> list[str]:
-        """End the processes start() started (and only those): cache nodes, Redis, then HBase;
+        """End the processes start() started (and only those): cache nodes, Redis, then HBase
+        (with several region servers: the master and every region server together - each
+        region server's shutdown hook flushes and closes its regions - then ZooKeeper);
         SIGTERM, then SIGKILL after `timeout` s. Returns the names of those that ran."""
         self.close_admin()
         running = self._running()
         markers = self._state().get("markers", {})
         order = sorted(running, key=lambda n: (
             0 if n.startswith("cache-node") else 1 if n.startswith("redis") else 2))
+        hbase = [n for n in order if n in ("thrift", "thrift2", "master")
+                 or n.startswith("regionserver-")]
         for group in (
                 [n for n in order if n.startswith("cache-node")],
-                [n for n in order if n.startswith("redis")],
-                [n for n in order if n in ("thrift", "thrift2", "master")]):
+                [n for n in order if n.startswith("redis")], hbase,
+                [n for n in order if n == "zookeeper"]):
             for name in group:
                 try:
                     os.kill(running[name], signal.SIGTERM)
@@ -577,6 +739,21 @@ class HBaseCluster:
         """The start keys of HBase table `table`'s regions, as HBase's Admin API lists them."""
         out = self._admin_call(f"regions {table}")
         return [b"" if s == "-" else bytes.fromhex(s) for s in out.split(",")]
+
+    def region_servers_of(self, table: str) -> dict[bytes, int]:
+        """start key -> port of the region server holding each region of HBase table `table`
+        (-1 while a region has none, in transition)."""
+        out = self._admin_call(f"locations {table}")
+        got = {}
+        for item in filter(None, out.split(",")):
+            start, port = item.rsplit("@", 1)
+            got[b"" if start == "-" else bytes.fromhex(start)] = int(port)
+        return got
+
+    def spread(self, table: str) -> int:
+        """Move HBase table `table`'s regions round-robin over the live region servers (by
+        port) and wait until all are online again; returns how many moved."""
+        return int(self._admin_call(f"spread {table}"))
 
     def close_admin(self) -> None:
         with self._admin_lock:

@@ -25,7 +25,33 @@ _NO_TABLE_ARG = frozenset({"getTableNames", "scannerGet", "scannerGetList", "sca
 
 
 class _Transport(errors.BackendUnavailable):
-    """A transport error of a call made with retry=False."""
+    """A transport error (or HBase's transient error) of a call made with retry=False."""
+
+
+# What HBase's Java client (inside the Thrift server) says while a region is unreachable for a
+# while: its server died and the master has not reassigned it yet, it is moving or opening, the
+# master is initializing. Not DoNotRetryIOExceptions: worth sending again (until deadline_ms).
+_TRANSIENT = ("NotServingRegionException", "RegionMovedException", "RegionOpeningException",
+              "RegionServerStoppedException", "RegionServerAbortedException",
+              "ServerNotRunningYetException", "PleaseHoldException", "RetriesExhausted",
+              "NoServerForRegionException", "RegionTooBusyException", "CallQueueTooBig",
+              "CallTimeoutException", "SocketTimeoutException", "ConnectException",
+              "Connection refused", "ConnectionClosedException", "ConnectionClosingException",
+              "FailedServerException", "StoppedRpcClientException", "OperationTimeoutExceeded")
+# Not idempotent: HBase may have applied the first try, so a transient error is not retried.
+_ONCE = frozenset({"atomicIncrement", "increment", "incrementRows", "append"})
+
+
+def transient(message: str | bytes | None) -> bool:
+    """Whether an HBase error message (the Java stack trace the Thrift server sends) says the
+    region or server is only unreachable for a while (see _TRANSIENT)."""
+    if isinstance(message, bytes):
+        message = message.decode("utf-8", "replace")
+    text = message or ""
+    first = _one_line(text).lower()
+    if "tablenotfound" in first or "disabled" in first or "nosuchcolumnfamily" in first:
+        return False
+    return any(marker in text for marker in _TRANSIENT)
 
 
 _POOLS: dict[int, Any] = {}
@@ -81,6 +107,8 @@ class Rpc:
         self.t2 = t2
         self.prefix = prefix
         self.retries: int = opts["retries"]
+        self.deadline_s: float = opts["deadline_ms"] / 1000  # how long a call retries
+        self.retried = 0  # retries made so far
         self.closed = False  # set by the store's close: every later call refuses
         # every Thrift call, by method (call_stats): what the round-trip budget is pinned on
         self._calls: dict[str, int] = {}
@@ -88,9 +116,15 @@ class Rpc:
 
     def call(self, method: str, *args: Any, retry: bool = True, thrift2: bool = False) -> Any:
         """One Thrift call on a pooled connection (thrift2: on the Thrift2 server's pool,
-        `t2`); transport errors are retried (every write of this store is idempotent: puts
-        carry explicit timestamps), IDL errors mapped. retry=False: a transport error raises
-        _Transport at once (scanner gets)."""
+        `t2`), IDL errors mapped. Retried with exponential backoff (50 ms doubling, at most
+        2 s apart) until `deadline_ms` (URL option, default 60 s) has passed since the first
+        try: transport errors (at most `retries` times when the server cannot be reached;
+        timeouts, a server that is there but slow, any number of times) and HBase's transient
+        errors (a region whose server died and is not reassigned yet, a region moving or
+        opening: `transient`).
+        Every write of this store is idempotent (puts carry explicit timestamps); increments
+        are not retried after a transient error. retry=False: a transport or transient error
+        raises _Transport at once (scanner gets: the scan reopens where it was)."""
         from thriftpy2.transport import TTransportException
 
         if self.closed:
@@ -105,7 +139,9 @@ class Rpc:
             io_errors = (T.IOError,)
             where = f"HBase Thrift gateway {self.opts['host']}:{self.opts['port']}"
         delay = 0.05
-        for attempt in range(self.retries + 1):
+        give_up = time.monotonic() + self.deadline_s
+        failures = 0
+        while True:
             with self._calls_lock:
                 self._calls[method] = self._calls.get(method, 0) + 1
             try:
@@ -126,6 +162,20 @@ class Rpc:
             except T.AlreadyExists as exc:
                 raise errors.TableExists(exc.message) from None
             except io_errors as exc:
+                # Thrift2 says it: canRetry is "not a DoNotRetryIOException"
+                can = getattr(exc, "canRetry", None)
+                if (can if can is not None else transient(exc.message)) and \
+                        method not in _ONCE:
+                    if not retry:
+                        raise _Transport(_one_line(exc.message)) from None
+                    if time.monotonic() + delay < give_up:
+                        self._count_retry(method)
+                        time.sleep(delay)
+                        delay = min(delay * 2, 2.0)
+                        continue
+                    raise errors.BackendUnavailable(
+                        f"{where}: {_one_line(exc.message)} (still failing after "
+                        f"{self.deadline_s:g} s, deadline_ms)") from None
                 message = _one_line(exc.message)
                 if method not in _NO_TABLE_ARG and args and message.encode() == args[0]:
                     # HBase's TableNotFoundException says only the table's name (Thrift2)
@@ -134,15 +184,27 @@ class Rpc:
             except (TTransportException, socket.error, EOFError) as exc:  # timeouts too
                 if not retry:
                     raise _Transport(str(exc)) from None
-                if attempt == self.retries:
+                # a timeout: the server is there but slow (HBase inside it waiting for a
+                # region): not one of the `retries`, which count a server out of reach
+                slow = isinstance(exc, TimeoutError)
+                if (failures == self.retries and not slow) or \
+                        time.monotonic() + delay >= give_up:
                     raise errors.BackendUnavailable(
-                        f"{where}: {exc} (after {self.retries} retries)") from None
+                        f"{where}: {exc or type(exc).__name__} (after {failures} retries)"
+                    ) from None
+                failures += not slow
+                self._count_retry(method)
                 time.sleep(delay)
-                delay *= 2
+                delay = min(delay * 2, 2.0)
             except Exception as exc:
                 if type(exc).__name__ == "NoConnectionsAvailable":
                     raise errors.BackendUnavailable(str(exc)) from None
                 raise
+
+    def _count_retry(self, method: str) -> None:
+        """Count one retry (`retried`: what the fault tests report)."""
+        with self._calls_lock:
+            self.retried += 1
 
     def _hello(self, conn: Any) -> None:
         """Tell hibase's gateway this connection is hibase's backend (with the URL's token)."""
@@ -227,6 +289,7 @@ class Rpc:
             else:
                 cursor = last + b"\x00"
         reopens = 0
+        broken_since = None
         while True:
             scan = self.T.TScan(startRow=cursor or b"", stopRow=stop or b"", columns=cols,
                                 caching=chunk, reversed=reverse or None, timestamp=ts)
@@ -239,6 +302,8 @@ class Rpc:
                         results = self.call("scannerGetList", sid, want, retry=False)
                     except _Transport:
                         broken = True  # reopen from the cursor (rows so far were yielded)
+                        if broken_since is None:
+                            broken_since = time.monotonic()
                         break
                     for r in results:
                         if skip is not None and r.row == skip:
@@ -257,7 +322,10 @@ class Rpc:
                 except errors.HibaseError:
                     pass
             reopens += 1
-            if reopens > self.retries:
+            self._count_retry("scannerOpenWithScan")
+            time.sleep(min(0.05 * 2 ** min(reopens, 6), 2.0))
+            if reopens > self.retries and time.monotonic() - broken_since > self.deadline_s:
                 raise errors.BackendUnavailable(
                     f"HBase Thrift gateway {self.opts['host']}:{self.opts['port']}: scanner of "
-                    f"{table!r} kept failing (after {self.retries} reopens)")
+                    f"{table!r} kept failing (after {reopens - 1} reopens in "
+                    f"{self.deadline_s:g} s, deadline_ms)")

@@ -538,6 +538,11 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def retried(self) -> int:
+        """Calls retried so far (transient errors and timeouts within deadline_ms)."""
+        return self.rpc.retried
+
     def hbase_name(self, name: str, kv: bool = False) -> str:
         """The HBase table holding hibase table `name` (kv=True: key-value table `name`), the
         store's prefix included: what a job outside this process (MapReduce) addresses."""
