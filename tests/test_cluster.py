@@ -19,6 +19,9 @@ import hibase
 from hibase.cli import cli
 from servers import in_ci
 
+# each test starts clusters of its own (beyond the session HBase): CI's second step
+pytestmark = pytest.mark.own_cluster
+
 
 def hibase_cmd(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "hibase", *args], capture_output=True,

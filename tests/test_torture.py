@@ -736,6 +736,7 @@ def test_cache_servers_killed_mid_workload(tmp_path, record_property):
 
 # -- kill -9 of HBase during writes kept by hibase's coprocessor --------------------------------
 
+@pytest.mark.own_cluster
 def test_kill_9_of_hbase_during_indexed_writes(tmp_path, record_property):
     """[hbase] A real HBase (its own, coprocessor loaded) keeps 3 indexes (global covered,
     composite, local) while a client writes and rewrites rows; the HBase JVM (master, region

@@ -29,7 +29,7 @@ import pytest
 import hibase
 from servers import in_ci
 
-pytestmark = pytest.mark.torture
+pytestmark = [pytest.mark.torture, pytest.mark.own_cluster]
 
 REPORT = os.environ.get("HIBASE_TORTURE_RS_REPORT", "/tmp/hibase-torture-regionservers.json")
 COLUMNS = {"f:a": "string", "f:n": "long", "f:c": "string"}
