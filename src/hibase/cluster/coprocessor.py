@@ -25,14 +25,10 @@ Tables that are not hibase tables are left alone (one catalog lookup at their fi
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
 import subprocess
 from importlib import resources
 
-from .jars import _tool, cache_dir, classpath
-from .local import ClusterError
+from .jars import _tool, classpath, compiled_jar
 
 __all__ = ["OBSERVER", "CODEC", "coprocessor_jar", "check_codec_vectors", "SOURCES"]
 
@@ -48,38 +44,8 @@ def _sources() -> list[tuple[str, bytes]]:
 
 def coprocessor_jar(progress: bool = False) -> str:
     """The path of the coprocessor jar, compiled and packed at first use (cached)."""
-    sources = _sources()
-    digest = hashlib.sha256(b"".join(body for _, body in sources)).hexdigest()[:12]
-    folder = os.path.join(cache_dir(), "coprocessor")
-    jar = os.path.join(folder, f"hibase-coprocessor-{digest}.jar")
-    if os.path.exists(jar):
-        return jar
-    jars = classpath(progress)
-    javac = _tool("javac", "Debian: apt-get install openjdk-17-jdk-headless")
-    jar_tool = _tool("jar", "Debian: apt-get install openjdk-17-jdk-headless")
-    work = os.path.join(folder, f"build-{digest}-{os.getpid()}")
-    shutil.rmtree(work, ignore_errors=True)
-    src_dir, out_dir = os.path.join(work, "src"), os.path.join(work, "classes")
-    os.makedirs(out_dir)
-    paths = []
-    for name, body in sources:
-        path = os.path.join(src_dir, *name.split("/")[1:])
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as fh:
-            fh.write(body)
-        paths.append(path)
-    got = subprocess.run([javac, "-nowarn", "--release", "11", "-d", out_dir, "-cp",
-                          os.pathsep.join(jars), *paths], capture_output=True, text=True)
-    if got.returncode != 0:
-        raise ClusterError(f"javac failed on the coprocessor: {got.stderr.strip()[-800:]}")
-    tmp = jar + f".{os.getpid()}.tmp"
-    got = subprocess.run([jar_tool, "cf", tmp, "-C", out_dir, "."], capture_output=True,
-                         text=True)
-    if got.returncode != 0:
-        raise ClusterError(f"jar failed on the coprocessor: {got.stderr.strip()[-800:]}")
-    os.replace(tmp, jar)
-    shutil.rmtree(work, ignore_errors=True)
-    return jar
+    return compiled_jar(_sources(), "coprocessor", "hibase-coprocessor", "the coprocessor",
+                        lambda: classpath(progress))
 
 
 def check_codec_vectors(path: str) -> subprocess.CompletedProcess:

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from importlib import resources
+from typing import Callable
 
 from .local import ClusterError, ServerMissing, log_tail
 
@@ -94,3 +95,42 @@ def phoenix_classpath(progress: bool = True) -> list[str]:
     extra = [j for j in resolve("phoenix-pom.xml", "phoenix", progress)
              if os.path.dirname(os.path.dirname(j)) not in seen]
     return jars + extra
+
+
+def compiled_jar(sources: list[tuple[str, bytes]], kind: str, stem: str, what: str,
+                 jars: Callable[[], list[str]]) -> str:
+    """The path of a jar of Java `sources` ((resource name, bytes)), compiled with javac
+    against `jars()` and packed at first use, cached under cache_dir()/`kind` by the sources'
+    hash as `stem`-HASH.jar; `what` names it in errors. Built in a folder of this process and
+    moved into place, so concurrent first uses do not see half a jar."""
+    digest = hashlib.sha256(b"".join(body for _, body in sources)).hexdigest()[:12]
+    folder = os.path.join(cache_dir(), kind)
+    jar = os.path.join(folder, f"{stem}-{digest}.jar")
+    if os.path.exists(jar):
+        return jar
+    cp = jars()
+    javac = _tool("javac", "Debian: apt-get install openjdk-17-jdk-headless")
+    jar_tool = _tool("jar", "Debian: apt-get install openjdk-17-jdk-headless")
+    work = os.path.join(folder, f"build-{digest}-{os.getpid()}")
+    shutil.rmtree(work, ignore_errors=True)
+    src_dir, out_dir = os.path.join(work, "src"), os.path.join(work, "classes")
+    os.makedirs(out_dir)
+    paths = []
+    for name, body in sources:
+        path = os.path.join(src_dir, *name.split("/")[1:])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as fh:
+            fh.write(body)
+        paths.append(path)
+    got = subprocess.run([javac, "-nowarn", "--release", "11", "-d", out_dir, "-cp",
+                          os.pathsep.join(cp), *paths], capture_output=True, text=True)
+    if got.returncode != 0:
+        raise ClusterError(f"javac failed on {what}: {got.stderr.strip()[-800:]}")
+    tmp = jar + f".{os.getpid()}.tmp"
+    got = subprocess.run([jar_tool, "cf", tmp, "-C", out_dir, "."], capture_output=True,
+                         text=True)
+    if got.returncode != 0:
+        raise ClusterError(f"jar failed on {what}: {got.stderr.strip()[-800:]}")
+    os.replace(tmp, jar)
+    shutil.rmtree(work, ignore_errors=True)
+    return jar

@@ -13,10 +13,8 @@ the configuration of the `hibase cluster` serving the store's Thrift port.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 import time
@@ -24,7 +22,7 @@ from importlib import resources
 from typing import Any
 
 from .coprocessor import SOURCES as COPRO_SOURCES
-from .jars import _tool, cache_dir, classpath, resolve
+from .jars import _tool, cache_dir, classpath, compiled_jar, resolve
 from .local import ClusterError
 
 __all__ = ["JOB", "SOURCES", "job_jar", "job_classpath", "run_build_job", "hbase_conf_dir",
@@ -56,37 +54,8 @@ def job_jar(progress: bool = False) -> str:
     use and cached."""
     root = resources.files(__package__)
     sources = [(name, root.joinpath(name).read_bytes()) for name in SOURCES]
-    digest = hashlib.sha256(b"".join(body for _, body in sources)).hexdigest()[:12]
-    folder = os.path.join(cache_dir(), "mapreduce")
-    jar = os.path.join(folder, f"hibase-build-job-{digest}.jar")
-    if os.path.exists(jar):
-        return jar
-    jars = job_classpath(progress)
-    javac = _tool("javac", "Debian: apt-get install openjdk-17-jdk-headless")
-    jar_tool = _tool("jar", "Debian: apt-get install openjdk-17-jdk-headless")
-    work = os.path.join(folder, f"build-{digest}-{os.getpid()}")
-    shutil.rmtree(work, ignore_errors=True)
-    src_dir, out_dir = os.path.join(work, "src"), os.path.join(work, "classes")
-    os.makedirs(out_dir)
-    paths = []
-    for name, body in sources:
-        path = os.path.join(src_dir, *name.split("/")[1:])
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as fh:
-            fh.write(body)
-        paths.append(path)
-    got = subprocess.run([javac, "-nowarn", "--release", "11", "-d", out_dir, "-cp",
-                          os.pathsep.join(jars), *paths], capture_output=True, text=True)
-    if got.returncode != 0:
-        raise ClusterError(f"javac failed on the index build job: {got.stderr.strip()[-800:]}")
-    tmp = jar + f".{os.getpid()}.tmp"
-    got = subprocess.run([jar_tool, "cf", tmp, "-C", out_dir, "."], capture_output=True,
-                         text=True)
-    if got.returncode != 0:
-        raise ClusterError(f"jar failed on the index build job: {got.stderr.strip()[-800:]}")
-    os.replace(tmp, jar)
-    shutil.rmtree(work, ignore_errors=True)
-    return jar
+    return compiled_jar(sources, "mapreduce", "hibase-build-job", "the index build job",
+                        lambda: job_classpath(progress))
 
 
 def hbase_conf_dir(host: str, port: int) -> str:
