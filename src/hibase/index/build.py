@@ -132,6 +132,24 @@ def build_index(store: Store, catalog, spec: IndexSpec, processes: int | None = 
     return {"rows_indexed": total, "values": len(counts), "regions": regions}
 
 
+def counted(store: Store, spec: IndexSpec) -> tuple[int, int]:
+    """(rows indexed, distinct values) of an index, as its value counts say: what a build
+    made where no entry passed through this process (the coprocessor's, a MapReduce job's)."""
+    from ..codec import prefix_successor
+    rows = values = 0
+    if spec.local:
+        for key, raw in store.kv_scan(local_value_table(spec.table)):
+            if key[split_key(key)[1]:][:2] == spec.alias:
+                rows += decode_count(raw)
+                values += 1
+        return rows, values
+    for alias in spec.aliases:
+        for _, raw in store.kv_scan(value_table(spec.table), alias, prefix_successor(alias)):
+            rows += decode_count(raw)
+            values += 1
+    return rows, values
+
+
 def _build_server(store: Store, catalog, spec: IndexSpec,
                   progress: Callable[[int, int], Any] | None) -> dict[str, int]:
     """An index the region server keeps (spec.server): its entries go (stale: the coprocessor
@@ -147,20 +165,7 @@ def _build_server(store: Store, catalog, spec: IndexSpec,
     store.wait_lease()
     store.reindex(spec.table, spec.alias, progress)
     catalog.set_state(spec, READY)
-    # what the build made, as the value counts say: rows indexed, distinct values
-    rows = values = 0
-    if spec.local:
-        for key, raw in store.kv_scan(local_value_table(spec.table)):
-            if key[split_key(key)[1]:][:2] == spec.alias:
-                rows += decode_count(raw)
-                values += 1
-    else:
-        from ..codec import prefix_successor
-        for alias in spec.aliases:
-            for _, raw in store.kv_scan(value_table(spec.table), alias,
-                                        prefix_successor(alias)):
-                rows += decode_count(raw)
-                values += 1
+    rows, values = counted(store, spec)
     return {"rows_indexed": rows, "values": values, "regions": len(store.regions(spec.table))}
 
 

@@ -30,9 +30,8 @@ import time
 from typing import Any, Callable, Protocol
 
 from .. import errors
-from ..codec import prefix_successor
-from .local import local_value_table, split_key
-from .spec import BUILDING, READY, STALE, decode_count, index_table, value_table
+from .build import counted
+from .spec import BUILDING, READY, STALE, index_table
 
 __all__ = ["BuildJob", "build_distributed"]
 
@@ -50,22 +49,6 @@ class BuildJob(Protocol):
         "reindex": ask the coprocessor per row; "entries": write the entries); its report:
         {"rows", "seconds", "tasks": [{"rows", "ms"}, ...], "log", ...}."""
         ...
-
-
-def _counted(store, spec) -> tuple[int, int]:
-    """(rows indexed, distinct values) as the index's value counts say."""
-    rows = values = 0
-    if spec.local:
-        for key, raw in store.kv_scan(local_value_table(spec.table)):
-            if key[split_key(key)[1]:][:2] == spec.alias:
-                rows += decode_count(raw)
-                values += 1
-        return rows, values
-    for alias in spec.aliases:
-        for _, raw in store.kv_scan(value_table(spec.table), alias, prefix_successor(alias)):
-            rows += decode_count(raw)
-            values += 1
-    return rows, values
 
 
 def build_distributed(indexer, table: str, name: str, job: BuildJob, *,
@@ -110,7 +93,7 @@ def build_distributed(indexer, table: str, name: str, job: BuildJob, *,
             progress(regions, regions)
     finally:
         indexer._invalidate_cache(table)
-    rows, values = _counted(store, spec)
+    rows, values = counted(store, spec)
     for t in report["tasks"]:
         t["rows_per_s"] = round(t["rows"] / (t["ms"] / 1000), 1) if t["ms"] else None
     report["rows_per_s"] = round(report["rows"] / report["seconds"], 1) \
