@@ -541,10 +541,10 @@ def test_one_big_batch_splits_until_every_region_is_under_split_size(embedded_db
     assert len(list(t.scan())) == 20000
 
 
-def test_a_region_that_cannot_split_is_not_remeasured_on_every_write(embedded_db, monkeypatch):
-    embedded_db.create_table("one", {"f": {}}, split_size=4096)
-    t = embedded_db.table("one")
-    calls = []
+def _count_region_measures(monkeypatch) -> list[bytes]:
+    """The start keys of the regions the embedded store measures for a split (_middle_row),
+    one per measure, as the test's writes go on."""
+    calls: list[bytes] = []
     measure = embedded.EmbeddedStore._middle_row
 
     def counting(self, tab, region):
@@ -552,6 +552,13 @@ def test_a_region_that_cannot_split_is_not_remeasured_on_every_write(embedded_db
         return measure(self, tab, region)
 
     monkeypatch.setattr(embedded.EmbeddedStore, "_middle_row", counting)
+    return calls
+
+
+def test_a_region_that_cannot_split_is_not_remeasured_on_every_write(embedded_db, monkeypatch):
+    embedded_db.create_table("one", {"f": {}}, split_size=4096)
+    t = embedded_db.table("one")
+    calls = _count_region_measures(monkeypatch)
     for i in range(3000):  # ~100 KB into one row, never read: thousands of cells
         t.put(b"row", {b"f:q%d" % i: b"value %d" % i})
     assert len(t.regions()) == 1
@@ -566,14 +573,7 @@ def test_updates_in_place_do_not_remeasure_a_region(embedded_db, monkeypatch):
     # stored: ~20 KB live, under 100 KB with every row's unfolded segments; written: 1 MB
     embedded_db.create_table("upd", {"f": {"max_versions": 1}}, split_size=256 * 1024)
     t = embedded_db.table("upd")
-    calls = []
-    measure = embedded.EmbeddedStore._middle_row
-
-    def counting(self, tab, region):
-        calls.append(region.start)
-        return measure(self, tab, region)
-
-    monkeypatch.setattr(embedded.EmbeddedStore, "_middle_row", counting)
+    calls = _count_region_measures(monkeypatch)
     for r in range(60):  # 200 rows of ~60 bytes
         for i in range(200):
             t.put(b"k%03d" % i, {b"f:a": b"round %02d %040d" % (r, i)})
