@@ -36,7 +36,7 @@ from hypothesis import settings
 
 import hibase
 from backends import KINDS, Backend
-from servers import in_ci
+from servers import required
 
 
 def pytest_configure(config):
@@ -65,7 +65,7 @@ def hbase_cluster(tmp_path_factory):
     hibase's index coprocessor in), started on first use (the first run resolves its jars with
     Maven), stopped at the end of the session. HIBASE_TEST_CLUSTER=DIR uses the running
     `hibase cluster start DIR` instead (left running)."""
-    from hibase.cluster import HBaseCluster, ServerMissing
+    from hibase.cluster import HBaseCluster
 
     running = os.environ.get("HIBASE_TEST_CLUSTER")
     if running:  # a cluster started by `hibase cluster start DIR` (development): used, kept
@@ -73,12 +73,8 @@ def hbase_cluster(tmp_path_factory):
         return
     cluster = HBaseCluster(tmp_path_factory.mktemp("hbase"), redis_nodes=0, heap_mb=2048,
                            phoenix=True)  # tests/test_phoenix.py drives Phoenix on it
-    try:
+    with required():
         cluster.start(detach=False, progress=False)
-    except ServerMissing as exc:
-        if in_ci():
-            pytest.fail(f"{exc} - CI must have it (scripts/test.sh installs it)")
-        pytest.skip(str(exc))
     try:
         yield cluster
     finally:

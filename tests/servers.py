@@ -9,26 +9,61 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, NoReturn
 
 import pytest
 
 from hibase.cluster.local import RedisProcess, ServerMissing, ZooKeeperProcess
 
-__all__ = ["start_redis", "start_zookeeper", "in_ci", "wait_until"]
+__all__ = ["start_redis", "start_zookeeper", "in_ci", "wait_until", "missing", "required",
+           "coprocessor_cluster", "cluster_url"]
 
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 
 
-def _start(factory: Callable[[], Any]) -> Any:
+def missing(exc: Exception) -> NoReturn:
+    """A server or tool the test needs is missing: a failure in CI, where scripts/test.sh
+    installs it, else a skip."""
+    if in_ci():
+        pytest.fail(f"{exc} - CI must have it (scripts/test.sh installs it)")
+    pytest.skip(str(exc))
+
+
+@contextmanager
+def required() -> Iterator[None]:
+    """Around starting a server or resolving its tools: ServerMissing is `missing`."""
     try:
-        server = factory()
+        yield
     except ServerMissing as exc:
+        missing(exc)
+
+
+def coprocessor_cluster(request: Any) -> Any:
+    """The session's real HBase (conftest's hbase_cluster), which must run hibase's index
+    coprocessor (a failure in CI, else a skip)."""
+    cluster = request.getfixturevalue("hbase_cluster")
+    if not cluster.coprocessor:
         if in_ci():
-            pytest.fail(f"{exc} - CI must have it (scripts/test.sh installs it)")
-        pytest.skip(str(exc))
+            pytest.fail("CI's session HBase must run hibase's coprocessor")
+        pytest.skip("the session's cluster runs without hibase's coprocessor")
+    return cluster
+
+
+def cluster_url(cluster: Any, prefix: str, **extra: Any) -> str:
+    """A thrift:// URL of `cluster` whose tables carry `prefix` (tests sharing the session's
+    HBase keep apart), with no catalog lease or region check to wait out, plus `extra`."""
+    sep = "&" if "?" in cluster.thrift_url else "?"
+    more = "".join(f"&{k}={v}" for k, v in extra.items())
+    return (f"{cluster.thrift_url}{sep}timeout=60000&region_check_ms=0&catalog_lease_ms=0"
+            f"&prefix={prefix}{more}")
+
+
+def _start(factory: Callable[[], Any]) -> Any:
+    with required():
+        server = factory()
     return server.start()
 
 

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 import hibase
 from hibase.cli import cli
-from servers import in_ci
+from servers import required
 
 # each test starts clusters of its own (beyond the session HBase): CI's second step
 pytestmark = pytest.mark.own_cluster
@@ -39,13 +39,9 @@ def _alive(pid: int) -> bool:
 @pytest.fixture(scope="module")
 def started(tmp_path_factory):
     """`hibase cluster start DIR --redis-nodes 1` run once for the module; stopped after."""
-    from hibase.cluster import HBaseCluster, ServerMissing, classpath
-    try:
+    from hibase.cluster import HBaseCluster, classpath
+    with required():
         classpath(progress=False)
-    except ServerMissing as exc:
-        if in_ci():
-            pytest.fail(f"{exc} - CI must have it (scripts/test.sh installs it)")
-        pytest.skip(str(exc))
     folder = str(tmp_path_factory.mktemp("cluster"))
     out = hibase_cmd("cluster", "start", folder, "--redis-nodes", "1")
     try:

@@ -20,9 +20,9 @@ import happybase
 import pytest
 
 import hibase
-from servers import in_ci
+from servers import cluster_url as _url
+from servers import coprocessor_cluster, required
 from hibase import codec
-from hibase.cluster.local import ServerMissing
 
 import codec_vectors
 
@@ -36,20 +36,10 @@ def test_vector_file_is_what_python_writes():
         assert fh.read() == codec_vectors.vectors()
 
 
-def _missing(exc: Exception) -> None:
-    """A tool the coprocessor needs (java, javac, mvn) is missing: a failure in CI, where
-    scripts/test.sh installs them, else a skip."""
-    if in_ci():
-        pytest.fail(f"{exc} - CI must have it (scripts/test.sh installs it)")
-    pytest.skip(str(exc))
-
-
 def test_java_codec_gives_pythons_bytes():
     from hibase.cluster.coprocessor import check_codec_vectors
-    try:
+    with required():  # java, javac, mvn
         got = check_codec_vectors(GOLDEN)
-    except ServerMissing as exc:
-        _missing(exc)
     assert got.returncode == 0, got.stdout[-3000:] + got.stderr[-2000:]
     assert "failed 0" in got.stdout
     n = int(got.stdout.split("checked ")[1].split(",")[0])
@@ -64,10 +54,8 @@ def test_cli_builds_the_jar_and_says_how_to_load_it():
 
     from hibase.cli import cli
     from hibase.cluster.jars import classpath
-    try:
+    with required():
         classpath(progress=False)
-    except ServerMissing as exc:
-        _missing(exc)
     got = CliRunner().invoke(cli, ["cluster", "coprocessor", "--json"])
     assert got.exit_code == 0, got.output
     info = json.loads(got.output.strip().splitlines()[-1])
@@ -161,19 +149,7 @@ def _index_rows(conn: happybase.Connection, hbase_table: str) -> tuple[dict, dic
 
 @pytest.fixture
 def hbase(request):
-    cluster = request.getfixturevalue("hbase_cluster")
-    if not cluster.coprocessor:
-        if in_ci():
-            pytest.fail("CI's session HBase must run hibase's coprocessor")
-        pytest.skip("the session's cluster runs without hibase's coprocessor")
-    return cluster
-
-
-def _url(cluster, prefix: str, **extra) -> str:
-    sep = "&" if "?" in cluster.thrift_url else "?"
-    more = "".join(f"&{k}={v}" for k, v in extra.items())
-    return (f"{cluster.thrift_url}{sep}timeout=60000&region_check_ms=0&catalog_lease_ms=0"
-            f"&prefix={prefix}{more}")
+    return coprocessor_cluster(request)
 
 
 _n = [0]

@@ -27,9 +27,9 @@ from click.testing import CliRunner
 
 import hibase
 from hibase.cli import cli
-from hibase.cluster.local import ServerMissing
-from hibase.cluster.mapreduce import MapReduceJob
-from servers import in_ci
+from hibase.cluster.mapreduce import MapReduceJob, job_jar
+from servers import cluster_url as _url
+from servers import coprocessor_cluster, required
 
 CITIES = [b"NY", b"SF", b"LA", b"Paris", b"Oslo"]
 _n = [0]
@@ -37,26 +37,10 @@ _n = [0]
 
 @pytest.fixture
 def hbase(request):
-    cluster = request.getfixturevalue("hbase_cluster")
-    if not cluster.coprocessor:
-        if in_ci():
-            pytest.fail("CI's session HBase must run hibase's coprocessor")
-        pytest.skip("the session's cluster runs without hibase's coprocessor")
-    try:
-        from hibase.cluster.mapreduce import job_jar
+    cluster = coprocessor_cluster(request)
+    with required():
         job_jar()
-    except ServerMissing as exc:
-        if in_ci():
-            pytest.fail(f"{exc} - CI must have it (scripts/test.sh installs it)")
-        pytest.skip(str(exc))
     return cluster
-
-
-def _url(cluster, prefix: str, **extra) -> str:
-    sep = "&" if "?" in cluster.thrift_url else "?"
-    more = "".join(f"&{k}={v}" for k, v in extra.items())
-    return (f"{cluster.thrift_url}{sep}timeout=60000&region_check_ms=0&catalog_lease_ms=0"
-            f"&prefix={prefix}{more}")
 
 
 def _prefix() -> str:

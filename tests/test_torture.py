@@ -745,17 +745,13 @@ def test_kill_9_of_hbase_during_indexed_writes(tmp_path, record_property):
     old or the new value), every query equals the full scan, and verify_index reports 0
     differences - after `verify --repair` when the kill left the in-flight batch's unverified
     entries or grown counts (readers resolve those meanwhile: the queries above run first)."""
-    from hibase.cluster import HBaseCluster, ServerMissing
-    from servers import in_ci
+    from hibase.cluster import HBaseCluster
+    from servers import required
 
     cluster = HBaseCluster(tmp_path / "hbase", redis_nodes=0, heap_mb=1024, phoenix=False,
                            coprocessor=True)
-    try:
+    with required():
         cluster.start(detach=False, progress=False)
-    except ServerMissing as exc:
-        if in_ci():
-            pytest.fail(f"{exc} - CI must have it")
-        pytest.skip(str(exc))
     try:
         url = (f"{cluster.thrift_url}&timeout=30000&retries=0&catalog_lease_ms=0"
                f"&region_check_ms=0")
