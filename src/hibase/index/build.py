@@ -16,7 +16,7 @@ import sys
 import tempfile
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 import msgpack
 
@@ -32,6 +32,8 @@ from .spec import BUILDING, READY, STALE, IndexSpec, index_table, value_table
 __all__ = ["build_index", "verify_index", "expected_entries"]
 
 _CHUNK = 20_000
+
+T = TypeVar("T")
 
 
 def expected_entries(store: Store, spec: IndexSpec, start: bytes | None = None,
@@ -150,6 +152,20 @@ def counted(store: Store, spec: IndexSpec) -> tuple[int, int]:
     return rows, values
 
 
+def rebuild_server_kept(store: Store, catalog, spec: IndexSpec, fill: Callable[[], T]) -> T:
+    """How an index the region server keeps is rebuilt: stale (the coprocessor stops writing
+    it; every client knows once the lease passed), cleared, `building` (the coprocessor keeps
+    every write again), then `fill()` hands the rows to the coprocessor, then ready."""
+    catalog.set_state(spec, STALE)
+    store.wait_lease()
+    catalog.clear(spec)
+    catalog.set_state(spec, BUILDING)
+    store.wait_lease()
+    out = fill()
+    catalog.set_state(spec, READY)
+    return out
+
+
 def _build_server(store: Store, catalog, spec: IndexSpec,
                   progress: Callable[[int, int], Any] | None) -> dict[str, int]:
     """An index the region server keeps (spec.server): its entries go (stale: the coprocessor
@@ -158,13 +174,8 @@ def _build_server(store: Store, catalog, spec: IndexSpec,
     and every existing row is handed to the coprocessor (store.reindex), which writes the
     row's entry and count under the row's lock unless a write did already. No entry is
     computed here, so the build never races a writer of any client."""
-    catalog.set_state(spec, STALE)
-    store.wait_lease()
-    catalog.clear(spec)
-    catalog.set_state(spec, BUILDING)
-    store.wait_lease()
-    store.reindex(spec.table, spec.alias, progress)
-    catalog.set_state(spec, READY)
+    rebuild_server_kept(store, catalog, spec,
+                        lambda: store.reindex(spec.table, spec.alias, progress))
     rows, values = counted(store, spec)
     return {"rows_indexed": rows, "values": values, "regions": len(store.regions(spec.table))}
 

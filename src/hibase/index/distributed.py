@@ -30,8 +30,8 @@ import time
 from typing import Any, Callable, Protocol
 
 from .. import errors
-from .build import counted
-from .spec import BUILDING, READY, STALE, index_table
+from .build import counted, rebuild_server_kept
+from .spec import BUILDING, READY, index_table
 
 __all__ = ["BuildJob", "build_distributed"]
 
@@ -76,13 +76,7 @@ def build_distributed(indexer, table: str, name: str, job: BuildJob, *,
             store, mode, json.dumps(body).encode(), table, index_table(table), regions)
         t0 = time.perf_counter()
         if spec.server:
-            catalog.set_state(spec, STALE)
-            store.wait_lease()
-            catalog.clear(spec)
-            catalog.set_state(spec, BUILDING)
-            store.wait_lease()
-            report = run("reindex")
-            catalog.set_state(spec, READY)
+            report = rebuild_server_kept(store, catalog, spec, lambda: run("reindex"))
         else:
             with store.write_lock():
                 catalog.clear(spec)
