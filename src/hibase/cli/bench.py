@@ -542,13 +542,21 @@ def bench_gateway(idle: int, garbage: int, calls: int, client_timeout: float, se
 @click.option("--scale", type=click.Choice(["smoke", "quick", "full"]), default="quick",
               show_default=True,
               help="quick: 10k, 100k and 1M rows (about 10 minutes on 2 cores); full: up to "
-                   "10M rows (about an hour); smoke: a few thousand rows (seconds, for tests).")
+                   "10M rows (about an hour embedded; on HBase 1M rows and the largest of "
+                   "2M-10M the budget allows, beside Phoenix); smoke: a few thousand rows "
+                   "(seconds, for tests).")
 @click.option("--out", required=True, type=click.Path(file_okay=False), metavar="DIR",
               help="Folder for results.json, report.md and the PNG plots.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Show progress on stderr.")
-def bench_paper(backend: str, scale: str, out: str, seed: int, progress: bool) -> None:
+@click.option("--budget-minutes", type=click.FloatRange(min=1), default=None,
+              help="With --backend thrift://: the whole run's time budget; the section at "
+                   "scale (hibase beside Phoenix) runs its first size, then the largest "
+                   "bigger one estimated to end within it (default: 120 for full, 60 quick, "
+                   "30 smoke).")
+def bench_paper(backend: str, scale: str, out: str, seed: int, progress: bool,
+                budget_minutes: float | None) -> None:
     """The HiBase paper's evaluation in one command, beside SQLite, DuckDB and (on an HBase
     cluster) Apache Phoenix: query time of the four query types by size (full scan, cold
     index, hot index), hit ratio by cache size (hotscore, LRU, window-heat, Belady's MIN),
@@ -576,7 +584,8 @@ def bench_paper(backend: str, scale: str, out: str, seed: int, progress: bool) -
     from hibase_bench.paper.report import headline
 
     note = (lambda m: click.echo(m, err=True)) if progress else (lambda _m: None)
-    res = paper.run(out, backend=backend, scale=scale, seed=seed, progress=progress, note=note)
+    res = paper.run(out, backend=backend, scale=scale, seed=seed, progress=progress, note=note,
+                    budget_s=None if budget_minutes is None else budget_minutes * 60)
     h = headline(res)
     click.echo(f"bench paper ({scale}, {res['backend']}): {res['elapsed_s']:,} s; answers of "
                f"every peer equal: {res['all_answers_checked_equal']}")

@@ -90,10 +90,11 @@ def _decode(v: Any) -> Any:
 class PhoenixClient:
     """A Phoenix JDBC connection to the HBase whose ZooKeeper listens on 127.0.0.1:`zk_port`,
     held by one helper JVM; every call waits at most `timeout` s (then the JVM is ended and
-    PhoenixError raised), so a stuck HBase cannot hang the caller."""
+    PhoenixError raised), so a stuck HBase cannot hang the caller. `properties`: JDBC
+    connection properties added to CONNECT_PROPERTIES (e.g. phoenix.query.timeoutMs)."""
 
     def __init__(self, zk_port: int, *, log: str | None = None, heap_mb: int = 512,
-                 timeout: float = 300.0):
+                 timeout: float = 300.0, properties: dict[str, Any] | None = None):
         self.zk_port = zk_port
         self.timeout = timeout
         self.url = f"jdbc:phoenix:127.0.0.1:{zk_port}"
@@ -110,7 +111,7 @@ class PhoenixClient:
                f"-Dlog4j2.configurationFile={os.path.join(conf, 'log4j2.properties')}",
                f"-Dhibase.log.file={self.log}",
                "-cp", os.pathsep.join([classes, *jars]), "PhoenixBridge", f"127.0.0.1:{zk_port}",
-               *(f"{k}={v}" for k, v in CONNECT_PROPERTIES.items())]
+               *(f"{k}={v}" for k, v in {**CONNECT_PROPERTIES, **(properties or {})}.items())]
         t0 = time.monotonic()
         with open(self.log, "ab") as err:
             self._proc: subprocess.Popen | None = subprocess.Popen(

@@ -25,16 +25,23 @@ SCALES: dict[str, dict[str, Any]] = {
     "smoke": {"sizes": [1_000, 3_000], "remote_sizes": [1_000], "repeats": 3,
               "import_rows": 2_000, "cache_rows": 3_000, "cache_queries": 1_000,
               "probes": 2_000, "overflow_seeds": 1, "local_rows": 2_000, "regions": 4,
-              "local_queries": 2},
+              "local_queries": 2, "scale_sizes": [1_000], "scale_bigger": [3_000],
+              "budget_s": 1800},
     "quick": {"sizes": [10_000, 100_000, 1_000_000], "remote_sizes": [10_000, 50_000],
               "repeats": 5, "import_rows": 100_000, "cache_rows": 100_000,
               "cache_queries": 10_000, "probes": 100_000, "overflow_seeds": 1,
-              "local_rows": 50_000, "regions": 8, "local_queries": 5},
+              "local_rows": 50_000, "regions": 8, "local_queries": 5,
+              "scale_sizes": [100_000], "scale_bigger": [1_000_000, 300_000],
+              "budget_s": 3600},
+    # on HBase the sizes past 100,000 rows are the scale section's (hibase beside Phoenix)
     "full": {"sizes": [10_000, 100_000, 1_000_000, 10_000_000],
-             "remote_sizes": [10_000, 100_000, 1_000_000], "repeats": 9,
-             "import_rows": 1_000_000, "cache_rows": 1_000_000, "cache_queries": 10_000,
+             "remote_sizes": [10_000, 100_000], "repeats": 9,
+             "import_rows": 1_000_000, "remote_import_rows": 100_000,
+             "cache_rows": 1_000_000, "cache_queries": 10_000,
              "probes": 1_000_000, "overflow_seeds": 3, "local_rows": 200_000, "regions": 16,
-             "local_queries": 20},
+             "local_queries": 20, "scale_sizes": [1_000_000],
+             "scale_bigger": [10_000_000, 5_000_000, 3_000_000, 2_000_000],
+             "budget_s": 7200},
 }
 
 
@@ -83,10 +90,12 @@ class _Sections:
 
 def run(out: str, backend: str = "embedded", scale: str = "quick", seed: int = 0,
         progress: bool = True, plots: bool = True,
-        note: Callable[[str], Any] = lambda _m: None) -> dict[str, Any]:
+        note: Callable[[str], Any] = lambda _m: None,
+        budget_s: float | None = None) -> dict[str, Any]:
     """Run every experiment; write out/results.json, out/report.md and the plots; return the
-    results."""
-    from . import cache_exp, imports, phoenix_peer, queries, routing
+    results. On HBase the scale section (hibase beside Phoenix) runs last and takes the largest
+    size estimated to end within `budget_s` (default: the scale's) of the start."""
+    from . import cache_exp, imports, phoenix_peer, queries, routing, scale as at_scale
     from .engines import load_all
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {', '.join(SCALES)}")
@@ -98,6 +107,7 @@ def run(out: str, backend: str = "embedded", scale: str = "quick", seed: int = 0
         duckdb = None  # type: ignore[assignment]
     os.makedirs(out, exist_ok=True)
     started = time.perf_counter()
+    deadline = time.monotonic() + (cfg["budget_s"] if budget_s is None else budget_s)
     sec = _Sections(note)
     machine = _machine()
     machine["cpu_model"] = _cpu_model()
@@ -132,7 +142,8 @@ def run(out: str, backend: str = "embedded", scale: str = "quick", seed: int = 0
         results["queries"] = per_size
         results["imports"] = sec.run("imports", lambda: imports.run(
             work, backend if remote else os.path.join(work, "hibase-import"),
-            cfg["import_rows"], seed, remote))
+            cfg.get("remote_import_rows", cfg["import_rows"]) if remote else cfg["import_rows"],
+            seed, remote))
         results["cache"] = sec.run("cache", lambda: cache_exp.run(
             work, cfg["cache_rows"], cfg["cache_queries"], seed))
         results["routing"] = sec.run("routing", lambda: routing.run(
@@ -141,13 +152,18 @@ def run(out: str, backend: str = "embedded", scale: str = "quick", seed: int = 0
         # Phoenix gets the smallest size, its answers checked against hibase's at that size
         results["phoenix"] = sec.run("phoenix", lambda: phoenix_peer.run(
             backend, sizes[0], seed, cfg["repeats"], answers[sizes[0]]))
+        if remote:
+            results["scale"] = sec.run("scale", lambda: at_scale.run(
+                backend, cfg["scale_sizes"], cfg["scale_bigger"], seed, cfg["repeats"],
+                deadline, progress, note))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results["sections"] = sec.timing
     results["all_answers_checked_equal"] = all(
         q["all_same"] for s in results["queries"] for q in s["queries"]) and all(
         q["same_rows"] for q in results["phoenix"].get("queries", [])
-        + results["phoenix"].get("queries_local", []))
+        + results["phoenix"].get("queries_local", [])) and all(
+        at_scale.all_same(s) for s in results.get("scale", {}).get("sizes", []))
     results["elapsed_s"] = round(time.perf_counter() - started, 1)
     results["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     from . import report
