@@ -119,6 +119,68 @@ def test_point_lookups_visit_only_regions_that_may_hold_the_value(backend, db):
     assert len(routes[0].regions) == len(regions) and routes[0].skipped_by_filter == 0
 
 
+def _servers_exact(db, table: str = "t", alias: bytes | None = None) -> dict:
+    """Every value a region holds is in the filter of the server holding that region (never a
+    false negative at the server level); the per-server filters."""
+    router = db.indexer.router
+    regions = db.store.regions(table)
+    alias = alias or db.indexer.catalog.get(table, "lu").alias
+    filters, placement = router.server_filters(table, alias, regions)
+    by_start = {r.start: r for r in regions}
+    for start, by_alias in local.region_counts(db.store, table).items():
+        f = filters[placement[by_start[start].id]]
+        assert all(v in f for v, n in by_alias.get(alias, {}).items() if n > 0)
+    return filters
+
+
+def test_server_filters_stay_exact_and_route_as_the_paper(backend, db):
+    """One filter per region server (SPEC §3's global level): built from the per-region
+    counts, kept by the same commit events, rebuilt after splits; level="server" visits every
+    region of the servers whose filter may hold the value, with the same rows."""
+    t = _table(db, rows=900, split_size=1 << 30, backend=backend)  # splits made below only
+    for row in (b"r00500", b"r01000", b"r01500", b"r02000"):
+        backend.split("t", row)
+    router = db.indexer.router
+    spec = db.indexer.catalog.get("t", "lu")
+    servers = set(db.store.servers("t").values())
+    assert servers and all(isinstance(s, str) and s for s in servers)
+    first = _servers_exact(db)
+    assert set(first) == servers
+    rng = random.Random(9)
+    rows = [r for r, _ in t.scan()]
+    for row in rng.sample(rows, 200):  # kept by commit events: the same view, changed
+        if rng.random() < 0.5:
+            t.delete(row)
+        else:
+            t.put(row, {b"f:u": b"srv%d" % rng.randrange(30)})
+    assert _servers_exact(db) is first  # the same filters, changed by the writes' events
+    backend.split("t", b"r00900")
+    t.put(b"r00901", {b"f:u": b"after-split", b"f:a": b"1"})
+    assert _servers_exact(db) is not first  # rebuilt for the daughters
+    rows_of: dict[bytes, list[bytes]] = {}
+    for row, d in t.scan():
+        rows_of.setdefault(d.get(b"f:u"), []).append(row)
+    try:
+        for v in [b"u%d" % i for i in range(0, 300, 11)] + [b"srv3", b"after-split", b"none"]:
+            got = {}
+            for level in ("region", "server"):
+                router.level = level
+                routes: list = []
+                got[level] = sorted(r for r, _ in local.scan_entries(
+                    db.store, spec, [key_range(spec, [v.decode()])], router, routes))
+                if level == "server":
+                    chosen, holding = routes[0].servers
+                    assert chosen <= holding <= len(servers)
+                    assert "region server(s) by their SCBF" in routes[0].describe()
+                else:
+                    assert routes[0].servers is None
+            assert got["region"] == got["server"] == sorted(rows_of.get(v, []))
+    finally:
+        router.level = "region"
+    with pytest.raises(ValueError, match="routing level"):
+        router.level = "rack"
+
+
 def test_explain_shows_regions_visited_and_skipped(backend, db):
     t = _table(db, rows=600, backend=backend)
     n = len(t.regions())
@@ -256,6 +318,15 @@ def test_bench_local_cli_small(tmp_path):
     absent = report["queries"][0]
     assert absent["rows"] == 0 and absent["local_all_regions"]["regions_visited"] == 4
     assert absent["local_scbf"]["regions_visited"] < 1 and absent["global"]["regions_visited"] == 1
+    # per-server filters (one server here): an absent value visits no server, a present one
+    # the server holding it, never one without a match
+    assert report["servers"]["count"] == 1
+    assert absent["local_scbf_servers"]["servers_visited"] < 1
+    assert absent["local_all_regions"]["servers_visited"] == 1
+    assert absent["local_all_regions"]["servers_without_match"] == 1
+    for q in report["queries"][1:]:
+        assert q["local_scbf_servers"]["servers_visited"] == q["servers_holding_rows"] == 1
+        assert q["local_scbf_servers"]["servers_without_match"] == 0
 
 
 def test_stacks_repack_or_grow_and_stay_exact(backend, db):

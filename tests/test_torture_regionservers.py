@@ -609,3 +609,70 @@ def test_redis_cache_node_killed_under_load(rs3, record_property):
     finally:
         db.close()
 
+
+
+def test_server_filters_route_to_the_servers_holding_a_value(rs3, record_property):
+    """SPEC §3's global level on three region servers (issue 29, item 5): one SCBF per region
+    server, a lookup asking only the servers whose filter may hold the value; never one that
+    holds a matching row missed, the same rows as the full scan, and after regions move the
+    filters follow the new placement."""
+    from hibase.index import local
+    from hibase.index import routing
+    from hibase.index.lookup import key_range
+
+    db = connect(rs3, "b", server_upkeep="0", region_check_ms="0")
+    try:
+        db.create_table("t", {"f": {}}, columns=COLUMNS)
+        db.create_index("t", "loc_a", ["f:a"], covering=["f:c"], local=True)
+        data = f"b{RUN}_t"
+        spread(rs3, data, [b"r%05d" % i for i in range(500, 3000, 500)])
+        db.store.follow_splits("t", force=True)
+        t = db.table("t")
+        with t.batch() as b:  # value g<block>-<k> only in rows of its 500-row block: one region
+            for i in range(3000):
+                b.put(b"r%05d" % i, {b"f:a": b"g%d-%d" % (i // 500, i % 10),
+                                     b"f:n": b"%d" % i, b"f:c": b"c%d" % i})
+        router = db.indexer.router
+        router.level = "server"
+        spec = db.indexer.catalog.get("t", "loc_a")
+
+        def measure() -> dict:
+            placement = router.placement("t", db.store.regions("t"))
+            servers = set(placement.values())
+            chosen = holding = false = everywhere = 0
+            for v in [f"g{blk}-{k}" for blk in range(6) for k in range(10)] + \
+                    [f"absent{k}" for k in range(30)]:
+                routes: list = []
+                rows = sorted(r for r, _ in local.scan_entries(
+                    db.store, spec, [key_range(spec, [v])], router, routes))
+                assert rows == sorted(r for r, _ in t.where(f"f.a = '{v}'", full_scan=True))
+                visited = {placement[r.id] for r in routes[0].regions}
+                held = {placement[db.store.region_of("t", r).id] for r in rows}
+                assert held <= visited  # never a false negative
+                chosen += len(visited)
+                holding += len(held)
+                false += len(visited - held)
+                router.enabled = False  # hindex: every region, so every server
+                routes = []
+                list(local.scan_entries(db.store, spec, [key_range(spec, [v])], router, routes))
+                router.enabled = True
+                everywhere += len({placement[r.id] for r in routes[0].regions})
+            return {"servers": len(servers), "servers_visited": chosen,
+                    "servers_holding_rows": holding, "servers_without_match": false,
+                    "hindex_servers_visited": everywhere}
+
+        before = measure()
+        assert before["servers"] == 3
+        # 60 present values, one server each; 30 absent: the filters rule most servers out
+        assert before["servers_holding_rows"] == 60
+        assert before["servers_visited"] < 60 + 30 * 3 // 2
+        assert before["hindex_servers_visited"] == 90 * 3
+        rs3.split(data, b"r00250")
+        rs3.spread(data)
+        db.store.follow_splits("t", force=True)
+        time.sleep(routing.PLACEMENT_TTL_S)  # the cached placement expires
+        after = measure()
+        assert after["servers_holding_rows"] == 60
+        record(record_property, "scbf_per_server", before=before, after_moves=after)
+    finally:
+        db.close()

@@ -115,15 +115,42 @@ def _queries(data: list, rows: int, n: int) -> list[dict[str, Any]]:
 
 
 def _create(db: Any, name: str, split_points: list[bytes], indexes: str,
-            total_bytes: int) -> None:
+            total_bytes: int, cluster: Any = None) -> None:
+    """Table `name` split at `split_points` with `indexes` (none, global, local); on an HBase
+    `cluster` split through its Admin API and spread round-robin over its region servers."""
     db.create_table(name, {"f": {"max_versions": 1}}, columns=TELECOM_COLUMNS,
                     split_size=max(total_bytes * 4, 1 << 20))
-    for p in split_points:
-        db.split(name, p)
+    if cluster is None:
+        for p in split_points:
+            db.split(name, p)
     if indexes != "none":
         for iname, cols in INDEXES:
             db.create_index(name, iname, cols, covering=COVER, local=indexes == "local",
                             processes=1)  # the table is empty: no worker processes
+    if cluster is not None:
+        hname = db.store.hbase_name(_full(db, name))
+        for p in split_points:
+            cluster.split(hname, p)
+        cluster.spread(hname)
+        db.store.follow_splits(_full(db, name), force=True)  # local rows follow the regions
+
+
+def _full(db: Any, name: str) -> str:
+    """The store's name of table `name` (the connection's table prefix included)."""
+    return str(db.table(name).name.decode())
+
+
+def _cluster_of(backend: str) -> Any:
+    """The running `hibase cluster` serving Thrift URL `backend` (its Admin API splits and
+    moves regions, which Thrift1 cannot)."""
+    from urllib.parse import urlsplit
+    from hibase.cluster.hbase import cluster_for_port
+    port = urlsplit(backend).port
+    cluster = None if port is None else cluster_for_port(port)
+    if cluster is None:
+        raise ValueError(f"no running `hibase cluster` serves {backend}: the benchmark splits "
+                         "and moves regions through its Admin API")
+    return cluster
 
 
 def _load_all(db: Any, data: list, chunk: int = 5000) -> dict[str, Any]:
@@ -147,70 +174,107 @@ def _load_all(db: Any, data: list, chunk: int = 5000) -> dict[str, Any]:
         "flush_seconds_all_tables": round(flush, 3)}
 
 
-def _visits(db: Any, table: str, cond: str) -> tuple[int, str]:
-    """Region visits of the plan (global index: one per key range) and its index."""
+def _visits(db: Any, table: str, cond: str) -> tuple[int, str, set[str] | None]:
+    """Region visits of the plan (global index: one per key range), its index, and the region
+    servers a local lookup visits (the servers holding the regions its route reads; None for
+    the global index: one index read per key range, wherever HBase holds that index region)."""
     select = Select(table, (b"f:mdn",), engine.parse_condition(cond), None)
     plan = engine.prepare(select, db.store, db.indexer)[0]
     path = plan.steps[0].path if plan.steps else None
     if not isinstance(path, IndexLookup):  # no index read
-        return 0, "none"
+        return 0, "none", None
     if path.route is not None:
-        return path.route.visits, path.spec.name + " (local)"
-    return len(path.ranges), path.spec.name
+        regions = path.route.regions
+        placement = db.indexer.router.placement(path.spec.table, regions)
+        return (path.route.visits, path.spec.name + " (local)",
+                {placement[r.id] for r in regions})
+    return len(path.ranges), path.spec.name, None
+
+
+def _servers_holding(db: Any, table: str, rows: list[bytes]) -> set[str]:
+    """The region servers holding `rows` of `table` (where a lookup must go for them)."""
+    full = _full(db, table)
+    regions = [db.store.region_of(full, r) for r in rows]
+    placement = db.indexer.router.placement(full, regions)
+    return {placement[r.id] for r in regions}
 
 
 def _measure(db: Any, q: dict[str, Any]) -> dict[str, Any]:
     """Each value's query in each mode in turn (interleaved, as the loads)."""
-    modes = {"global": ("global", True), "local_all_regions": ("local", False),
-             "local_scbf": ("local", True)}
+    modes = {"global": ("global", True, "region"), "local_all_regions": ("local", False, "region"),
+             "local_scbf": ("local", True, "region"),
+             "local_scbf_servers": ("local", True, "server")}
     router = db.indexer.router
     times: dict[str, list[float]] = {m: [] for m in modes}
     visits: dict[str, list[int]] = {m: [] for m in modes}
+    servers: dict[str, list[int]] = {m: [] for m in modes}
+    false_servers: dict[str, list[int]] = {m: [] for m in modes}
+    holding: list[int] = []
     rowsets: dict[str, list] = {m: [] for m in modes}
     index: dict[str, str] = {}
     try:
         for cond in q["conds"]:
-            for mode, (table, routed) in modes.items():
-                router.enabled = routed
+            for mode, (table, routed, level) in modes.items():
+                router.enabled, router.level = routed, level
                 t = db.table(table)
                 rowsets[mode].append(sorted(r for r, _ in t.where(cond, columns=[b"f:mdn"])))
-                v, index[mode] = _visits(db, table, cond)
+                v, index[mode], srv = _visits(db, table, cond)
                 visits[mode].append(v)
+                if mode == "local_all_regions":  # where the rows are: same table, same regions
+                    held = _servers_holding(db, table, rowsets[mode][-1])
+                    holding.append(len(held))
+                if srv is not None:
+                    servers[mode].append(len(srv))
+            for mode in ("local_all_regions", "local_scbf", "local_scbf_servers"):
+                router.enabled, router.level = modes[mode][1], modes[mode][2]
+                srv = _visits(db, "local", cond)[2] or set()
+                false_servers[mode].append(len(srv - held))
             for _ in range(RUNS):
-                for mode, (table, routed) in modes.items():
-                    router.enabled = routed
+                for mode, (table, routed, level) in modes.items():
+                    router.enabled, router.level = routed, level
                     t = db.table(table)
                     t0 = time.perf_counter()
                     for _ in t.where(cond, columns=[b"f:mdn"]):
                         pass
                     times[mode].append(time.perf_counter() - t0)
     finally:
-        router.enabled = True
+        router.enabled, router.level = True, "region"
     out: dict[str, Any] = {
         mode: {"median_us": round(statistics.median(times[mode]) * 1e6, 1),
                "regions_visited": round(statistics.mean(visits[mode]), 2),
                "index": index[mode]} for mode in modes}
+    for mode in ("local_all_regions", "local_scbf", "local_scbf_servers"):
+        out[mode]["servers_visited"] = round(statistics.mean(servers[mode]), 2)
+        out[mode]["servers_without_match"] = round(statistics.mean(false_servers[mode]), 2)
+    out["servers_holding_rows"] = round(statistics.mean(holding), 2)
     out["rows"] = round(statistics.mean(len(r) for r in rowsets["global"]), 1)
-    out["same_rows"] = rowsets["global"] == rowsets["local_all_regions"] == rowsets["local_scbf"]
+    out["same_rows"] = all(rowsets[m] == rowsets["global"] for m in modes)
     return out
 
 
 def run(rows: int = 200_000, regions: int = 16, queries: int = 20, seed: int = 0,
-        workdir: str | None = None, progress: bool = False) -> dict[str, Any]:
-    """Measure; returns a JSON-serializable report (see the module docstring)."""
+        workdir: str | None = None, progress: bool = False,
+        backend: str = "embedded") -> dict[str, Any]:
+    """Measure; returns a JSON-serializable report (see the module docstring). `backend`: the
+    embedded store, or the thrift:// URL of a `hibase cluster` (its tables' regions spread
+    over its region servers; indexes kept by the client, server_upkeep=0, as routing filters
+    need)."""
     if rows < regions or regions < 1 or queries < 1:
         raise ValueError("need rows >= regions >= 1 and queries >= 1")
     t_start = time.perf_counter()
+    cluster = None if backend == "embedded" else _cluster_of(backend)
     data = list(telecom_rows(rows, seed))
     keys = sorted(k for k, _ in data)
     split_points = sorted({keys[i * len(keys) // regions] for i in range(1, regions)})
     total_bytes = sum(len(k) + sum(len(v) for v in d.values()) for k, d in data)
     base = tempfile.mkdtemp(prefix="hibase-bench-local-", dir=workdir)
+    location = os.path.join(base, "store") if cluster is None else (
+        backend + ("&" if "?" in backend else "?") + f"prefix=bl{os.getpid()}_&server_upkeep=0")
     try:
-        db = _connect(os.path.join(base, "store"))
+        db = _connect(location)
         try:
             for name in TABLES:
-                _create(db, name, split_points, name, total_bytes)
+                _create(db, name, split_points, name, total_bytes, cluster)
             if progress:
                 print("loading ...", file=sys.stderr)
             write = _load_all(db, data)
@@ -225,6 +289,10 @@ def run(rows: int = 200_000, regions: int = 16, queries: int = 20, seed: int = 0
                                 "example": q["conds"][0], "values": len(q["conds"]),
                                 "value_rows": [min(q["counts"]), max(q["counts"])], **m})
             verify = {name: db.verify_index("local", name)["ok"] for name, _ in INDEXES}
+            placement = db.store.servers(_full(db, "local"))
+            if cluster is not None:
+                for name in TABLES:
+                    db.delete_table(name, disable=True)
         finally:
             db.close()
     finally:
@@ -240,8 +308,14 @@ def run(rows: int = 200_000, regions: int = 16, queries: int = 20, seed: int = 0
         "filters": {k: checks[k] for k in ("filters", "bytes", "values", "false_negatives",
                                            "stale_items", "overflows")},
         "local_indexes_verified": verify,
-        "servers": "one (embedded store: every region on 'localhost'; per-server filters would "
-                   "equal the union of the per-region ones, so routing stops at regions)",
+        "backend": "embedded" if cluster is None else backend,
+        "servers": {"count": len(set(placement.values())),
+                    "regions_per_server": dict(Counter(placement.values())),
+                    "note": "servers visited: the region servers holding the data regions a "
+                            "local lookup reads (the paper's placement: a region's local index "
+                            "lives with it); hibase on HBase keeps local index rows in one "
+                            "key-value table under region prefixes, which HBase places on its "
+                            "own"},
         "environment": {"python": platform.python_version(), "machine": platform.machine(),
                         "cpus": os.cpu_count()},
         "elapsed_s": round(time.perf_counter() - t_start, 1),
@@ -255,14 +329,25 @@ def summary(r: dict[str, Any]) -> list[str]:
     w = r["write"]
     lines.append("write rows/s: " + ", ".join(f"{k} {w[k]['rows_per_s']:,}" for k in TABLES)
                  + f" (local/global {r['write_ratio_local_vs_global']})")
-    head = f"{'query':<48} {'rows':>8}  {'global':>16}  {'hindex (all)':>16}  {'SCBF':>16}"
+    head = (f"{'query':<48} {'rows':>8}  {'global':>16}  {'hindex (all)':>16}  {'SCBF':>16}  "
+            f"{'SCBF servers':>16}")
     lines += [head, "-" * len(head)]
     for q in r["queries"]:
         cells = [f"{q[m]['median_us']:>8,.0f}us/{q[m]['regions_visited']:>5}"
-                 for m in ("global", "local_all_regions", "local_scbf")]
+                 for m in ("global", "local_all_regions", "local_scbf", "local_scbf_servers")]
         lines.append(f"{q['query'][:48]:<48} {q['rows']:>8,.1f}  " + "  ".join(cells)
                      + ("" if q["same_rows"] else "  ROWS DIFFER"))
     lines.append("(median latency / mean regions visited per query)")
+    srv = r["servers"]
+    head = (f"{'query':<48} {'holding':>8}  {'hindex (all)':>12}  {'SCBF regions':>12}  "
+            f"{'SCBF servers':>12}")
+    lines += [f"region servers: {srv['count']} ({srv['regions_per_server']}); servers visited "
+              "/ of them holding no matching row, per query", head, "-" * len(head)]
+    for q in r["queries"]:
+        cells = [f"{q[m]['servers_visited']:>6}/{q[m]['servers_without_match']:<5}"
+                 for m in ("local_all_regions", "local_scbf", "local_scbf_servers")]
+        lines.append(f"{q['query'][:48]:<48} {q['servers_holding_rows']:>8}  "
+                     + "  ".join(f"{c:>12}" for c in cells))
     f = r["filters"]
     lines.append(f"routing filters: {f['filters']} SCBFs, {f['bytes']:,} bytes, "
                  f"false negatives {f['false_negatives']}")

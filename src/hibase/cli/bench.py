@@ -440,24 +440,38 @@ def bench_cache(rows: int, queries: int, zipf: float, ratios: str, backends: str
               help="Seed of the generated data.")
 @click.option("--workdir", type=click.Path(file_okay=False), metavar="DIR",
               help="Put the temporary store under DIR.")
+@click.option("--backend", default="embedded", show_default=True, metavar="embedded|URL",
+              help="The embedded store, or the thrift:// URL of a running `hibase cluster` "
+                   "(e.g. `--regionservers 3`): its regions are split and spread over the "
+                   "region servers through HBase's Admin API.")
 @bench_options
 def bench_local(rows: int, regions: int, queries: int, seed: int, workdir: str | None,
-                as_json: bool, output: str | None, progress: bool) -> None:
+                backend: str, as_json: bool, output: str | None, progress: bool) -> None:
     """Local (per-region) indexes against the global index: per query type the regions
     visited and the median latency of the global index, of the local index visiting every
-    region (hindex) and of the local index routed by split counting Bloom filters; write
-    throughput with a global and with a local index.
+    region (hindex), of the local index routed by each region's split counting Bloom filter,
+    and routed as the paper does by one filter per region server; the region servers each
+    visits and how many of them held no matching row; write throughput with a global and with
+    a local index.
 
     Example:
 
     \b
         hibase bench local --rows 200000 --regions 16
         hibase bench local --rows 50000 --regions 8 --json --output local.json
+        hibase cluster start .c3 --regionservers 3 --redis-nodes 0
+        hibase bench local --backend 'thrift://127.0.0.1:PORT?thrift2_port=PORT2' --regions 12
     """
     from hibase_bench import local as mod
 
-    report = mod.run(rows=rows, regions=regions, queries=queries, seed=seed,
-                     workdir=workdir, progress=progress)
+    if backend != "embedded" and not backend.startswith("thrift://"):
+        raise click.BadParameter(f"expected embedded or thrift://host:port, got {backend!r}",
+                                 param_hint="--backend")
+    try:
+        report = mod.run(rows=rows, regions=regions, queries=queries, seed=seed,
+                         workdir=workdir, progress=progress, backend=backend)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
     finish_bench(report, as_json, output, mod.summary)
 
 

@@ -195,6 +195,7 @@ class Route:
     points: int = 0
     version: int = -1  # the router's version when routed (-1: no router)
     region_ids: tuple = ()
+    servers: tuple[int, int] | None = None  # routed by server filters: (chosen, holding rows)
 
     def still_valid(self, store: Store, table: str, router) -> bool:
         """Whether routing now would give this route (same regions, same filters)."""
@@ -227,6 +228,8 @@ class Route:
             why.append(f"{self.skipped_by_filter} skipped by SCBF routing")
         if self.skipped_empty:
             why.append(f"{self.skipped_empty} skipped as empty")
+        if self.servers is not None:
+            why.append(f"{self.servers[0]} of {self.servers[1]} region server(s) by their SCBF")
         if not self.routed:
             why.append("routing off: every region")
         elif self.points < len(self.per_range):
@@ -243,19 +246,30 @@ def plan_route(store: Store, spec: IndexSpec, ranges: list, router=None) -> Rout
     version = router.version if routed else -1
     per_range: list[list[Any]] = []
     by_filter = empty = points = 0
+    by_server = routed and router.level == "server"
+    chosen_servers: set[str] = set()
+    holding: set[str] = set()
     for rng in ranges:
         point = is_point(spec, rng)
         points += point
         if not routed:
             per_range.append(list(regions))
             continue
-        chosen, ruled_out, none = router.route(spec.table, spec.alias, regions,
-                                               rng.start if point else None)
+        vkey = rng.start if point else None
+        if by_server:
+            chosen, srv_chosen, srv_holding = router.route_servers(spec.table, spec.alias,
+                                                                   regions, vkey)
+            chosen_servers |= srv_chosen
+            holding |= srv_holding
+            per_range.append(chosen)
+            continue
+        chosen, ruled_out, none = router.route(spec.table, spec.alias, regions, vkey)
         by_filter += ruled_out
         empty += none
         per_range.append(chosen)
     return Route(len(regions), per_range, routed, by_filter, empty, points, version,
-                 tuple(r.id for r in regions))
+                 tuple(r.id for r in regions),
+                 (len(chosen_servers), len(holding)) if by_server else None)
 
 
 def _first(item: tuple) -> bytes:

@@ -22,8 +22,16 @@ read, so a point lookup visits only the regions that may hold the value instead 
   On open the filters are loaded only if ``s`` matches ``g`` and the current regions; otherwise
   (a crash, a missing or stale save) they are rebuilt from the per-region counts.
 
-Region servers: the embedded store runs every region on one server ("localhost"), so the paper's
-per-server filters would equal the union of the per-region ones; routing stops at regions.
+Region servers (the paper's global level, SPEC §3): beside the per-region filters, one counting
+filter per (region server, local index) holds the values of every region that server holds
+(`server_filters`), each value counted once per region holding it, so removals stay exact.
+They are built from the per-region counts for a placement (`Store.servers`, cached for
+PLACEMENT_TTL_S), kept by the same commit events, and dropped (rebuilt on next use) when the
+placement, the regions or the per-region state change. `level = "server"` routes a lookup as
+the paper does: the servers whose filter may hold the value, then every region they hold; the
+default, "region", uses the finer per-region filters. A stale placement costs accuracy of the
+server count only: a server's filter is the union of the regions it was built for, and the
+regions are what a lookup visits. The embedded store has one server ("localhost").
 """
 
 from __future__ import annotations
@@ -32,6 +40,8 @@ import math
 import random
 import struct
 import threading
+import time
+from bisect import bisect_right
 from typing import Any
 
 from ..store.api import Store
@@ -40,7 +50,9 @@ from ..store import cells as C
 from .local import local_value_table, region_counts, region_prefix, routing_table
 from .scbf import ScalableSCBF
 
-__all__ = ["Router"]
+__all__ = ["Router", "PLACEMENT_TTL_S"]
+
+PLACEMENT_TTL_S = 5.0  # how long a table's region -> server placement is reused
 
 _GEN = struct.Struct(">q")
 _LN2_SQ = math.log(2) ** 2
@@ -86,6 +98,17 @@ class _State:
         self.source = source
 
 
+class _ServerView:
+    """One local index's per-server filters, for the state object and placement they were
+    built from."""
+
+    __slots__ = ("state", "placement", "filters")
+
+    def __init__(self, state: _State, placement: dict[int, str],
+                 filters: dict[str, ScalableSCBF]):
+        self.state, self.placement, self.filters = state, placement, filters
+
+
 class Router:
     """Routing filters of every local index of one store (see the module docstring)."""
 
@@ -98,11 +121,28 @@ class Router:
         self.enabled = True  # False: every local lookup visits every region (hindex)
         self.repack = True  # False: stacks grow as the paper's scalable SCBF (see after_commit)
         self.version = 0  # bumped by every filter change: equal versions, equal routes
+        self._level = "region"
         self._states: dict[str, _State] = {}
+        self._views: dict[tuple[str, bytes], _ServerView] = {}
+        self._placements: dict[str, tuple[float, dict[bytes, str]]] = {}
         self._lock = threading.RLock()
         # a store other clients write too (HBase): their writes change filters this process
         # holds, so lookups and writes first compare the persisted generation (one read)
         self.shared = store.capabilities.shared
+
+    @property
+    def level(self) -> str:
+        """How point lookups are routed: "region" (each region's filters, the default) or
+        "server" (the paper's: each region server's filter, then every region it holds)."""
+        return self._level
+
+    @level.setter
+    def level(self, value: str) -> None:
+        if value not in ("region", "server"):
+            raise ValueError(f"routing level must be 'region' or 'server', not {value!r}")
+        with self._lock:
+            self._level = value
+            self.version += 1  # routes planned at the other level are not reused
 
     # -- state -------------------------------------------------------------------------------
     def state(self, table: str) -> _State:
@@ -210,6 +250,8 @@ class Router:
         """Drop a table's filters from memory (table or index dropped; rebuilt on next use)."""
         with self._lock:
             self._states.pop(table, None)
+            self._drop_views(table)
+            self._placements.pop(table, None)
             self.version += 1
 
     # -- queries -----------------------------------------------------------------------------
@@ -243,6 +285,78 @@ class Router:
                 ruled_out += 1
         return chosen, ruled_out, empty
 
+    # -- region servers (the paper's global level) ----------------------------------------
+    def placement(self, table: str, regions: list) -> dict[int, str]:
+        """Region id -> the server holding it (`Store.servers`, reused for PLACEMENT_TTL_S; a
+        region of the recorded layout maps to HBase's region holding its start key)."""
+        now = time.monotonic()
+        got = self._placements.get(table)
+        if got is None or now - got[0] > PLACEMENT_TTL_S:
+            got = self._placements[table] = (now, self.store.servers(table))
+        live = got[1]
+        starts = sorted(live)
+        out = {}
+        for r in regions:
+            i = bisect_right(starts, r.start) - 1
+            out[r.id] = live[starts[i]] if i >= 0 else "?"
+        return out
+
+    def server_filters(self, table: str, alias: bytes, regions: list
+                       ) -> tuple[dict[str, ScalableSCBF], dict[int, str]]:
+        """({server: filter of the values its regions hold}, {region id: server}) for local
+        index `alias` of `table`; built from the per-region counts when missing or stale."""
+        placement = self.placement(table, regions)
+        st = self.fresh_state(table)
+        # under the write lock: counts read and commit events applied cannot interleave
+        with self.store.write_lock(), self._lock:
+            v = self._views.get((table, alias))
+            if v is None or v.state is not st or v.placement != placement:
+                by_start = {r.start: r for r in regions}
+                per_server: dict[str, list[bytes]] = {srv: [] for srv in placement.values()}
+                for start, by_alias in region_counts(self.store, table).items():
+                    r = by_start.get(start)
+                    if r is None:
+                        continue
+                    per_server[placement[r.id]].extend(
+                        vk for vk, n in by_alias.get(alias, {}).items() if n > 0)
+                filters = {}
+                for srv, items in per_server.items():
+                    f = filters[srv] = self._new_filter(2 * len(items), 0)
+                    for vkey in items:
+                        f.add(vkey)
+                v = self._views[(table, alias)] = _ServerView(st, placement, filters)
+            return v.filters, v.placement
+
+    def route_servers(self, table: str, alias: bytes, regions: list, vkey: bytes | None
+                      ) -> tuple[list, set[str], set[str]]:
+        """The paper's routing: (the regions of every server whose filter may hold `vkey`
+        (any value when None) that hold rows of the index, the servers chosen, all servers
+        holding such regions)."""
+        filters, placement = self.server_filters(table, alias, regions)
+        region_filters = self.fresh_state(table).filters
+        memo: dict = {}
+        held = [r for r in regions if len(region_filters.get((r.id, alias)) or ()) > 0]
+        servers = {placement[r.id] for r in held}
+        chosen = {srv for srv in servers
+                  if vkey is None or filters[srv].probe(vkey, memo)}
+        return [r for r in held if placement[r.id] in chosen], chosen, servers
+
+    def _view_event(self, table: str, rid: int, alias: bytes, vkey: bytes, sign: int) -> None:
+        v = self._views.get((table, alias))
+        if v is None:
+            return
+        srv = v.placement.get(rid)
+        if srv is None:  # a region the view was not built for: rebuilt on next use
+            del self._views[(table, alias)]
+        elif sign > 0:
+            v.filters.setdefault(srv, self._new_filter(0, 0)).add(vkey)
+        elif srv in v.filters:
+            v.filters[srv].remove(vkey)
+
+    def _drop_views(self, table: str) -> None:
+        for key in [k for k in self._views if k[0] == table]:
+            del self._views[key]
+
     # -- write path --------------------------------------------------------------------------
     def before_commit(self, events: list, kv_writes: list) -> None:
         """Before a batch commits (under the write lock): load the filters of the tables its
@@ -270,6 +384,7 @@ class Router:
                 if rid not in ids:
                     continue  # the region split in this commit: its daughters were rebuilt
                 if (table, rid, alias) in regrow:
+                    self._view_event(table, rid, alias, vkey, sign)
                     continue  # rebuilt from the committed counts below
                 st = self.state(table)
                 f = st.filters.get((rid, alias))
@@ -278,10 +393,12 @@ class Router:
                         f = st.filters[(rid, alias)] = self._new_filter(0, rid)
                     elif self.repack and all(x.fill_ratio() >= 0.5 for x in f.filters):
                         regrow.add((table, rid, alias))
+                        self._view_event(table, rid, alias, vkey, sign)
                         continue
                     f.add(vkey)
                 elif f is not None:
                     f.remove(vkey)
+                self._view_event(table, rid, alias, vkey, sign)
             for table, rid, alias in regrow:
                 counts = self._region_alias_counts(table, live[table][rid], alias)
                 self.state(table).filters[(rid, alias)] = self._filter_of(counts, rid)
@@ -305,6 +422,8 @@ class Router:
             for region, counts in ((left, left_counts), (right, right_counts)):
                 for alias, c in counts.items():
                     st.filters[(region.id, alias)] = self._filter_of(c, region.id)
+            self._drop_views(table)
+            self._placements.pop(table, None)
             if not st.dirty:
                 self._bump(table, st, add)
             self.version += 1

@@ -149,6 +149,11 @@ class Regions:
     def regions(self, table: str) -> list[Region]:
         return list(self.table(table).regions)
 
+    def servers(self, table: str) -> dict[bytes, str]:
+        """Start key -> server of each region: every region of this process's store is on one
+        server, "localhost" (as Region.info says)."""
+        return {r.start: "localhost" for r in self.table(table).regions}
+
     def add_split_listener(self, listener: SplitListener) -> None:
         """Run `listener(table, parent, left, right, batch)` inside every split, before commit:
         what it adds to `batch` (a rocksdict WriteBatch) commits atomically with the split."""

@@ -483,6 +483,14 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
         regions: list[Region] = list(self.layouts.regions(table))
         return regions
 
+    def servers(self, table: str) -> dict[bytes, str]:
+        """Start key -> "host:port" of the region server holding each of HBase's regions of
+        `table` now (one getTableRegions call; the regions as HBase has them, not the
+        recorded layout)."""
+        self.table(table)
+        return {r.start: f"{r.server.decode(errors='replace')}:{r.port}"
+                for r in self.layouts.live(table)}
+
     def follow_splits(self, table: str, force: bool = False) -> int:
         """Apply the splits HBase made since the layout was recorded (throttled by
         region_check_ms unless `force`): local rows move as on the embedded store."""
