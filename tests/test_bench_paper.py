@@ -23,6 +23,7 @@ def test_bench_paper_smoke_writes_results_report_and_plots(tmp_path):
     assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
     assert "answers of every peer equal: True" in result.stdout
     res = json.loads((out / "results.json").read_text())
+    assert not (out / "results.partial.json").exists()  # kept only while the run goes on
     for key in ("machine", "versions", "seeds", "sections", "queries", "imports", "cache",
                 "routing", "phoenix"):
         assert key in res, key

@@ -73,9 +73,11 @@ def _cpu_model() -> str | None:
 class _Sections:
     """Runs named sections, recording wall and CPU seconds (and the load average) of each."""
 
-    def __init__(self, note: Callable[[str], Any]) -> None:
+    def __init__(self, note: Callable[[str], Any], save: Callable[[], Any] = lambda: None
+                 ) -> None:
         self.timing: dict[str, dict[str, Any]] = {}
         self.note = note
+        self.save = save  # after every section: what is done so far survives a stopped run
 
     def run(self, name: str, fn: Callable[[], Any]) -> Any:
         self.note(f"[bench paper] {name} ...")
@@ -86,6 +88,7 @@ class _Sections:
             self.timing[name] = {"wall_s": round(time.perf_counter() - t0, 2),
                                  "cpu_s": round(time.process_time() - c0, 2),
                                  "loadavg_after": [round(x, 2) for x in os.getloadavg()]}
+            self.save()
 
 
 def run(out: str, backend: str = "embedded", scale: str = "quick", seed: int = 0,
@@ -108,7 +111,16 @@ def run(out: str, backend: str = "embedded", scale: str = "quick", seed: int = 0
     os.makedirs(out, exist_ok=True)
     started = time.perf_counter()
     deadline = time.monotonic() + (cfg["budget_s"] if budget_s is None else budget_s)
-    sec = _Sections(note)
+    partial = os.path.join(out, "results.partial.json")
+
+    def save(extra: dict[str, Any] | None = None) -> None:
+        """results.partial.json: every section done so far (a long run stopped early keeps
+        them); removed once results.json is written."""
+        with open(partial, "w", encoding="utf-8") as fh:
+            json.dump({**results, **(extra or {}), "sections": sec.timing}, fh, indent=1,
+                      default=str)
+
+    sec = _Sections(note, save)
     machine = _machine()
     machine["cpu_model"] = _cpu_model()
     results: dict[str, Any] = {
@@ -155,7 +167,7 @@ def run(out: str, backend: str = "embedded", scale: str = "quick", seed: int = 0
         if remote:
             results["scale"] = sec.run("scale", lambda: at_scale.run(
                 backend, cfg["scale_sizes"], cfg["scale_bigger"], seed, cfg["repeats"],
-                deadline, progress, note))
+                deadline, progress, note, lambda done: save({"scale": done})))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results["sections"] = sec.timing
@@ -173,4 +185,6 @@ def run(out: str, backend: str = "embedded", scale: str = "quick", seed: int = 0
         json.dump(results, fh, indent=1, default=str)
         fh.write("\n")
     report.write(results, out)
+    if os.path.exists(partial):
+        os.remove(partial)
     return results

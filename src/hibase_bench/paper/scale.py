@@ -272,9 +272,11 @@ def _one_size(backend: str, disk: _Disk, n: int, seed: int, repeats: int, progre
 
 def run(backend: str, sizes: list[int], bigger: list[int], seed: int, repeats: int,
         deadline: float, progress: bool = True,
-        note: Callable[[str], Any] = lambda _m: None) -> dict[str, Any]:
+        note: Callable[[str], Any] = lambda _m: None,
+        checkpoint: Callable[[dict[str, Any]], Any] = lambda _r: None) -> dict[str, Any]:
     """Run `sizes` (each), then the largest of `bigger` that is estimated to end before
-    `deadline` (time.monotonic()); {"ran": False, "reason"} where no cluster serves `backend`."""
+    `deadline` (time.monotonic()); {"ran": False, "reason"} where no cluster serves `backend`.
+    `checkpoint(results so far)` after every size."""
     if not backend.startswith("thrift://"):
         return {"ran": False, "reason": "needs --backend thrift:// of a `hibase cluster`"}
     cluster = _cluster(backend)
@@ -289,6 +291,7 @@ def run(backend: str, sizes: list[int], bigger: list[int], seed: int, repeats: i
         t0 = time.monotonic()
         done.append(_one_size(backend, disk, n, seed, repeats, progress, note))
         per_row = (time.monotonic() - t0) / n
+        checkpoint({"ran": True, "sizes": done, "skipped": skipped})
     for n in sorted(bigger, reverse=True):
         left = deadline - time.monotonic()
         estimate = None if per_row is None else per_row * n * MARGIN
