@@ -59,6 +59,13 @@ def test_bench_paper_smoke_writes_results_report_and_plots(tmp_path):
     for title in ("1. Query time", "2. Hit ratio", "3. Import", "4. Index size",
                   "5. SCBF"):
         assert f"## {title}" in report
+    # on HBase the section at scale sits under its own key: "scale" stays the scale's name
+    from hibase_bench.paper.report import write
+    res["at_scale"] = {"ran": False, "reason": "no cluster here"}
+    write(res, str(out))
+    text = (out / "report.md").read_text()
+    assert text.startswith("# The HiBase paper's evaluation, smoke scale (embedded)")
+    assert "## 6. At scale on HBase, Apache Phoenix beside" in text
 
 
 def test_bench_paper_rejects_a_bad_backend(tmp_path):

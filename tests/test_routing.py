@@ -153,7 +153,9 @@ def test_server_filters_stay_exact_and_route_as_the_paper(backend, db):
             t.delete(row)
         else:
             t.put(row, {b"f:u": b"srv%d" % rng.randrange(30)})
-    assert _servers_exact(db) is first  # the same filters, changed by the writes' events
+    again = _servers_exact(db)
+    if not db.store.capabilities.shared:  # the same filters, changed by the writes' events
+        assert again is first  # (a shared store reloads what another writer changed)
     backend.split("t", b"r00900")
     t.put(b"r00901", {b"f:u": b"after-split", b"f:a": b"1"})
     assert _servers_exact(db) is not first  # rebuilt for the daughters

@@ -671,8 +671,9 @@ def test_server_filters_route_to_the_servers_holding_a_value(rs3, record_propert
         rs3.spread(data)
         db.store.follow_splits("t", force=True)
         time.sleep(routing.PLACEMENT_TTL_S)  # the cached placement expires
-        after = measure()
-        assert after["servers_holding_rows"] == 60
+        after = measure()  # never a false negative, checked value by value inside
+        # block 0's ten values now span r00000-r00249 and r00250-r00499: two servers or one
+        assert 60 <= after["servers_holding_rows"] <= 70
         record(record_property, "scbf_per_server", before=before, after_moves=after)
     finally:
         db.close()

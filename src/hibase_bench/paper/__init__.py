@@ -165,9 +165,9 @@ def run(out: str, backend: str = "embedded", scale: str = "quick", seed: int = 0
         results["phoenix"] = sec.run("phoenix", lambda: phoenix_peer.run(
             backend, sizes[0], seed, cfg["repeats"], answers[sizes[0]]))
         if remote:
-            results["scale"] = sec.run("scale", lambda: at_scale.run(
+            results["at_scale"] = sec.run("scale", lambda: at_scale.run(
                 backend, cfg["scale_sizes"], cfg["scale_bigger"], seed, cfg["repeats"],
-                deadline, progress, note, lambda done: save({"scale": done})))
+                deadline, progress, note, lambda done: save({"at_scale": done})))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results["sections"] = sec.timing
@@ -175,7 +175,7 @@ def run(out: str, backend: str = "embedded", scale: str = "quick", seed: int = 0
         q["all_same"] for s in results["queries"] for q in s["queries"]) and all(
         q["same_rows"] for q in results["phoenix"].get("queries", [])
         + results["phoenix"].get("queries_local", [])) and all(
-        at_scale.all_same(s) for s in results.get("scale", {}).get("sizes", []))
+        at_scale.all_same(s) for s in results.get("at_scale", {}).get("sizes", []))
     results["elapsed_s"] = round(time.perf_counter() - started, 1)
     results["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     from . import report

@@ -311,7 +311,7 @@ def write(res: dict, out: str) -> str:
               "table's bytes)."]
     else:
         L += [f"Phoenix: not run ({px['reason']})."]
-    L += scale_section(res.get("scale"))
+    L += scale_section(res.get("at_scale"))
     L += ["", "## Sections", ""] + _table(
         ["section", "wall s", "CPU s", "load average after"],
         [[k, v["wall_s"], v["cpu_s"], ", ".join(f"{x:.2f}" for x in v["loadavg_after"])]
@@ -393,6 +393,8 @@ def scale_section(sc: dict | None) -> list[str]:
               + ", ".join(grow(x["p50_us"], y["p50_us"]) for x, y in
                           zip(a["phoenix"]["global"]["queries"],
                               b["phoenix"]["global"]["queries"])) + "."]
+    for note in sc.get("run_notes", []):  # what the operator recorded about the run
+        L += ["", f"Run note: {note}"]
     for sk in sc["skipped"]:
         est = sk["estimated_s"]
         L += ["", f"Not run: {sk['rows']:,} rows (estimated "
