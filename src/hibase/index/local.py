@@ -261,11 +261,10 @@ def plan_route(store: Store, spec: IndexSpec, ranges: list, router=None) -> Rout
                                                                    regions, vkey)
             chosen_servers |= srv_chosen
             holding |= srv_holding
-            per_range.append(chosen)
-            continue
-        chosen, ruled_out, none = router.route(spec.table, spec.alias, regions, vkey)
-        by_filter += ruled_out
-        empty += none
+        else:
+            chosen, ruled_out, none = router.route(spec.table, spec.alias, regions, vkey)
+            by_filter += ruled_out
+            empty += none
         per_range.append(chosen)
     return Route(len(regions), per_range, routed, by_filter, empty, points, version,
                  tuple(r.id for r in regions),

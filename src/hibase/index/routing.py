@@ -124,7 +124,8 @@ class Router:
         self._level = "region"
         self._states: dict[str, _State] = {}
         self._views: dict[tuple[str, bytes], _ServerView] = {}
-        self._placements: dict[str, tuple[float, dict[bytes, str]]] = {}
+        # table -> (when read, start key -> server, the start keys sorted)
+        self._placements: dict[str, tuple[float, dict[bytes, str], list[bytes]]] = {}
         self._lock = threading.RLock()
         # a store other clients write too (HBase): their writes change filters this process
         # holds, so lookups and writes first compare the persisted generation (one read)
@@ -292,9 +293,9 @@ class Router:
         now = time.monotonic()
         got = self._placements.get(table)
         if got is None or now - got[0] > PLACEMENT_TTL_S:
-            got = self._placements[table] = (now, self.store.servers(table))
-        live = got[1]
-        starts = sorted(live)
+            live = self.store.servers(table)
+            got = self._placements[table] = (now, live, sorted(live))
+        _, live, starts = got
         out = {}
         for r in regions:
             i = bisect_right(starts, r.start) - 1
@@ -305,6 +306,10 @@ class Router:
                        ) -> tuple[dict[str, ScalableSCBF], dict[int, str]]:
         """({server: filter of the values its regions hold}, {region id: server}) for local
         index `alias` of `table`; built from the per-region counts when missing or stale."""
+        v = self._view(table, alias, regions)
+        return v.filters, v.placement
+
+    def _view(self, table: str, alias: bytes, regions: list) -> _ServerView:
         placement = self.placement(table, regions)
         st = self.fresh_state(table)
         # under the write lock: counts read and commit events applied cannot interleave
@@ -325,15 +330,15 @@ class Router:
                     for vkey in items:
                         f.add(vkey)
                 v = self._views[(table, alias)] = _ServerView(st, placement, filters)
-            return v.filters, v.placement
+            return v
 
     def route_servers(self, table: str, alias: bytes, regions: list, vkey: bytes | None
                       ) -> tuple[list, set[str], set[str]]:
         """The paper's routing: (the regions of every server whose filter may hold `vkey`
         (any value when None) that hold rows of the index, the servers chosen, all servers
         holding such regions)."""
-        filters, placement = self.server_filters(table, alias, regions)
-        region_filters = self.fresh_state(table).filters
+        v = self._view(table, alias, regions)  # its state: the per-region filters read with it
+        filters, placement, region_filters = v.filters, v.placement, v.state.filters
         memo: dict = {}
         held = [r for r in regions if len(region_filters.get((r.id, alias)) or ()) > 0]
         servers = {placement[r.id] for r in held}
@@ -383,8 +388,8 @@ class Router:
                     ids = live[table] = {r.id: r for r in self.store.regions(table)}
                 if rid not in ids:
                     continue  # the region split in this commit: its daughters were rebuilt
+                self._view_event(table, rid, alias, vkey, sign)
                 if (table, rid, alias) in regrow:
-                    self._view_event(table, rid, alias, vkey, sign)
                     continue  # rebuilt from the committed counts below
                 st = self.state(table)
                 f = st.filters.get((rid, alias))
@@ -393,12 +398,10 @@ class Router:
                         f = st.filters[(rid, alias)] = self._new_filter(0, rid)
                     elif self.repack and all(x.fill_ratio() >= 0.5 for x in f.filters):
                         regrow.add((table, rid, alias))
-                        self._view_event(table, rid, alias, vkey, sign)
                         continue
                     f.add(vkey)
                 elif f is not None:
                     f.remove(vkey)
-                self._view_event(table, rid, alias, vkey, sign)
             for table, rid, alias in regrow:
                 counts = self._region_alias_counts(table, live[table][rid], alias)
                 self.state(table).filters[(rid, alias)] = self._filter_of(counts, rid)
