@@ -48,6 +48,8 @@ from hibase.query import engine
 from hibase.query.ast import Select
 from hibase.query.plan import IndexLookup
 
+from .store import with_option
+
 __all__ = ["run", "summary"]
 
 TABLES = ("none", "global", "local")
@@ -143,10 +145,8 @@ def _full(db: Any, name: str) -> str:
 def _cluster_of(backend: str) -> Any:
     """The running `hibase cluster` serving Thrift URL `backend` (its Admin API splits and
     moves regions, which Thrift1 cannot)."""
-    from urllib.parse import urlsplit
-    from hibase.cluster.hbase import cluster_for_port
-    port = urlsplit(backend).port
-    cluster = None if port is None else cluster_for_port(port)
+    from hibase.cluster.hbase import cluster_for_url
+    cluster = cluster_for_url(backend)
     if cluster is None:
         raise ValueError(f"no running `hibase cluster` serves {backend}: the benchmark splits "
                          "and moves regions through its Admin API")
@@ -269,7 +269,7 @@ def run(rows: int = 200_000, regions: int = 16, queries: int = 20, seed: int = 0
     total_bytes = sum(len(k) + sum(len(v) for v in d.values()) for k, d in data)
     base = tempfile.mkdtemp(prefix="hibase-bench-local-", dir=workdir)
     location = os.path.join(base, "store") if cluster is None else (
-        backend + ("&" if "?" in backend else "?") + f"prefix=bl{os.getpid()}_&server_upkeep=0")
+        with_option(backend, f"prefix=bl{os.getpid()}_&server_upkeep=0"))
     try:
         db = _connect(location)
         try:

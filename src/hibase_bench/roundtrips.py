@@ -31,6 +31,7 @@ from tqdm import tqdm
 import hibase
 from hibase import errors
 from hibase_bench.gateway_proc import Gateway, check_backend
+from hibase_bench.store import with_option
 
 __all__ = ["run", "measure", "summary"]
 
@@ -198,7 +199,7 @@ def measure(url: str, rows: int = 20_000, values: int = 2_000, lookups: int = 20
                     from hibase.cluster.local import RedisProcess
                     spec = stack.enter_context(RedisProcess()).url
                 reader = url if reader_lease_ms is None else \
-                    url + ("&" if "?" in url else "?") + f"catalog_lease_ms={reader_lease_ms}"
+                    with_option(url, f"catalog_lease_ms={reader_lease_ms}")
                 client = stack.enter_context(hibase.connect(
                     reader, cache=spec, cache_policy="lru", cache_capacity=10 * rows))
                 per_cache[cache] = {

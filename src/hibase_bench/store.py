@@ -89,6 +89,11 @@ def quantile(sorted_values: list[float], q: float) -> float:
     return sorted_values[i]
 
 
+def with_option(url: str, option: str) -> str:
+    """Thrift URL `url` with `option` ("key=value[&...]") added to its query string."""
+    return url + ("&" if "?" in url else "?") + option
+
+
 def progress_bar(progress: bool, total: int, desc: str) -> tqdm:
     return tqdm(total=total, desc=desc, unit="row", unit_scale=True, file=sys.stderr,
                 disable=not progress, leave=False, mininterval=0.5)

@@ -101,6 +101,20 @@ def cluster_for_port(port: int) -> "HBaseCluster | None":
     return c
 
 
+def cluster_for_url(url: str) -> "HBaseCluster | None":
+    """The running `hibase cluster` serving Thrift URL `url` (thrift://HOST:PORT on this
+    machine, options allowed), if any."""
+    from urllib.parse import urlsplit
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if port is None or parts.hostname not in ("127.0.0.1", "localhost"):
+        return None
+    return cluster_for_port(port)
+
+
 def _site_xml(props: dict[str, Any]) -> str:
     body = "".join(f"  <property><name>{k}</name><value>{v}</value></property>\n"
                    for k, v in props.items())

@@ -22,9 +22,8 @@ import selectors
 import subprocess
 import time
 from typing import Any, Iterable, Sequence
-from urllib.parse import urlsplit
 
-from .hbase import HBaseCluster, cluster_for_port
+from .hbase import HBaseCluster, cluster_for_url
 from .jars import _resource, _tool, _work_dir, phoenix_classpath
 from .local import ClusterError, _die_with_parent, log_tail
 
@@ -212,14 +211,7 @@ class PhoenixClient:
 def phoenix_for_backend(url: str) -> PhoenixClient | None:
     """A Phoenix client on the `hibase cluster` serving Thrift at `url` (thrift://HOST:PORT on
     this machine), or None when no such cluster runs there or it runs without Phoenix."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None
-    if port is None or parts.hostname not in ("127.0.0.1", "localhost"):
-        return None
-    cluster: HBaseCluster | None = cluster_for_port(port)
+    cluster: HBaseCluster | None = cluster_for_url(url)
     if cluster is None or not cluster.phoenix or not cluster.zk_port:
         return None
     return PhoenixClient(cluster.zk_port, log=os.path.join(cluster.dir, "logs", "phoenix.log"))

@@ -9,13 +9,52 @@ from __future__ import annotations
 
 import statistics
 import os
-from typing import Any
+from typing import Any, Callable
 
 from hibase.samples.telecom import COLUMNS, telecom_rows
-from .engines import INDEXES, normalize_sql
+from .engines import INDEXES, normalize_sql, sql_schema
 from hibase.samples.workload import COVERED, INT_COLUMNS, SQL_COLUMNS, Stats, paper_queries
 
-__all__ = ["run"]
+__all__ = ["run", "index_statement", "upsert_statement", "phoenix_row", "time_queries"]
+
+
+def index_statement(table: str, index: str, cols: list[str], local: bool) -> str:
+    """CREATE [LOCAL] INDEX of the paper's index on `cols`, carrying COVERED (INCLUDE)."""
+    keys = [c.split(":", 1)[1] for c in cols]
+    include = [c.split(":", 1)[1] for c in COVERED if c not in cols]
+    return (f"CREATE {'LOCAL ' if local else ''}INDEX {index} ON {table} ({', '.join(keys)})"
+            f" INCLUDE ({', '.join(include)})")
+
+
+def upsert_statement(table: str) -> str:
+    """UPSERT of one telecom row (rowkey k, then SQL_COLUMNS) into `table`."""
+    return f"UPSERT INTO {table} VALUES ({', '.join('?' * (len(SQL_COLUMNS) + 1))})"
+
+
+def phoenix_row(key: bytes, data: dict[bytes, bytes]) -> tuple:
+    """A generated telecom row as upsert_statement's parameters (numbers as int)."""
+    return (key.decode(), *[int(data[c]) if c.split(b":")[1].decode() in INT_COLUMNS
+                            else data[c].decode() for c in COLUMNS])
+
+
+def time_queries(px: Any, table: str, qs: list[dict[str, Any]], repeats: int,
+                 answers: list[list[tuple]] | None,
+                 sql_of: Callable[[dict[str, Any]], str] = lambda q: q["sql"]
+                 ) -> list[dict[str, Any]]:
+    """Each query (its SQL `sql_of(q)`) read once for its rows, then timed inside the JVM
+    `repeats` + 1 times (the first run apart, p50 of the rest), with its plan and whether it
+    reads one of `table`'s indexes; rows checked against `answers` (None: unchecked)."""
+    out = []
+    for i, q in enumerate(qs):
+        sql = sql_of(q)
+        got = normalize_sql(px.execute(sql, q["params"]))
+        times = px.time_query(sql, q["params"], repeats + 1)
+        plan = " ".join(str(r[0]) for r in px.execute("EXPLAIN " + sql, q["params"]))
+        out.append({"type": q["type"], "covered": "columns" in q, "rows": len(got), "sql": sql,
+                    "same_rows": None if answers is None else got == answers[i],
+                    "first_us": times[0] * 1e6, "p50_us": statistics.median(times[1:]) * 1e6,
+                    "uses_index": f"{table}_" in plan, "plan": plan[:300]})
+    return out
 
 
 def _client(backend: str) -> tuple[Any, str | None]:
@@ -42,12 +81,10 @@ def run(backend: str, rows: int, seed: int, repeats: int,
         return {"ran": False, "reason": reason}
     base = f"HIBASE_PAPER_{os.getpid()}"  # new tables, dropped at the end
     with client as px:
-        cols = ", ".join(f"{c} {'BIGINT' if c in INT_COLUMNS else 'VARCHAR'}"
-                         for c in SQL_COLUMNS)
         made = []
         try:
             for kind in KINDS:
-                px.execute(f"CREATE TABLE {base}_{kind} (k VARCHAR PRIMARY KEY, {cols})")
+                px.execute(sql_schema(f"{base}_{kind}", "VARCHAR"))
                 made.append(f"{base}_{kind}")
             return _measure(px, base, rows, seed, repeats, hibase_answers)
         finally:
@@ -64,35 +101,21 @@ def _measure(px: Any, base: str, rows: int, seed: int, repeats: int,
     load and query the new Phoenix tables."""
     for kind in KINDS[1:]:
         for name, icols in INDEXES:
-            keys = [c.split(":", 1)[1] for c in icols]
-            include = [c.split(":", 1)[1] for c in COVERED if c not in icols]
-            px.execute(f"CREATE {'LOCAL ' if kind == 'LOCAL' else ''}INDEX "
-                       f"{base}_{kind}_{name.upper()} ON {base}_{kind} ({', '.join(keys)})"
-                       f" INCLUDE ({', '.join(include)})")
+            px.execute(index_statement(f"{base}_{kind}", f"{base}_{kind}_{name.upper()}",
+                                       icols, kind == "LOCAL"))
     stats = Stats()
     data = []
     for key, d in telecom_rows(rows, seed):
         stats.add(key, d)
-        data.append((key.decode(), *[int(d[c]) if c.split(b":")[1].decode() in INT_COLUMNS
-                                      else d[c].decode() for c in COLUMNS]))
+        data.append(phoenix_row(key, d))
     load = {}
     for kind in KINDS:
-        upsert = (f"UPSERT INTO {base}_{kind} VALUES "
-                  f"({', '.join('?' * (len(SQL_COLUMNS) + 1))})")
-        load[kind.lower()] = px.upsert_many(upsert, data)
+        load[kind.lower()] = px.upsert_many(upsert_statement(f"{base}_{kind}"), data)
     out: dict[str, list] = {}
     for kind in KINDS[1:]:
         table = f"{base}_{kind}"
         qs = paper_queries(stats, table) + paper_queries(stats, table, covered=True)
-        out[kind.lower()] = rows_out = []
-        for i, q in enumerate(qs):
-            got = normalize_sql(px.execute(q["sql"], q["params"]))
-            times = px.time_query(q["sql"], q["params"], repeats + 1)[1:]  # first: warm-up
-            same = None if hibase_answers is None else got == hibase_answers[i]
-            plan = " ".join(str(r[0]) for r in px.execute("EXPLAIN " + q["sql"], q["params"]))
-            rows_out.append({"type": q["type"], "rows": len(got), "same_rows": same,
-                             "p50_us": statistics.median(times) * 1e6,
-                             "uses_index": f"{table}_" in plan, "plan": plan[:300]})
+        out[kind.lower()] = time_queries(px, table, qs, repeats, hibase_answers)
     return {"ran": True, "how": px.describe(), "rows": rows, "load_s": load,
             "load_ratio_global": load["global"] / load["plain"],
             "load_ratio_local": load["local"] / load["plain"],

@@ -17,15 +17,15 @@ import os
 import statistics
 import time
 from itertools import islice
-from typing import Any, Callable, Iterator, cast
-from urllib.parse import urlsplit
+from typing import Any, Callable, cast
 
 import hibase
 
 from hibase.samples.telecom import COLUMNS, TELECOM_COLUMNS, telecom_rows
-from hibase.samples.workload import COVERED, INT_COLUMNS, SQL_COLUMNS, Stats, paper_queries
-from .engines import INDEXES, normalize_hibase, normalize_sql
-from ..store import progress_bar
+from hibase.samples.workload import COVERED, Stats, paper_queries
+from .engines import INDEXES, normalize_hibase, sql_schema
+from .phoenix_peer import index_statement, phoenix_row, time_queries, upsert_statement
+from ..store import progress_bar, with_option
 
 __all__ = ["run", "all_same", "MARGIN"]
 
@@ -35,19 +35,6 @@ PHOENIX_TIMEOUT_S = 4 * 3600  # one CREATE INDEX over millions of rows is one ca
 PHOENIX_PROPERTIES = {"phoenix.query.timeoutMs": 4 * 3600 * 1000,
                       "hbase.rpc.timeout": 1_200_000,
                       "hbase.client.scanner.timeout.period": 1_200_000}
-
-
-def _with_option(url: str, option: str) -> str:
-    return url + ("&" if "?" in url else "?") + option
-
-
-def _cluster(backend: str) -> Any:
-    from hibase.cluster.hbase import cluster_for_port
-    try:
-        port = urlsplit(backend).port
-    except ValueError:
-        return None
-    return None if port is None else cluster_for_port(port)
 
 
 def _dir_bytes(path: str, family: str | None = None) -> int:
@@ -85,14 +72,20 @@ def _hbase_name(db: Any, table: str) -> str:
     return cast(str, db.store.hbase_name(table))
 
 
-def _rows(n: int, seed: int) -> Iterator[tuple[bytes, dict[bytes, bytes]]]:
-    return telecom_rows(n, seed)
+def _p50_us(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    """Median µs of `repeats` runs of `fn`, and its last result."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        got = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e6, got
 
 
 def _hibase(backend: str, disk: _Disk, n: int, seed: int, repeats: int, progress: bool,
-            note: Callable[[str], Any]) -> tuple[dict[str, Any], list, Stats, list]:
-    """hibase on HBase: load, build, sizes, queries; (figures, answers, stats, queries)."""
-    url = _with_option(backend, "server_upkeep=0")
+            note: Callable[[str], Any]) -> tuple[dict[str, Any], list, Stats]:
+    """hibase on HBase: load, build, sizes, queries; (figures, answers, stats)."""
+    url = with_option(backend, "server_upkeep=0")
     table = f"scale{os.getpid()}_{n}"
     stats = Stats()
     out: dict[str, Any] = {"table": table}
@@ -102,7 +95,7 @@ def _hibase(backend: str, disk: _Disk, n: int, seed: int, repeats: int, progress
         batch = db.table(table).batch(batch_size=1000)
         spent = 0.0
         with progress_bar(progress, n, f"hibase load {n:,} rows") as bar:
-            for i, (key, data) in enumerate(_rows(n, seed)):
+            for i, (key, data) in enumerate(telecom_rows(n, seed)):
                 stats.add(key, data)
                 t0 = time.perf_counter()
                 batch.put(key, data)
@@ -129,15 +122,11 @@ def _hibase(backend: str, disk: _Disk, n: int, seed: int, repeats: int, progress
             t0 = time.perf_counter()
             got = _sql(db, q["hibase"])
             first = time.perf_counter() - t0
-            times = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                _sql(db, q["hibase"])
-                times.append(time.perf_counter() - t0)
+            cold, _ = _p50_us(lambda: _sql(db, q["hibase"]), repeats)
             want = normalize_hibase(got, q.get("columns", COLUMNS))
             answers.append(want)
             rows.append({"type": q["type"], "covered": "columns" in q, "rows": len(want),
-                         "first_us": first * 1e6, "cold_p50_us": statistics.median(times) * 1e6})
+                         "first_us": first * 1e6, "cold_p50_us": cold})
         note(f"[bench paper] hibase: one full scan of {n:,} rows ...")
         t0 = time.perf_counter()
         scanned = _sql(db, qs[3]["hibase"], full_scan=True)
@@ -151,18 +140,13 @@ def _hibase(backend: str, disk: _Disk, n: int, seed: int, repeats: int, progress
         for q in qs:
             hot.sql(q["hibase"])
         for r, q, want in zip(rows, qs, answers):
-            times = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                got = _sql(hot, q["hibase"])
-                times.append(time.perf_counter() - t0)
-            r["hot_p50_us"] = statistics.median(times) * 1e6
+            r["hot_p50_us"], got = _p50_us(lambda: _sql(hot, q["hibase"]), repeats)
             r["hot_same_rows"] = normalize_hibase(got, q.get("columns", COLUMNS)) == want
         hot.delete_table(table, disable=True)
     finally:
         hot.close()
     out["queries"] = rows
-    return out, answers, stats, qs
+    return out, answers, stats
 
 
 def _hibase_index_bytes(db: Any, disk: _Disk, table: str) -> dict[str, int]:
@@ -178,19 +162,15 @@ def _phoenix(px: Any, disk: _Disk, n: int, seed: int, repeats: int, stats: Stats
     """Phoenix on the same HBase: load, global covered indexes (build, bytes, queries), then
     the same as local indexes."""
     table = f"HIBASE_SCALE_{os.getpid()}_{n}"
-    cols = ", ".join(f"{c} {'BIGINT' if c in INT_COLUMNS else 'VARCHAR'}" for c in SQL_COLUMNS)
-    px.execute(f"CREATE TABLE {table} (k VARCHAR PRIMARY KEY, {cols})")
+    px.execute(sql_schema(table, "VARCHAR"))
     out: dict[str, Any] = {"table": table}
     try:
-        upsert = f"UPSERT INTO {table} VALUES ({', '.join('?' * (len(SQL_COLUMNS) + 1))})"
-        conv = [int if c.split(b":")[1].decode() in INT_COLUMNS else bytes.decode
-                for c in COLUMNS]
+        upsert = upsert_statement(table)
         jvm, wall = 0.0, 0.0
-        it = _rows(n, seed)
+        it = telecom_rows(n, seed)
         with progress_bar(progress, n, f"Phoenix load {n:,} rows") as bar:
             while chunk := list(islice(it, CHUNK)):
-                data = [(k.decode(), *[f(d[c]) for f, c in zip(conv, COLUMNS)])
-                        for k, d in chunk]
+                data = [phoenix_row(k, d) for k, d in chunk]
                 t0 = time.perf_counter()
                 jvm += px.upsert_many(upsert, data)
                 wall += time.perf_counter() - t0
@@ -202,28 +182,17 @@ def _phoenix(px: Any, disk: _Disk, n: int, seed: int, repeats: int, stats: Stats
             names = []
             builds = {}
             for name, icols in INDEXES:
-                keys = [c.split(":", 1)[1] for c in icols]
-                include = [c.split(":", 1)[1] for c in COVERED if c not in icols]
                 iname = f"{table}_{kind[0].upper()}_{name.upper()}"
                 note(f"[bench paper] Phoenix: building {kind} index {iname} over {n:,} rows ...")
                 t0 = time.perf_counter()
-                px.execute(f"CREATE {'LOCAL ' if kind == 'local' else ''}INDEX {iname} ON "
-                           f"{table} ({', '.join(keys)}) INCLUDE ({', '.join(include)})")
+                px.execute(index_statement(table, iname, icols, kind == "local"))
                 builds[name] = time.perf_counter() - t0
                 names.append(iname)
             sizes = ({iname: disk.bytes(iname) for iname in names} if kind == "global"
                      else {"L#0 families": disk.bytes(table, "L#0")})
-            rows = []
-            for i, q in enumerate(qs):
-                sql = _hinted(q, table, names) if kind == "global" else q["sql"]
-                got = normalize_sql(px.execute(sql, q["params"]))
-                times = px.time_query(sql, q["params"], repeats + 1)
-                plan = " ".join(str(r[0]) for r in px.execute("EXPLAIN " + sql, q["params"]))
-                rows.append({"type": q["type"], "covered": "columns" in q, "rows": len(got),
-                             "sql": sql, "same_rows": got == answers[i],
-                             "first_us": times[0] * 1e6,
-                             "p50_us": statistics.median(times[1:]) * 1e6,
-                             "uses_index": f"{table}_" in plan, "plan": plan[:300]})
+            rows = time_queries(px, table, qs, repeats, answers,
+                                (lambda q: _hinted(q, table, names)) if kind == "global"
+                                else (lambda q: q["sql"]))
             out[kind] = {"index_build_s": builds, "index_build_total_s": sum(builds.values()),
                          "index_bytes": sizes, "queries": rows}
             for iname in names:
@@ -256,7 +225,7 @@ def _one_size(backend: str, disk: _Disk, n: int, seed: int, repeats: int, progre
               note: Callable[[str], Any]) -> dict[str, Any]:
     from hibase.cluster.phoenix import PhoenixClient
     t0 = time.perf_counter()
-    hb, answers, stats, _qs = _hibase(backend, disk, n, seed, repeats, progress, note)
+    hb, answers, stats = _hibase(backend, disk, n, seed, repeats, progress, note)
     hb["wall_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     with PhoenixClient(disk.cluster.zk_port, heap_mb=2048, timeout=PHOENIX_TIMEOUT_S,
@@ -278,7 +247,8 @@ def run(backend: str, sizes: list[int], bigger: list[int], seed: int, repeats: i
     `checkpoint(results so far)` after every size."""
     if not backend.startswith("thrift://"):
         return {"ran": False, "reason": "needs --backend thrift:// of a `hibase cluster`"}
-    cluster = _cluster(backend)
+    from hibase.cluster.hbase import cluster_for_url
+    cluster = cluster_for_url(backend)
     if cluster is None or not cluster.phoenix:
         return {"ran": False, "reason": f"no running `hibase cluster` with Phoenix serves "
                                         f"{backend}"}
