@@ -81,6 +81,62 @@ def test_clients_writing_the_same_values_at_once_keep_exact_counts(hb):
     _check(admin)
 
 
+def test_calls_landing_late_change_no_answer(hb, request):
+    """A call hibase gave up on (its socket timed out while a region was away) may still be
+    applied by HBase's Thrift server later, after the writer's next calls: a stale count
+    total must not replace a later one (it did: COUNT(*) answered from the value table was
+    wrong after a region server was killed), a phase 1 must not turn a verified entry back
+    to unverified, a phase 3 must not put back an entry a later write deleted. Replayed
+    here: every write call is sent a second time after all of them landed, newest first,
+    as late calls do. Client-side upkeep (on real HBase hibase's coprocessor would keep the
+    index: no index call to replay)."""
+    if hb.kind == "thrift":
+        # hibase's gateway stores hibase's tables in the embedded store, where a delete
+        # removes what it deletes (no marker) and key-value tables keep no timestamps: an
+        # older put landing after a delete brings the cells back, where HBase masks it
+        request.applymarker(pytest.mark.xfail(
+            strict=True, reason="the gateway keeps no delete markers (embedded store)"))
+    db = hibase.connect(hb.url + ("&" if "?" in hb.url else "?") + "server_upkeep=0",
+                        cache_policy=None)
+    hb.opened.append(db)
+    db.create_table("t", {"f": {}}, columns={"f:a": "string"})
+    db.create_index("t", "by_a", ["f:a"])
+    t = db.table("t")
+    t.put(b"r00", {b"f:a": b"v0"})  # the catalog read and the first count cell
+    rpc = db.store.rpc
+    sent: list[tuple] = []
+    real = rpc.call
+
+    def recording(method, *args, **kw):
+        if method.startswith("mutateRows"):
+            sent.append((method, args, kw))
+        return real(method, *args, **kw)
+
+    rpc.call = recording
+    try:
+        for i in range(1, 6):
+            t.put(b"r%02d" % i, {b"f:a": b"v0"})
+        t.put(b"r01", {b"f:a": b"v1"})
+        t.put(b"r02", {b"f:a": b"v1"})
+        t.put(b"r01", {b"f:a": b"v0"})  # back: its v1 entry deleted after it was verified
+        t.delete(b"r03")
+    finally:
+        rpc.call = real
+    counts = [args for method, args, _ in sent if method == "mutateRowsTs" and
+              any(m.column.startswith(b"c:") for b in args[1] for m in b.mutations)]
+    # each write's counts in its phase 1 (grown, marked pending) and 3 (shrunk, unmarked)
+    assert len(counts) == 18, sent
+    assert all(method == "mutateRowsTs" for method, _, _ in sent), sent
+    for method, args, kw in reversed(sent):  # the latest first: every other one lands late
+        real(method, *args, **kw)
+    truth = {"v0": [b"r00", b"r01", b"r04", b"r05"], "v1": [b"r02"]}
+    for value, rows in truth.items():
+        assert db.sql(f"SELECT COUNT(*) FROM t WHERE f.a = '{value}'") == [(len(rows),)], value
+        assert sorted(k for k, _ in t.where(f"f.a = '{value}'")) == rows, value
+    report = db.verify_index("t", "by_a")
+    assert report["ok"], report
+
+
 def test_counts_are_cells_of_the_index_table(hb):
     """What plain HBase holds: a value table has no HBase table of its own; its counts are
     family c of the index table's rows keyed by the value key, one cell per writer."""

@@ -113,17 +113,17 @@ def test_put_budget_does_not_grow_with_indexes(hb):
     three, _ = _calls(db, lambda: u.put(b"r002", {b"f:a": b"v4", b"f:b": b"q",
                                                   b"f:c": b"y"}))
     moved, _ = _calls(db, lambda: u.put(b"r002", {b"f:a": b"v5", b"f:b": b"p"}))
-    # client-side upkeep: old values; unverified entries + grown counts (counts are deltas
-    # in the index's own HBase table: no read, the same call); data; verify marks + old
-    # entries gone + shrunk counts. Kept by hibase's coprocessor (real HBase here): the data
-    # call alone (tests/test_coprocessor.py)
+    # client-side upkeep: old values; unverified entries + grown counts marked pending
+    # (counts are deltas in the index's own HBase table: no read; a call of their own
+    # beside the entries', in flight together); data; verify marks + old entries gone +
+    # counts shrunk and unmarked. Every call a mutateRowsTs (the writer's timestamps). Kept
+    # by hibase's coprocessor (real HBase here): the data call alone (test_coprocessor.py)
     for calls in (one, three, moved):
         if _server_kept(hb):
             assert calls == {"mutateRowsTs": 1}, calls
             continue
         gets = {m: n for m, n in calls.items() if m.startswith("getRows")}
-        assert sum(gets.values()) == 1 and calls == {**gets, "mutateRows": 2,
-                                                     "mutateRowsTs": 1}, calls
+        assert sum(gets.values()) == 1 and calls == {**gets, "mutateRowsTs": 5}, calls
     assert db.verify_index("t", "by_a")["ok"]
     for name in ("by_a", "by_b", "by_c"):
         assert db.verify_index("u", name)["ok"]
@@ -165,7 +165,9 @@ def test_batch_calls_are_per_chunk_not_per_row(hb):
     medium, _ = _calls(db, lambda: load(b"m", 200))
     assert small == medium  # 10x the rows, the same calls
     big, _ = _calls(db, lambda: load(b"b", 3000))
-    assert sum(big.values()) <= 40  # chunks of 250-1000 rows, not a call per row
+    # chunks of 250-1000 rows, not a call per row (3,000 rows, 9,000 entries and 3,011
+    # counts, these in both phases: about 41)
+    assert sum(big.values()) <= 45, big
     assert sorted(t.where("f.b = 'w'")) == sorted(t.where("f.b = 'w'", full_scan=True))
     for name in ("by_a", "by_b", "by_c"):
         assert db.verify_index("t", name)["ok"]

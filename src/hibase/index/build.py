@@ -25,7 +25,7 @@ from ..store import cells as C
 from .maintain import raw_values
 from ..store.base import CountDelta, KVWrite
 from .verified import as_stored, stored
-from .spec import decode_count, encode_count
+from .spec import count_settled, decode_count, encode_count
 from .local import local_table, local_value_table, region_prefix, split_key
 from .spec import BUILDING, READY, STALE, IndexSpec, index_table, value_table
 
@@ -221,9 +221,14 @@ def _local_state(store: Store, spec: IndexSpec) -> tuple[list, dict, list, dict]
     mine = lambda key: key[split_key(key)[1]:][:2] == spec.alias  # noqa: E731
     actual = as_stored(store, ((k, v) for k, v in store.kv_scan(local_table(spec.table))
                                if mine(k)))
-    have_counts = {k: decode_count(v)
+    have_counts = {k: _count(v)
                    for k, v in store.kv_scan(local_value_table(spec.table)) if mine(k)}
     return expected, counts, actual, have_counts
+
+
+def _count(raw: bytes) -> int | None:
+    """A stored count as verify compares it: None while it is unsettled (never equal)."""
+    return decode_count(raw) if count_settled(raw) else None
 
 
 def verify_index(store: Store, spec: IndexSpec, repair: bool = False, router: Any = None
@@ -245,7 +250,7 @@ def verify_index(store: Store, spec: IndexSpec, repair: bool = False, router: An
             for alias in spec.aliases:  # its entries, and its NULL list's
                 stop = prefix_successor(alias)
                 actual += as_stored(store, store.kv_scan(idx, alias, stop))
-                have_counts.update((k, decode_count(v))
+                have_counts.update((k, _count(v))
                                    for k, v in store.kv_scan(val, alias, stop))
         want = dict(expected)
         have = dict(actual)
@@ -253,7 +258,7 @@ def verify_index(store: Store, spec: IndexSpec, repair: bool = False, router: An
         extra = [k for k in have if k not in want]
         wrong = [k for k in want if k in have and have[k] != want[k]]
         bad_counts = sorted(set(counts) ^ set(have_counts) |
-                            {k for k in counts if have_counts.get(k) not in (None, counts[k])})
+                            {k for k, n in have_counts.items() if n != counts.get(k)})
         report = {"index": spec.name, "table": spec.table, "entries": len(expected),
                   "missing": len(missing), "extra": len(extra), "wrong_covered": len(wrong),
                   "bad_counts": len(bad_counts),

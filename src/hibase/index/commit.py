@@ -7,11 +7,13 @@ the store can do (Capabilities), so the store itself knows nothing of index tabl
 - `VerifiedCommit` (HBase from the client: index rows and data rows are separate RPCs):
   Phoenix's verified / unverified protocol (PHOENIX-5156), in three phases: (1) every touched
   index entry is written *unverified* (with its rowkey: new entries, and old ones about to
-  go; index/verified.py has the stored values), value counts that grow are written; (2) the data rows; (3) new entries are rewritten
-  verified with their covered values, old ones deleted, counts that shrink written. A writer
+  go; index/verified.py has the stored values), value counts that grow are written and every
+  changed count marked pending; (2) the data rows; (3) new entries are rewritten verified with
+  their covered values, old ones deleted, counts that shrink written and unmarked. A writer
   stopped between phases leaves unverified entries, which readers resolve against the data row
-  (index/verified.py: used only if the row still produces exactly that entry) and
-  `verify_index(repair=True)` cleans. `store.faults` may stop the writer after phase 1
+  (index/verified.py: used only if the row still produces exactly that entry), and pending
+  counts, from which no answer is taken (store.base.count_settled); `verify_index(repair=True)`
+  cleans both. `store.faults` may stop the writer after phase 1
   ("index") or 2 ("data"): tests kill a writer between steps with it.
 - server-side upkeep (HBase with hibase's coprocessor, `Capabilities.server_index_upkeep`): the
   region server keeps an index made there (IndexSpec.server) on every write, whoever writes;
@@ -25,7 +27,7 @@ from typing import Iterable
 
 from .. import errors
 from ..store.api import Staged, Store
-from ..store.base import CountDelta, KVWrite
+from ..store.base import CountDelta, KVWrite, now_ms
 from . import verified
 from .catalog import IndexCatalog
 from .spec import STALE, IndexSpec
@@ -59,6 +61,17 @@ class VerifiedCommit(CommitStrategy):
 
     def __init__(self, catalog: IndexCatalog) -> None:
         self.catalog = catalog  # tells an entry key's index, hence its rowkey
+        self._last = 0  # the last timestamp a phase was written at
+
+    def _stamp(self) -> int:
+        """Phase 1's timestamp (phase 3 writes at it + 1), above every earlier phase of this
+        writer. A call the writer gave up on (a timeout) may still be retried by HBase's
+        Thrift server and land after the writer's later phases: with HBase's own time a late
+        phase 1 would turn a verified entry back to unverified, a late phase 3 would put an
+        entry back after a later write deleted it; at its own older timestamp it lands under
+        them. Taken once per commit (never per row), so it stays at the clock."""
+        self._last = max(now_ms(), self._last + 1) + 1
+        return self._last - 1
 
     def commit(self, store: Store, staged: Staged, kv_writes: list[KVWrite]) -> None:
         phase1: list[KVWrite] = []
@@ -79,15 +92,22 @@ class VerifiedCommit(CommitStrategy):
                         f"cannot tell the rowkey of index entry {key!r} of {name!r}")
                 phase1.append((name, key, verified.pending(row)))
                 phase3.append((name, key, _verified_value(name, value)))
-            elif value is None or isinstance(value, CountDelta) and value < 0:
-                phase3.append((name, key, value))  # counts shrink last, grow first
+            elif isinstance(value, CountDelta):
+                # a count grows before the data and shrinks after (never below the rows), and
+                # is pending from the first phase to the last: readers take no answer from it
+                # meanwhile, nor after a writer that died between them (base.count_settled)
+                phase1.append((name, key, CountDelta(max(value, 0), pending=1)))
+                phase3.append((name, key, CountDelta(min(value, 0), pending=-1)))
+            elif value is None:
+                phase3.append((name, key, value))
             else:
                 phase1.append((name, key, value))
-        store.write_kv(phase1)
+        ts = self._stamp()
+        store.write_kv(phase1, ts=ts)
         store.faults.reached("index")
         store.commit(staged, ())
         store.faults.reached("data")
-        store.write_kv(phase3)
+        store.write_kv(phase3, ts=ts + 1)
 
 
 def _verified_value(name: str, value: bytes | CountDelta | None) -> bytes | CountDelta | None:

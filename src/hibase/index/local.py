@@ -38,8 +38,8 @@ from .. import codec
 from ..store import cells as C
 from ..store.base import CountDelta
 from . import verified
-from .spec import (IndexSpec, decode_count, encode_count, local_table, local_value_table,
-                   region_prefix, routing_table, split_key)
+from .spec import (IndexSpec, count_settled, decode_count, encode_count, local_table,
+                   local_value_table, region_prefix, routing_table, split_key)
 
 __all__ = ["local_table", "local_value_table", "routing_table", "region_prefix", "Route",
            "entry_writes", "split_rewrite", "plan_route", "scan_entries", "count_values",
@@ -349,9 +349,10 @@ def count_values(store: Store, spec: IndexSpec, rng, cap: int = 2000, router=Non
         if regions is None:
             regions = plan_route(store, spec, [rng], router).per_range[0]
         keys = [region_prefix(r.start) + rng.start for r in regions]
-        got = store.kv_get(val, keys) if keys else []
-        return sum(decode_count(raw) for raw in got if raw), True
+        got = [raw for raw in store.kv_get(val, keys) if raw] if keys else []
+        return sum(map(decode_count, got)), all(map(count_settled, got))
     total = seen = 0
+    exact = True
     for r in (store.regions(spec.table) if regions is None else regions):
         p = region_prefix(r.start)
         hi = p + rng.stop if rng.stop is not None else _prefix_stop(p)
@@ -359,8 +360,9 @@ def count_values(store: Store, spec: IndexSpec, rng, cap: int = 2000, router=Non
             if seen >= cap:
                 return total, False
             total += decode_count(raw)
+            exact &= count_settled(raw)
             seen += 1
-    return total, True
+    return total, exact
 
 
 def count_routed(store: Store, spec: IndexSpec, ranges: list, route: Route, cap: int = 2000

@@ -10,7 +10,7 @@ from ..store.api import Store
 from .. import codec
 from ..store import cells as C
 from . import local, verified
-from .spec import IndexSpec, decode_count, index_table, value_table
+from .spec import IndexSpec, count_settled, decode_count, index_table, value_table
 
 __all__ = ["KeyRange", "key_range", "null_range", "scan_entries", "scan_points",
            "count_values", "count_points", "walk_values", "entries_for_value"]
@@ -98,24 +98,28 @@ def scan_points(store: Store, spec: IndexSpec, vkeys: list[bytes]) -> Iterator[t
             yield row, unpack(value)
 
 
-def count_points(store: Store, spec: IndexSpec, vkeys: list[bytes]) -> int:
-    """Rows of many full values by their value-table counts (exact): one walk of the value
-    table from the smallest to the largest value while it holds no more values than asked
-    for (a 100,000-value list over a small index), else one multi-get."""
+def count_points(store: Store, spec: IndexSpec, vkeys: list[bytes]) -> tuple[int, bool]:
+    """Rows of many full values by their value-table counts: (count, exact; not while one is
+    unsettled). One walk of the value table from the smallest to the largest value while it
+    holds no more values than asked for (a 100,000-value list over a small index), else one
+    multi-get."""
     if not vkeys:
-        return 0
+        return 0, True
     vt = value_table(spec.table)
     wanted = set(vkeys)
     total = seen = 0
+    exact = True
     for key, raw in store.kv_scan(vt, min(vkeys), codec.prefix_successor(max(vkeys))):
         seen += 1
         if seen > len(wanted):
             break
         if key in wanted:
             total += decode_count(raw)
+            exact &= count_settled(raw)
     else:
-        return total
-    return sum(decode_count(raw) for raw in store.kv_get(vt, vkeys) if raw)
+        return total, exact
+    got = [raw for raw in store.kv_get(vt, vkeys) if raw]
+    return sum(map(decode_count, got)), all(map(count_settled, got))
 
 
 def entries_for_value(store: Store, spec: IndexSpec, vkey: bytes) -> list[tuple[bytes, list]]:
@@ -128,10 +132,12 @@ def entries_for_value(store: Store, spec: IndexSpec, vkey: bytes) -> list[tuple[
             for key, value in verified.scan(store, index_table(spec.table), [spec], vkey, stop)]
 
 
-def walk_values(store: Store, spec: IndexSpec, rng: KeyRange) -> Iterator[tuple[bytes, int]]:
-    """(value key, row count) from the value table for every value in the range."""
+def walk_values(store: Store, spec: IndexSpec, rng: KeyRange
+                ) -> Iterator[tuple[bytes, int, bool]]:
+    """(value key, row count, whether the count is exact: base.count_settled) from the value
+    table for every value in the range: a superset of the values with rows."""
     for key, raw in store.kv_scan(value_table(spec.table), rng.start, rng.stop):
-        yield key, decode_count(raw)
+        yield key, decode_count(raw), count_settled(raw)
 
 
 def count_values(store: Store, spec: IndexSpec, rng: KeyRange, cap: int = 2000, router: Any = None
@@ -143,10 +149,12 @@ def count_values(store: Store, spec: IndexSpec, rng: KeyRange, cap: int = 2000, 
         return local.count_values(store, spec, rng, cap, router)
     if rng.known == len(spec.types) and rng.stop == codec.prefix_successor(rng.start):
         got = store.kv_get(value_table(spec.table), [rng.start])[0]
-        return (decode_count(got) if got else 0), True
+        return (decode_count(got), count_settled(got)) if got else (0, True)
     total = 0
-    for i, (_, n) in enumerate(walk_values(store, spec, rng)):
+    exact = True
+    for i, (_, n, settled) in enumerate(walk_values(store, spec, rng)):
         if i >= cap:
             return total, False
         total += n
-    return total, True
+        exact &= settled
+    return total, exact

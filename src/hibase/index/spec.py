@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .. import codec
-from ..store.base import decode_count, encode_count  # re-exported: value tables' counts
+from ..store.base import count_settled, decode_count, encode_count  # re-exported: counts
 
 NULL, PRESENT = b"\x00", b"\x01"
 
 __all__ = ["IndexSpec", "index_table", "value_table", "local_table", "local_value_table",
            "routing_table", "region_prefix", "split_key", "raw_values", "needed_columns",
-           "encode_count", "decode_count", "BUILDING", "READY", "STALE"]
+           "encode_count", "decode_count", "count_settled", "BUILDING", "READY", "STALE"]
 
 # building: maintained by writes, not used by queries until its build finishes; ready: used;
 # stale: neither (a bulk load suspended it; a build makes it ready again)

@@ -5,7 +5,9 @@ Four ways, chosen in this order and named by EXPLAIN:
 - VALUE TABLE: aggregates over index columns whose WHERE one global index answers exactly
   (no residual) are computed from the value table's (value, row count) pairs: no index entry
   or row is read. Without WHERE this holds for aggregates of the index's first column that
-  ignore NULLs (its NULL rows have no entry): MIN, MAX, COUNT, SUM, AVG of that column.
+  ignore NULLs (its NULL rows have no entry): MIN, MAX, COUNT, SUM, AVG of that column. A
+  count met unsettled at run time (a write between its phases, or a writer that died there:
+  store.base.count_settled) makes the WHERE's plan stream the rows instead.
 - INDEX ENDS: MIN / MAX of an indexed column without WHERE read one entry from each end of
   the index.
 - INDEX ORDER WALK: ``ORDER BY col [DESC] LIMIT k`` on an indexed column walks the index in
@@ -269,9 +271,12 @@ def run(select: Select, store, indexer, range_method: str = "auto", full_scan: b
     if shaped.how == "value-table" and shaped.count is not None:
         one = [(shaped.count,) * len(select.items or ())]
         return one[select.offset or 0:][:select.limit]
-    rows: Iterator[tuple[bytes | None, dict, int]]
+    rows: Iterator[tuple[bytes | None, dict, int]] | list
     if shaped.how == "value-table":
-        rows = _value_rows(store, shaped)
+        pairs = _value_rows(store, shaped)
+        # a count unsettled: the WHERE's plan streams the rows
+        rows = pairs if pairs is not None else (
+            (row, cells, 1) for row, cells in _base_rows(shaped, indexer, types))
     elif shaped.how == "index-ends":
         rows = _end_rows(store, shaped)
     else:
@@ -288,13 +293,19 @@ def _decoded(spec, vkey: bytes) -> dict:
     return {c: v for c, v in zip(spec.columns, values)}
 
 
-def _value_rows(store, shaped: _Shaped) -> Iterator[tuple[None, dict, int]]:
-    """(None, {column: decoded value}, row count) per value of the value table in range."""
+def _value_rows(store, shaped: _Shaped) -> list[tuple[None, dict, int]] | None:
+    """(None, {column: decoded value}, row count) per value of the value table in range; None
+    when a count is not exact (a write between its phases, or a writer that died there:
+    store.base.count_settled), which the rows must answer instead."""
     spec = shaped.spec
+    out = []
     for rng in shaped.ranges:
-        for vkey, count in walk_values(store, spec, rng):
+        for vkey, count, settled in walk_values(store, spec, rng):
+            if not settled:
+                return None
             if count > 0:
-                yield None, _decoded(spec, vkey), count
+                out.append((None, _decoded(spec, vkey), count))
+    return out
 
 
 def _end_rows(store, shaped: _Shaped) -> Iterator[tuple[None, dict, int]]:

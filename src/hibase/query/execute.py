@@ -42,7 +42,7 @@ def _lookup_rows(indexer, lk: IndexLookup) -> Iterator[tuple[bytes, list]]:
     # hot cache answers then makes no store call at all)
     vkeys = [vkey for rng in lk.ranges
              for vkey in ([rng.start] if is_point(spec, rng) else
-                          (v for v, _ in walk_values(store, spec, rng)))]
+                          (v for v, _, _ in walk_values(store, spec, rng)))]
     # an in-process cache answers faster alone than through threads (cache.parallel False);
     # without a cache the point lookups go to the store in parallel
     if len(vkeys) <= 1 or (indexer.cache is not None and not indexer.cache.parallel):

@@ -390,8 +390,8 @@ def _index_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds], router: Any
         estimate, exact = count_routed(store, spec, ranges, route)
         return IndexLookup(spec, ranges, estimate, exact, used, route=route)
     if merge:  # every range is one full value: their counts in one multi-get
-        estimate = count_points(store, spec, [r.start for r in ranges])
-        return IndexLookup(spec, sorted(ranges, key=lambda r: r.start), estimate, True, used,
+        estimate, exact = count_points(store, spec, [r.start for r in ranges])
+        return IndexLookup(spec, sorted(ranges, key=lambda r: r.start), estimate, exact, used,
                            method="merge")
     def count() -> tuple[int, bool]:
         estimate, exact = 0, True

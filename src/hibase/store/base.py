@@ -8,32 +8,57 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple, Protocol
 
 __all__ = ["Mutation", "Region", "SplitListener", "SplitBatch", "now_ms", "LATEST_TIMESTAMP",
-           "CountDelta", "KVWrite", "encode_count", "decode_count"]
+           "CountDelta", "KVWrite", "encode_count", "decode_count", "decode_pending",
+           "count_settled"]
 
 # HBase's HConstants.LATEST_TIMESTAMP: "now" for a write's timestamp, "every version" for a read
 LATEST_TIMESTAMP = (1 << 63) - 1
 
 
 _COUNT = struct.Struct(">q")
+_UNSETTLED = struct.Struct(">qq")
 
 
-def encode_count(n: int) -> bytes:
-    """A value table's row count as stored (global and local value tables alike)."""
-    return _COUNT.pack(n)
+def encode_count(n: int, pending: int = 0) -> bytes:
+    """A value table's row count as stored (global and local value tables alike); `pending`:
+    changes of it begun and not finished (count_settled), stored only when not 0."""
+    return _UNSETTLED.pack(n, pending) if pending else _COUNT.pack(n)
 
 
 def decode_count(raw: bytes) -> int:
-    """The row count a value table holds for one value."""
-    return _COUNT.unpack(raw)[0]
+    """The row count a value table holds for one value (an upper bound while unsettled)."""
+    return _COUNT.unpack_from(raw)[0]
+
+
+def decode_pending(raw: bytes) -> int:
+    """The changes of a stored count begun and not finished (0: settled)."""
+    return _UNSETTLED.unpack(raw)[1] if len(raw) > _COUNT.size else 0
+
+
+def count_settled(raw: bytes) -> bool:
+    """Whether a count read from a value table is exact. A writer of the verified protocol
+    (index/commit.py) grows counts before its data and shrinks them after, each change marked
+    pending from its first phase to its last: while one is in flight, or after its writer
+    died between phases, the count may be above the rows (never below), and answers must
+    not be taken from it."""
+    return len(raw) <= _COUNT.size
 
 
 class CountDelta(int):
     """A key-value write that adds to a value table's count instead of replacing it
     (`commit(kv_writes=[(value_table, key, CountDelta(-1))])`): stores apply it without the
     writer reading the count first, so writers in different processes never lose each
-    other's updates. A count that reaches 0 or less is gone (reads see no row)."""
+    other's updates. A count that reaches 0 or less is gone (reads see no row). `pending`
+    adds to the count's unfinished changes (count_settled): +1 where a verified write begins
+    a change, -1 where it ends it."""
 
-    __slots__ = ()
+    pending = 0
+
+    def __new__(cls, n: int, pending: int = 0) -> "CountDelta":
+        d = super().__new__(cls, n)
+        if pending:
+            d.pending = pending
+        return d
 
 
 # A key-value write: (key-value table, key, value); None deletes the key, a CountDelta adds to

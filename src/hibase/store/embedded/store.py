@@ -24,7 +24,7 @@ from ... import errors
 from .. import cells as C
 from ..api import BaseStore, Capabilities, Staged, durability_level
 from ..base import (CountDelta, KVWrite, Mutation, Region, SplitListener, decode_count,
-                    encode_count, now_ms)
+                    decode_pending, encode_count, now_ms)
 from . import fastscan
 from .groupcommit import SyncingLock
 from .kv import KeyValueTables
@@ -398,23 +398,29 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
                 wanted.setdefault(name, []).append(key)
         if not wanted:
             return writes
-        now: dict[tuple[str, bytes], int] = {}
+        now: dict[tuple[str, bytes], tuple[int, int]] = {}
+
+        def count(raw: bytes | None) -> tuple[int, int]:
+            return (decode_count(raw), decode_pending(raw)) if raw is not None else (0, 0)
+
         for name, keys in wanted.items():
             keys = list(dict.fromkeys(keys))
             for key, raw in zip(keys, self.kv_get(name, keys)):
-                now[(name, key)] = decode_count(raw) if raw is not None else 0
+                now[(name, key)] = count(raw)
         out = []
         for name, key, value in writes:
             if isinstance(value, CountDelta):
-                n = now[(name, key)] + value
-                value = encode_count(n) if n > 0 else None
+                n, p = now[(name, key)]
+                n, p = n + value, p + value.pending
+                value = encode_count(n, p) if n > 0 else None
             if (name, key) in now:  # a later delta of this key in the batch adds to this
-                now[(name, key)] = decode_count(value) if value is not None else 0
+                now[(name, key)] = count(value)
             out.append((name, key, value))
         return out
 
-    def write_kv(self, kv_writes: Iterable[KVWrite]) -> None:
-        """Key-value writes alone (puts, deletes, count deltas), in one atomic batch."""
+    def write_kv(self, kv_writes: Iterable[KVWrite], ts: int | None = None) -> None:
+        """Key-value writes alone (puts, deletes, count deltas), in one atomic batch (`ts`:
+        no key-value write keeps a timestamp here; each batch is applied whole, in order)."""
         self.commit(None, kv_writes)
 
     @mapped

@@ -11,7 +11,15 @@ A count is the sum of that row's cells, one per writer: each store writes only i
 (`c:` + 8 random bytes, a new one per writer generation) and remembers what it holds, so a
 CountDelta is one blind put of remembered + delta (no read, and no update lost to another
 client adding to the same count at once); an outright count n puts n minus the other cells
-(one read). A cell is never deleted: a count of 0 or less reads as absent."""
+(one read). A cell is never deleted: a count of 0 or less reads as absent. A cell holds the
+writer's (count, pending) totals (base.count_settled: pending is the writer's changes begun
+and not finished), encoded as base.encode_count.
+A count cell is put with an explicit timestamp, above every earlier one of its writer, in its own
+mutateRowsTs beside the entries' mutateRows (both in flight together): a call that timed out
+on hibase's side may still be retried by HBase's Thrift server (its client rides out a region
+away for minutes) and land after the writer's later totals, and only the timestamp keeps that
+stale total from overwriting them. Other writes take the timestamp their caller gives
+(`write_kv(..., ts=)`: the verified protocol's phases, index/commit.py), else HBase's."""
 
 from __future__ import annotations
 
@@ -20,7 +28,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ... import errors
-from ..base import CountDelta, KVWrite, decode_count, encode_count
+from ..base import CountDelta, KVWrite, decode_count, decode_pending, encode_count, now_ms
 
 if TYPE_CHECKING:
     from .rpc import Rpc
@@ -51,15 +59,21 @@ def _count_family() -> Iterator[None]:
             "drop the table's indexes and create them again") from None
 
 
-def _encoded(n: int) -> bytes | None:
-    """A summed count as value tables give it: absent unless above 0."""
-    return encode_count(n) if n > 0 else None
+def _encoded(n: tuple[int, int]) -> bytes | None:
+    """A summed (count, pending) as value tables give it: absent unless the count is above 0
+    (a count is never below the rows, pending or not)."""
+    return encode_count(*n) if n[0] > 0 else None
 
 
-def _count_of(cells: dict[bytes, tuple[int, bytes]], but: bytes | None = None) -> int:
-    """The sum of a count row's cells (leaving out column `but`)."""
-    return sum(decode_count(v) for c, (_, v) in cells.items()
-               if c != but and c.startswith(_COUNT_FAM + b":"))
+def _count_of(cells: dict[bytes, tuple[int, bytes]], but: bytes | None = None
+              ) -> tuple[int, int]:
+    """The sum of a count row's cells, (count, pending) (leaving out column `but`)."""
+    n = p = 0
+    for c, (_, v) in cells.items():
+        if c != but and c.startswith(_COUNT_FAM + b":"):
+            n += decode_count(v)
+            p += decode_pending(v)
+    return n, p
 
 
 class _HBaseRangeReader:
@@ -94,14 +108,21 @@ class HBaseKeyValueTables:
         def _meta_put(self, key: bytes, value: bytes | None) -> None: ...
         def _create_hbase_table(self, name: str, families: dict[bytes, Any]) -> None: ...
         def _drop_hbase_table(self, name: str) -> None: ...
-    # this writer's count cell: (column, {(value table, key): the count it holds there})
+    # this writer's count cell: (column, {(value table, key): the (count, pending) it holds})
     _cell: tuple[bytes, dict]
+    _count_ts: int  # the last timestamp this writer's count cell was put with
 
     def _new_writer(self) -> None:
         """Start a new count cell: what the old one holds stays in the sums, never touched
         again. Called when what it holds may be unknown (a failed write, a dropped table,
         another client's catalog change) or too much to remember."""
         self._cell = (_COUNT_FAM + b":" + os.urandom(8), {})
+        self._count_ts = 0
+
+    def _next_count_ts(self) -> int:
+        """A timestamp for this writer's count cell above every one it used (module docstring)."""
+        self._count_ts = max(now_ms(), self._count_ts + 1)
+        return self._count_ts
 
     def _kv_check(self, name: str) -> None:
         if name not in self._kv:
@@ -164,14 +185,15 @@ class HBaseKeyValueTables:
             self._meta_put(b"kv/" + name.encode(), None)
             self._kv.pop(name, None)
 
-    def _others_share(self, items: list[tuple[str, bytes]]) -> dict[tuple[str, bytes], int]:
+    def _others_share(self, items: list[tuple[str, bytes]]
+                      ) -> dict[tuple[str, bytes], tuple[int, int]]:
         """What the other writers' cells add to each (value table, key): one multi-get per
         HBase table."""
         mine = self._cell[0]
         by_table: dict[str, list[tuple[str, bytes]]] = {}
         for item in dict.fromkeys(items):
             by_table.setdefault(self._kv_hbase(item[0]), []).append(item)
-        out: dict[tuple[str, bytes], int] = {}
+        out: dict[tuple[str, bytes], tuple[int, int]] = {}
         for table, its in by_table.items():
             with _count_family():
                 got = self.rpc.get_raw(table, [k for _, k in its], [_COUNT_FAM])
@@ -179,45 +201,60 @@ class HBaseKeyValueTables:
         return out
 
     def _kv_write(self, writes: list[KVWrite],
-                  others: dict[tuple[str, bytes], int] | None = None) -> None:
-        """Write (name, key, value-or-None) in one mutateRows per HBase table and chunk (all in
-        flight together); counts as in the module docstring (`others`: the other writers'
-        share of each count written outright, when the caller has read it)."""
+                  others: dict[tuple[str, bytes], tuple[int, int]] | None = None,
+                  ts: int | None = None) -> None:
+        """Write (name, key, value-or-None) in one mutateRows(Ts: at `ts`, if given) per HBase
+        table and chunk, counts in one mutateRowsTs per HBase table and chunk (all in flight
+        together), as in the module docstring (`others`: the other writers' share of each
+        count written outright, when the caller has read it)."""
         T = self.T
         column, held = self._cell
         if others is None:
             outright = [(n, k) for n, k, v in writes
                         if not isinstance(v, CountDelta) and self._count_home(n) is not None]
             others = self._others_share(outright) if outright else {}
-        rows: dict[str, dict[bytes, dict[bytes, Any]]] = {}
-        now: dict[tuple[str, bytes], int] = {}
+        rows: dict[str, dict[bytes, dict[bytes, Any]]] = {}  # entries (HBase's timestamps)
+        count_rows: dict[str, dict[bytes, dict[bytes, Any]]] = {}  # counts (this writer's)
+        now: dict[tuple[str, bytes], tuple[int, int]] = {}
         for name in {name for name, _, _ in writes}:
             self._kv_check(name)
         for name, key, value in writes:
             if self._count_home(name) is None:
-                col = _KV_COL
+                col, into = _KV_COL, rows
                 m = T.Mutation(column=col, isDelete=True) if value is None else \
                     T.Mutation(column=col, value=value, isDelete=False)
             else:
+                into = count_rows
                 col, item = column, (name, key)
                 if isinstance(value, CountDelta):
-                    n = now.get(item, held.get(item, 0)) + value
-                else:
-                    n = (0 if value is None else decode_count(value)) - others[item]
-                now[item] = n
-                m = T.Mutation(column=col, value=encode_count(n), isDelete=False)
+                    n, p = now.get(item) or held.get(item) or (0, 0)
+                    n, p = n + value, p + value.pending
+                else:  # outright: settled (the others' pending cancelled here)
+                    n, p = others[item]
+                    n, p = (0 if value is None else decode_count(value)) - n, -p
+                now[item] = (n, p)
+                m = T.Mutation(column=col, value=encode_count(n, p), isDelete=False)
             # one key once per call (HBase applies a mutateRows' puts before its deletes):
             # the last write of a cell wins
-            rows.setdefault(self._kv_hbase(name), {}).setdefault(key, {})[col] = m
-        calls = []
-        for table, by_row in rows.items():
-            batches = [T.BatchMutation(row=k, mutations=list(ms.values()))
-                       for k, ms in by_row.items()]
-            calls += [(table.encode(), batches[i:i + _SCAN_CHUNK])
-                      for i in range(0, len(batches), _SCAN_CHUNK)]
+            into.setdefault(self._kv_hbase(name), {}).setdefault(key, {})[col] = m
+        calls: list[tuple[bytes, list, int | None]] = []
+        count_ts = self._next_count_ts() if count_rows else None
+        for by_table, at in ((rows, ts), (count_rows, count_ts)):
+            for table, by_row in by_table.items():
+                batches = [T.BatchMutation(row=k, mutations=list(ms.values()))
+                           for k, ms in by_row.items()]
+                calls += [(table.encode(), batches[i:i + _SCAN_CHUNK], at)
+                          for i in range(0, len(batches), _SCAN_CHUNK)]
+
+        def send(c: tuple[bytes, list, int | None]) -> None:
+            if c[2] is None:
+                self.rpc.call("mutateRows", c[0], c[1], {})
+            else:
+                self.rpc.call("mutateRowsTs", c[0], c[1], c[2], {})
+
         try:
-            with _count_family():  # distinct keys per table: all chunks in flight together
-                self.rpc.parallel(lambda c: self.rpc.call("mutateRows", c[0], c[1], {}), calls)
+            with _count_family():  # distinct keys per call: all chunks in flight together
+                self.rpc.parallel(send, calls)
         except BaseException:
             if now:  # whether the cell holds the new counts is unknown: leave it
                 self._new_writer()

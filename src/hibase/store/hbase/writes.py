@@ -46,7 +46,8 @@ class Writes:
         def schema(self, name: str) -> TableSchema: ...
         def _check_writable(self) -> None: ...
         def _kv_write(self, writes: list[KVWrite],
-                      others: dict[tuple[str, bytes], int] | None = None) -> None: ...
+                      others: dict[tuple[str, bytes], tuple[int, int]] | None = None,
+                      ts: int | None = None) -> None: ...
         def _versions(self, table: str, row: bytes, columns: list[bytes], ts: int | None,
                       versions: int) -> dict[bytes, list]: ...
         def read_latest_many(self, table: str, rows: list[bytes],
@@ -193,9 +194,12 @@ class Writes:
                 progress(done, len(regions))
         return sent
 
-    def write_kv(self, kv_writes: Iterable[KVWrite]) -> None:
-        """Key-value writes alone (puts, deletes, count deltas)."""
-        self.commit(None, kv_writes)
+    def write_kv(self, kv_writes: Iterable[KVWrite], ts: int | None = None) -> None:
+        """Key-value writes alone (puts, deletes, count deltas); `ts`: the timestamp of their
+        puts and deletes (None: HBase's time; count cells keep their own, kv.py)."""
+        with self._lock:
+            self._check_writable()
+            self._kv_write(list(kv_writes), ts=ts)
 
     def commit(self, staged: Staged | None, kv_writes: Iterable[KVWrite] = ()) -> None:
         """Write key-value writes, then data mutations (separate calls: the order of index

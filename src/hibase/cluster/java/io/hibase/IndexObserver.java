@@ -91,7 +91,8 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   // value counts: this region's own count cell (c: + 8 random bytes, as each Python writer
   // has; a count is the sum of its row's cells) and the totals it wrote there
   private byte[] countQual;
-  private final Map<TableName, Map<ByteBuffer, Long>> held = new HashMap<>();
+  // (count, pending): pending is the changes begun and not finished (as kv.py's cells)
+  private final Map<TableName, Map<ByteBuffer, long[]>> held = new HashMap<>();
 
   static byte[] b(String s) { return s.getBytes(StandardCharsets.ISO_8859_1); }
 
@@ -701,7 +702,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
         State after = apply(before, e.getValue(), now);
         for (Spec s : specs) change(cat, s, row, before, after, ts, phase1, p.phase3, deltas);
       }
-      counts(deltas, phase1, p.phase3);
+      counts(deltas, phase1, p.phase3, true);
       if (!reindex.isEmpty()) {  // written now: nothing of these rows changes
         Map<TableName, List<Row>> direct = new LinkedHashMap<>();
         Map<TableName, Map<ByteBuffer, long[]>> built = new LinkedHashMap<>();
@@ -711,7 +712,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
           State st = read(row, e.getValue(), false);
           for (Spec s : e.getValue()) reindex(cat, s, row, st, rts, direct, built);
         }
-        counts(built, direct, direct);
+        counts(built, direct, direct, false);
         send(direct);
       }
       send(phase1);
@@ -779,27 +780,47 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
         .computeIfAbsent(ByteBuffer.wrap(key), k -> new long[1])[0] += d;
   }
 
-  /** One write per count a mini-batch changes (its net delta): counts that grow before the
-   *  data (phase 1), counts that shrink after (phase 3), so a value table is always a
-   *  superset of the values with rows. Each is a blind put of this region's own cell: the
-   *  total it holds plus the delta, with a timestamp above every earlier one of this region
-   *  (stamp()), so whichever of two batches' puts lands last, the later total wins; no count
-   *  is read (HBase's Increment reads, and runs increments of one row in one batch as
-   *  separate mini-batches, each with its WAL sync). */
+  /** One count cell value: 8 bytes, or 16 (count, pending) while pending is not 0
+   *  (hibase.store.base.encode_count). */
+  static byte[] countValue(long n, long pending) {
+    return pending == 0 ? ByteBuffer.allocate(8).putLong(n).array()
+        : ByteBuffer.allocate(16).putLong(n).putLong(pending).array();
+  }
+
+  /** The writes of the counts a mini-batch changes (each its net delta). `phased` (a write's
+   *  upkeep): a count grows before the data (phase 1) and shrinks after (phase 3), so it is
+   *  never below the rows, and is marked pending from phase 1 to phase 3, so readers take no
+   *  answer from it while the batch is in flight or after this server died between the
+   *  phases (hibase.store.base.count_settled); else (a build) one settled write. Each is a
+   *  blind put of this region's own cell: the totals it holds plus the delta, with a
+   *  timestamp above every earlier one of this region (stamp()), so whichever of two
+   *  batches' puts lands last, the later total wins; no count is read (HBase's Increment
+   *  reads, and runs increments of one row in one batch as separate mini-batches, each with
+   *  its WAL sync). */
   private void counts(Map<TableName, Map<ByteBuffer, long[]>> deltas,
-                      Map<TableName, List<Row>> phase1, Map<TableName, List<Row>> phase3) {
+                      Map<TableName, List<Row>> phase1, Map<TableName, List<Row>> phase3,
+                      boolean phased) {
     synchronized (held) {
-      long ts = stamp(1);  // taken with the totals: a later total has a later timestamp
+      // taken with the totals: a later total has a later timestamp; phase 3's above phase 1's
+      long ts = stamp(phased ? 2 : 1);
       for (Map.Entry<TableName, Map<ByteBuffer, long[]>> t : deltas.entrySet()) {
-        Map<ByteBuffer, Long> mine = held.computeIfAbsent(t.getKey(), k -> new HashMap<>());
+        Map<ByteBuffer, long[]> mine = held.computeIfAbsent(t.getKey(), k -> new HashMap<>());
         for (Map.Entry<ByteBuffer, long[]> e : t.getValue().entrySet()) {
           long d = e.getValue()[0];
           if (d == 0) continue;
-          long n = mine.getOrDefault(e.getKey(), 0L) + d;
-          mine.put(e.getKey(), n);
-          Put put = new Put(e.getKey().array()).addColumn(C, countQual, ts,
-              ByteBuffer.allocate(8).putLong(n).array());
-          add(d > 0 ? phase1 : phase3, t.getKey(), put);
+          long[] was = mine.getOrDefault(e.getKey(), new long[2]);
+          long n = was[0] + d;
+          mine.put(e.getKey(), new long[] {n, was[1]});
+          byte[] row = e.getKey().array();
+          if (phased) {
+            add(phase1, t.getKey(), new Put(row).addColumn(C, countQual, ts,
+                countValue(was[0] + Math.max(d, 0), was[1] + 1)));
+            add(phase3, t.getKey(), new Put(row).addColumn(C, countQual, ts + 1,
+                countValue(n, was[1])));
+          } else {
+            add(phase1, t.getKey(), new Put(row).addColumn(C, countQual, ts,
+                countValue(n, was[1])));
+          }
         }
         if (mine.size() > REMEMBERED) {
           newCell();
