@@ -71,6 +71,23 @@ def test_start_prints_the_urls_and_returns(started):
         assert "IndexedWALEditCodec" in fh.read()
 
 
+def test_an_admin_request_that_does_not_answer_is_a_one_line_error(started):
+    """The Admin helper's requests have a time limit (HBase 2.6.1 was seen never to finish a
+    flush procedure, and the caller waited for ever): past it, ClusterError says so, and the
+    next request runs on a new helper."""
+    from hibase.cluster import ClusterError, HBaseCluster
+
+    folder, _ = started
+    cluster = HBaseCluster(folder)
+    try:
+        with pytest.raises(ClusterError, match=r"flush did not answer within 0 s .*logs"):
+            cluster.flush("hbase:meta", timeout=0)
+        cluster.flush("hbase:meta")
+        assert cluster.region_starts("hbase:meta") == [b""]
+    finally:
+        cluster.close_admin()
+
+
 def test_happybase_and_hibase_with_the_zk_cache_work_on_it(started):
     folder, out = started
     thrift_url, zk_url = out.stdout.split()

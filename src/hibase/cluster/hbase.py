@@ -716,7 +716,18 @@ class HBaseCluster:
         return sorted(running)
 
     # -- admin (what Thrift1 cannot do) -----------------------------------------------------
-    def _admin_call(self, line: str) -> str:
+    # how long one Admin request may take: a split or a move waits for its regions to open, a
+    # flush for its procedure; HBase 2.6.1 has been seen never to finish a flush procedure
+    # ("procedure event for N is null"), which would otherwise wait for ever
+    ADMIN_TIMEOUT_S = 900.0
+
+    def _admin_call(self, line: str, timeout: float | None = None) -> str:
+        """One request to the Admin helper JVM (started at first use), its answer; a helper
+        that does not answer within `timeout` s (ADMIN_TIMEOUT_S) is killed (the next call
+        starts another) and ClusterError says so."""
+        import select
+
+        limit = self.ADMIN_TIMEOUT_S if timeout is None else timeout
         with self._admin_lock:
             if self._admin is None or self._admin.poll() is not None:
                 jars = classpath(progress=False)
@@ -733,7 +744,17 @@ class HBaseCluster:
                                        f"{log_tail(log)}")
             self._admin.stdin.write(line + "\n")  # type: ignore[union-attr]
             self._admin.stdin.flush()  # type: ignore[union-attr]
-            answer = self._admin.stdout.readline().rstrip("\n")  # type: ignore[union-attr]
+            out = self._admin.stdout
+            assert out is not None  # Popen(stdout=PIPE)
+            # one answer line per request: nothing is left buffered in `out` between calls
+            if not select.select([out], [], [], limit)[0]:
+                self._admin.kill()
+                self._admin.wait()
+                self._admin = None
+                raise ClusterError(
+                    f"HBase admin {line.split()[0]} did not answer within {limit:g} s (the "
+                    f"helper was stopped; HBase's logs: {self._path('logs')})")
+            answer = out.readline().rstrip("\n")
         if not answer.startswith("ok "):
             raise ClusterError(f"HBase admin {line.split()[0]} failed: "
                                f"{answer[6:] or 'the helper exited'}")
@@ -745,9 +766,10 @@ class HBaseCluster:
         (or, with None, nothing could split)."""
         return self._admin_call(f"split {table} {'-' if row is None else row.hex()}") == "true"
 
-    def flush(self, table: str) -> None:
-        """Flush HBase table `table`'s memstores to store files (waits until done)."""
-        self._admin_call(f"flush {table}")
+    def flush(self, table: str, timeout: float | None = None) -> None:
+        """Flush HBase table `table`'s memstores to store files (waits until done, at most
+        `timeout` s: ADMIN_TIMEOUT_S)."""
+        self._admin_call(f"flush {table}", timeout)
 
     def region_starts(self, table: str) -> list[bytes]:
         """The start keys of HBase table `table`'s regions, as HBase's Admin API lists them."""
