@@ -307,10 +307,15 @@ def test_cli_on_thrift_url_after_a_stopped_writer(hbase):
     assert out.exit_code == 0, out.output
     assert [json.loads(line)["row"] for line in out.output.splitlines()
             if line.startswith("{")] == ["k000", "k003", "k006"]
-    assert not db.verify_index("flights", "by_dest")["ok"]
+    report = db.verify_index("flights", "by_dest")
+    # XXX's count grew, IAH's did not shrink: both left pending by the stopped writer
+    assert not report["ok"] and report["bad_counts"] == report["pending_counts"] == 2, report
+    out = runner.invoke(cli, ["index", "verify", hbase.url, "flights", "by_dest"])
+    assert "wrong value-table counts 2 (2 pending: a write in flight or stopped" in out.output
     out = runner.invoke(cli, ["index", "verify", hbase.url, "flights", "by_dest", "--repair"])
     assert "repaired" in out.output.lower(), out.output
-    assert db.verify_index("flights", "by_dest")["ok"]
+    report = db.verify_index("flights", "by_dest")
+    assert report["ok"] and report["pending_counts"] == 0, report
 
 
 _KILLED_WRITER = r"""

@@ -257,7 +257,9 @@ def _verify_lines(r: dict) -> list[str]:
     if r["ok"]:
         return [head + "OK"]
     lines = [head + f"NOT OK: missing {r['missing']}, extra {r['extra']}, wrong covered "
-                    f"values {r['wrong_covered']}, wrong value-table counts {r['bad_counts']}"]
+                    f"values {r['wrong_covered']}, wrong value-table counts {r['bad_counts']}"
+                    + (f" ({r['pending_counts']} pending: a write in flight or stopped midway; "
+                       "not used for answers)" if r.get("pending_counts") else "")]
     for kind in ("missing", "extra"):
         rows = r.get("examples", {}).get(kind) or []
         if rows:

@@ -262,6 +262,9 @@ def verify_index(store: Store, spec: IndexSpec, repair: bool = False, router: An
         report = {"index": spec.name, "table": spec.table, "entries": len(expected),
                   "missing": len(missing), "extra": len(extra), "wrong_covered": len(wrong),
                   "bad_counts": len(bad_counts),
+                  # of those, counts a write left pending (in flight, or its writer stopped
+                  # between the verified protocol's phases): no answer is taken from them
+                  "pending_counts": sum(n is None for n in have_counts.values()),
                   "examples": {"missing": [_rowkey(spec, k) for k in missing[:5]],
                                "extra": [_rowkey(spec, k) for k in extra[:5]]},
                   "ok": not (missing or extra or wrong or bad_counts), "repaired": False}
