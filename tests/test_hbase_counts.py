@@ -99,8 +99,7 @@ def test_calls_landing_late_change_no_answer(hb, request):
         request.applymarker(pytest.mark.xfail(strict=True, reason=(
             "the gateway's deletes hide only what was written before them (HBase's "
             "NEW_VERSION_BEHAVIOR), so a late older put comes back")))
-    db = hibase.connect(hb.url + ("&" if "?" in hb.url else "?") + "server_upkeep=0",
-                        cache_policy=None)
+    db = hibase.connect(hb.url + "&server_upkeep=0", cache_policy=None)  # as test_routing
     hb.opened.append(db)
     db.create_table("t", {"f": {}}, columns={"f:a": "string"})
     db.create_index("t", "by_a", ["f:a"])

@@ -15,7 +15,7 @@ client adding to the same count at once); an outright count n puts n minus the o
 writer's (count, pending) totals (base.count_settled: pending is the writer's changes begun
 and not finished), encoded as base.encode_count.
 A count cell is put with an explicit timestamp, above every earlier one of its writer, in its own
-mutateRowsTs beside the entries' mutateRows (both in flight together): a call that timed out
+mutateRowsTs beside the entries' call (both in flight together): a call that timed out
 on hibase's side may still be retried by HBase's Thrift server (its client rides out a region
 away for minutes) and land after the writer's later totals, and only the timestamp keeps that
 stale total from overwriting them. Other writes take the timestamp their caller gives
