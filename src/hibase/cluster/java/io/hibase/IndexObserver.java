@@ -52,7 +52,11 @@ import org.apache.hadoop.hbase.coprocessor.ObserverContext;
 import org.apache.hadoop.hbase.coprocessor.RegionCoprocessor;
 import org.apache.hadoop.hbase.coprocessor.RegionCoprocessorEnvironment;
 import org.apache.hadoop.hbase.coprocessor.RegionObserver;
+import org.apache.hadoop.hbase.CompareOperator;
+import org.apache.hadoop.hbase.filter.BinaryPrefixComparator;
+import org.apache.hadoop.hbase.filter.ColumnPrefixFilter;
 import org.apache.hadoop.hbase.filter.MultiRowRangeFilter;
+import org.apache.hadoop.hbase.filter.SingleColumnValueFilter;
 import org.apache.hadoop.hbase.regionserver.MiniBatchOperationInProgress;
 import org.apache.hadoop.hbase.regionserver.Region;
 import org.apache.hadoop.hbase.regionserver.RegionScanner;
@@ -73,6 +77,9 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
    *  (server-side builds: hibase's build sends one per existing row). */
   public static final String REINDEX = "hibase.reindex";
   public static final String PROBE = "hibase.probe";
+  /** A get carrying this attribute makes its region run recover() now, as after a dead
+   *  server's WAL replay (for leftovers of a crash that left no edits to replay). */
+  public static final String RECOVER = "hibase.recover";
 
   static final byte[] M = b("m"), V = b("v"), C = b("c");
   static final byte VERIFIED = 0x01, UNVERIFIED = 0x00;
@@ -88,11 +95,16 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   private volatile boolean notHibase;
   private long lastMiss;  // when the last lookup found no catalog (0: never)
   private long lastStamp;  // index cells: strictly increasing timestamps (see stamp())
-  // value counts: this region's own count cell (c: + 8 random bytes, as each Python writer
-  // has; a count is the sum of its row's cells) and the totals it wrote there
-  private byte[] countQual;
-  // (count, pending): pending is the changes begun and not finished (as kv.py's cells)
-  private final Map<TableName, Map<ByteBuffer, long[]>> held = new HashMap<>();
+  // value counts: this region's own count cell (a count is the sum of its row's cells, one
+  // per writer), named <encoded region name><incarnation><generation> (newCell), so a
+  // later incarnation of the region knows the cells an earlier one left (recover())
+  private byte[] regionTag;
+  private final byte[] incarnation = new byte[8];
+  private int generation;
+  private volatile CountCell cell;
+  /** Set when the region replays edits a dead server's WAL held (preReplayWALs): an earlier
+   *  incarnation died, maybe between a batch's phases, and postOpen recovers what it left. */
+  private volatile boolean replayed;
 
   static byte[] b(String s) { return s.getBytes(StandardCharsets.ISO_8859_1); }
 
@@ -101,20 +113,39 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     env = (RegionCoprocessorEnvironment) e;
     leaseMs = env.getConfiguration().getLong("hibase.index.catalog.lease.ms", 0);
     for (int i = 0; i < stripes.length; i++) stripes[i] = new ReentrantLock();
+    regionTag = b(env.getRegionInfo().getEncodedName());
+    new java.security.SecureRandom().nextBytes(incarnation);
     newCell();
   }
 
-  /** A new count cell: what the old one holds stays in the sums, never written again. On
-   *  start (a region opened: what an earlier incarnation wrote is not known here), when the
-   *  catalog changed, after a batch failed (its deltas are in the totals but its data did not
-   *  land) and when too many totals are remembered. */
+  /** A count cell and the totals this region wrote there. */
+  static final class CountCell {
+    final byte[] qual;
+    // (index table, value key) -> {settled, batches in flight, their growth}: the cell holds
+    // (settled + growth, in flight), as kv.py's (count, pending) cells
+    final Map<TableName, Map<ByteBuffer, long[]>> held = new HashMap<>();
+    int size;
+
+    CountCell(byte[] qual) { this.qual = qual; }
+  }
+
+  /** A new count cell: what the old one holds stays in the sums; batches in flight finish
+   *  in the cell they began in. On start (what an earlier incarnation wrote is not known
+   *  here), when the catalog changed and when too many totals are remembered. */
   private void newCell() {
-    byte[] q = new byte[8];
-    new java.security.SecureRandom().nextBytes(q);
-    synchronized (held) {
-      countQual = q;
-      held.clear();
+    synchronized (incarnation) {
+      generation++;
+      cell = new CountCell(cat(regionTag, incarnation,
+          ByteBuffer.allocate(4).putInt(generation).array()));
     }
+  }
+
+  /** A count cell's qualifier names its region and incarnation (null: not a region's cell,
+   *  e.g. a Python writer's 8 random bytes). */
+  static String[] cellOwner(byte[] qual) {
+    if (qual.length != 44) return null;
+    return new String[] {new String(qual, 0, 32, StandardCharsets.ISO_8859_1),
+                         HibaseCodec.hex(Arrays.copyOfRange(qual, 32, 40))};
   }
 
   @Override
@@ -179,6 +210,10 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
           // when it creates an index: store/hbase/store.py server_upkeep)
           t.put(new Put(b("copro/" + c[1])).addColumn(M, V, b("{\"version\": " + VERSION
               + ", \"region\": \"" + env.getRegionInfo().getEncodedName() + "\"}")));
+          // this incarnation of the region is alive: another region's recovery takes the
+          // pending count cells of earlier ones as dead (settle)
+          t.put(new Put(b("inc/" + env.getRegionInfo().getEncodedName()))
+              .addColumn(M, V, incarnation));
           LOG.info("hibase: region {} is hibase table {} of {}",
               env.getRegionInfo().getEncodedName(), c[1], meta);
           catalog = found;
@@ -423,20 +458,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
    *  to row (MultiRowRangeFilter), as a load's batch of new rows costs next to nothing. */
   Map<ByteBuffer, State> readMany(List<byte[]> rows, List<Spec> specs, boolean allVersions)
       throws IOException {
-    boolean whole = false;
-    for (Spec s : specs) whole |= s.nullAlias != null;  // a NULL list: does any cell exist?
-    List<byte[][]> cols = new ArrayList<>();
-    if (!whole) {
-      for (Spec s : specs) {
-        for (byte[][] cs : new byte[][][] {s.columns, s.covering}) {
-          for (byte[] col : cs) {
-            int i = indexOf(col, (byte) ':');
-            cols.add(new byte[][] {Arrays.copyOfRange(col, 0, i),
-                                   Arrays.copyOfRange(col, i + 1, col.length)});
-          }
-        }
-      }
-    }
+    List<byte[][]> cols = columnsRead(specs);
     Map<ByteBuffer, State> out = new HashMap<>();
     for (byte[] r : rows) out.put(ByteBuffer.wrap(r), new State());
     if (rows.size() <= 8) {
@@ -471,6 +493,23 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
       } while (more);
     }
     return out;
+  }
+
+  /** The (family, qualifier) pairs the indexes read; none (the whole row) when one keeps a
+   *  NULL list: does any cell exist? */
+  static List<byte[][]> columnsRead(List<Spec> specs) {
+    List<byte[][]> cols = new ArrayList<>();
+    for (Spec s : specs) if (s.nullAlias != null) return cols;
+    for (Spec s : specs) {
+      for (byte[][] cs : new byte[][][] {s.columns, s.covering}) {
+        for (byte[] col : cs) {
+          int i = indexOf(col, (byte) ':');
+          cols.add(new byte[][] {Arrays.copyOfRange(col, 0, i),
+                                 Arrays.copyOfRange(col, i + 1, col.length)});
+        }
+      }
+    }
+    return cols;
   }
 
   static void addCells(State s, List<Cell> cells) {
@@ -545,9 +584,12 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   @Override
   public void preGetOp(ObserverContext<RegionCoprocessorEnvironment> c, Get get,
                        List<Cell> result) throws IOException {
-    if (get.getAttribute(PROBE) != null) {
+    if (get.getAttribute(PROBE) != null || get.getAttribute(RECOVER) != null) {
       try {
-        catalog(true);
+        Catalog cat = catalog(true);
+        if (cat != null && get.getAttribute(RECOVER) != null) {
+          recover(cat, System.currentTimeMillis() + 60_000);
+        }
       } catch (RuntimeException e) {
         throw new DoNotRetryIOException("hibase probe failed: " + e, e);
       }
@@ -556,10 +598,14 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
 
   // -- the write protocol ---------------------------------------------------------------------
 
-  /** What preBatchMutate computed, for postBatchMutateIndispensably: phase 3 and the locks. */
+  /** What preBatchMutate computed, for postBatchMutateIndispensably: phase 3's entries,
+   *  the counts begun (and the cell they began in) and the locks. */
   static final class Pending {
     final Map<TableName, List<Row>> phase3 = new LinkedHashMap<>();
     final List<ReentrantLock> locks = new ArrayList<>();
+    final Map<TableName, Map<ByteBuffer, long[]>> deltas = new LinkedHashMap<>();
+    CountCell cell;
+    boolean begun, built;  // counts begun (phase 1); a build's counts added at once
     Catalog cat;
   }
 
@@ -650,6 +696,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   public void preBatchMutate(ObserverContext<RegionCoprocessorEnvironment> c,
                              MiniBatchOperationInProgress<Mutation> mb) throws IOException {
     List<ReentrantLock> held = null;
+    Pending p = null;
     try {
       Catalog cat = catalog(false);
       if (cat == null) return;
@@ -682,11 +729,11 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
       for (ByteBuffer r : byRow.keySet()) rows.add(r.array());
       for (ByteBuffer r : reindex.keySet()) rows.add(r.array());
       held = lock(rows);
-      Pending p = new Pending();
+      p = new Pending();
       p.cat = cat;
       Map<TableName, List<Row>> phase1 = new LinkedHashMap<>();
       long now = System.currentTimeMillis();
-      Map<TableName, Map<ByteBuffer, long[]>> deltas = new LinkedHashMap<>();
+      p.cell = cell;
       boolean allVersions = false;
       List<byte[]> written = new ArrayList<>();
       for (Map.Entry<ByteBuffer, List<Mutation>> e : byRow.entrySet()) {
@@ -700,9 +747,10 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
         byte[] row = e.getKey().array();
         State before = states.get(e.getKey());
         State after = apply(before, e.getValue(), now);
-        for (Spec s : specs) change(cat, s, row, before, after, ts, phase1, p.phase3, deltas);
+        for (Spec s : specs) change(cat, s, row, before, after, ts, phase1, p.phase3, p.deltas);
       }
-      counts(deltas, phase1, p.phase3, true);
+      counts(p.cell, p.deltas, Step.BEGIN, phase1);
+      p.begun = true;
       if (!reindex.isEmpty()) {  // written now: nothing of these rows changes
         Map<TableName, List<Row>> direct = new LinkedHashMap<>();
         Map<TableName, Map<ByteBuffer, long[]>> built = new LinkedHashMap<>();
@@ -712,7 +760,8 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
           State st = read(row, e.getValue(), false);
           for (Spec s : e.getValue()) reindex(cat, s, row, st, rts, direct, built);
         }
-        counts(built, direct, direct, false);
+        p.built = true;
+        counts(cell, built, Step.AT_ONCE, direct);
         send(direct);
       }
       send(phase1);
@@ -722,14 +771,30 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
         held = null;
       }
     } catch (IOException e) {
-      newCell();  // what the cell holds is unknown now
+      abandon(p);
       throw e;
     } catch (RuntimeException e) {  // never abort the region server: fail the batch
-      newCell();
+      abandon(p);
       LOG.error("hibase index upkeep failed", e);
       throw new DoNotRetryIOException("hibase index upkeep failed: " + e, e);
     } finally {
       if (held != null) unlock(held);
+    }
+  }
+
+  /** preBatchMutate failed: the batch will not land, so the counts it began are taken back
+   *  (pending no more); if that fails too, a new cell (this one stays pending until the
+   *  region's next write of those values, or verify --repair). */
+  private void abandon(Pending p) {
+    if (p != null && p.built) newCell();  // whether the build's counts landed is unknown
+    if (p == null || !p.begun) return;
+    try {
+      Map<TableName, List<Row>> back = new LinkedHashMap<>();
+      counts(p.cell, p.deltas, Step.FAILED, back);
+      send(back);
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("hibase index upkeep: taking back a failed batch's counts failed", e);
+      newCell();
     }
   }
 
@@ -787,47 +852,46 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
         : ByteBuffer.allocate(16).putLong(n).putLong(pending).array();
   }
 
-  /** The writes of the counts a mini-batch changes (each its net delta). `phased` (a write's
-   *  upkeep): a count grows before the data (phase 1) and shrinks after (phase 3), so it is
-   *  never below the rows, and is marked pending from phase 1 to phase 3, so readers take no
-   *  answer from it while the batch is in flight or after this server died between the
-   *  phases (hibase.store.base.count_settled); else (a build) one settled write. Each is a
-   *  blind put of this region's own cell: the totals it holds plus the delta, with a
-   *  timestamp above every earlier one of this region (stamp()), so whichever of two
-   *  batches' puts lands last, the later total wins; no count is read (HBase's Increment
-   *  reads, and runs increments of one row in one batch as separate mini-batches, each with
-   *  its WAL sync). */
-  private void counts(Map<TableName, Map<ByteBuffer, long[]>> deltas,
-                      Map<TableName, List<Row>> phase1, Map<TableName, List<Row>> phase3,
-                      boolean phased) {
-    synchronized (held) {
-      // taken with the totals: a later total has a later timestamp; phase 3's above phase 1's
-      long ts = stamp(phased ? 2 : 1);
+  /** Steps of a count change: a write's upkeep begins (phase 1) and then lands or fails;
+   *  a build's change is settled at once. */
+  enum Step { BEGIN, LANDED, FAILED, AT_ONCE }
+
+  /** The writes of the counts a mini-batch changes (each its net delta) at one step. A
+   *  write's count grows before the data (BEGIN) and shrinks after (LANDED), so it is never
+   *  below the rows, and is pending from the one to the other (or FAILED: the data did not
+   *  land), so readers take no answer from it while the batch is in flight or after this
+   *  server died between the steps (hibase.store.base.count_settled). Each write is a blind
+   *  put of the cell's whole state for that value, taken with a timestamp under the cell's
+   *  lock, so whichever put lands last is the newest state; no count is read (HBase's
+   *  Increment reads, and runs increments of one row in one batch as separate mini-batches,
+   *  each with its WAL sync). */
+  private void counts(CountCell into, Map<TableName, Map<ByteBuffer, long[]>> deltas,
+                      Step step, Map<TableName, List<Row>> out) {
+    synchronized (into) {
+      long ts = stamp(1);
       for (Map.Entry<TableName, Map<ByteBuffer, long[]>> t : deltas.entrySet()) {
-        Map<ByteBuffer, long[]> mine = held.computeIfAbsent(t.getKey(), k -> new HashMap<>());
+        Map<ByteBuffer, long[]> mine = into.held.computeIfAbsent(t.getKey(), k -> new HashMap<>());
         for (Map.Entry<ByteBuffer, long[]> e : t.getValue().entrySet()) {
           long d = e.getValue()[0];
           if (d == 0) continue;
-          long[] was = mine.getOrDefault(e.getKey(), new long[2]);
-          long n = was[0] + d;
-          mine.put(e.getKey(), new long[] {n, was[1]});
-          byte[] row = e.getKey().array();
-          if (phased) {
-            add(phase1, t.getKey(), new Put(row).addColumn(C, countQual, ts,
-                countValue(was[0] + Math.max(d, 0), was[1] + 1)));
-            add(phase3, t.getKey(), new Put(row).addColumn(C, countQual, ts + 1,
-                countValue(n, was[1])));
-          } else {
-            add(phase1, t.getKey(), new Put(row).addColumn(C, countQual, ts,
-                countValue(n, was[1])));
+          long[] h = mine.get(e.getKey());
+          if (h == null) {
+            mine.put(e.getKey(), h = new long[3]);
+            into.size++;
           }
-        }
-        if (mine.size() > REMEMBERED) {
-          newCell();
-          return;
+          long grow = Math.max(d, 0);
+          switch (step) {
+            case BEGIN: h[1]++; h[2] += grow; break;
+            case LANDED: h[1]--; h[2] -= grow; h[0] += d; break;
+            case FAILED: h[1]--; h[2] -= grow; break;
+            default: h[0] += d; break;
+          }
+          add(out, t.getKey(), new Put(e.getKey().array()).addColumn(C, into.qual, ts,
+              countValue(h[0] + h[2], h[1])));
         }
       }
     }
+    if (step != Step.BEGIN && into.size > REMEMBERED && into == cell) newCell();
   }
 
   /** A build's request for one row (REINDEX): the row as stored gets its entry, verified,
@@ -855,17 +919,20 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     Pending p = pending.remove(mb);
     if (p == null) return;
     try {
-      if (!success) newCell();  // the batch's deltas are in the totals, its data is not
-      if (success && !p.phase3.isEmpty()) {
+      boolean entries = !p.phase3.isEmpty();
+      Map<TableName, List<Row>> out = success ? p.phase3 : new LinkedHashMap<>();
+      counts(p.cell, p.deltas, success ? Step.LANDED : Step.FAILED, out);
+      if (success && entries) {
         // the table's index sets changed: clients' hot caches compare this row once per
         // catalog lease and drop the table's sets when it moved
         byte[] version = new byte[8];
         java.util.concurrent.ThreadLocalRandom.current().nextBytes(version);
         add(p.phase3, p.cat.meta, new Put(b("ver/" + p.cat.table)).addColumn(M, V, version));
-        send(p.phase3);
       }
-      // else: the data did not land; the unverified entries stay, and readers (which resolve
-      // an unverified entry against the data row) skip them; verify --repair removes them
+      // on failure the data did not land: the counts are taken back; the unverified entries
+      // stay, readers (which resolve an unverified entry against the data row) skip them, and
+      // the row's next write or verify --repair removes them
+      send(out);
     } catch (IOException | RuntimeException e) {
       // the data is written: its entries stay unverified (readers resolve them against the
       // row, so answers stay exact) until verify --repair or the row's next write
@@ -873,5 +940,285 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     } finally {
       unlock(p.locks);
     }
+  }
+
+  // -- recovery of what a dead incarnation left ----------------------------------------------
+
+  @Override
+  public void preReplayWALs(ObserverContext<? extends RegionCoprocessorEnvironment> c,
+                            org.apache.hadoop.hbase.client.RegionInfo info,
+                            org.apache.hadoop.fs.Path edits) {
+    replayed = true;
+  }
+
+  /** A region opened: in the background (hibase_meta may not be online yet, and the open
+   *  must not wait), publish this incarnation, and after a dead server's edits were replayed
+   *  recover what the dead incarnation left between a batch's phases. */
+  @Override
+  public void postOpen(ObserverContext<RegionCoprocessorEnvironment> c) {
+    Thread t = new Thread(() -> {
+      long deadline = System.currentTimeMillis() + RECOVERY_MS;
+      for (long wait = 500; System.currentTimeMillis() < deadline; wait = Math.min(wait * 2, 10_000)) {
+        try {
+          Catalog cat = catalog(true);
+          if (cat != null && replayed) recover(cat, deadline);
+          return;
+        } catch (IOException | RuntimeException e) {
+          LOG.warn("hibase: recovery of region {} will be tried again: {}",
+              env.getRegionInfo().getEncodedName(), e.toString());
+        }
+        try {
+          Thread.sleep(wait);
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+      LOG.error("hibase: region {} could not recover its index upkeep in {} s; verify --repair "
+          + "settles what is left", env.getRegionInfo().getEncodedName(), RECOVERY_MS / 1000);
+    }, "hibase-recovery-" + env.getRegionInfo().getEncodedName());
+    t.setDaemon(true);
+    t.start();
+  }
+
+  /** How long a region's recovery tries (other regions' servers may be down as long). */
+  static final long RECOVERY_MS = 15 * 60_000L;
+
+  /** A dead incarnation's leftovers: (1) unverified entries of this region's rows (a batch
+   *  whose phase 3 never came; when the client's retry finds the row already replayed it
+   *  changes nothing), each resolved against the row under the row's lock, as a live write
+   *  would; (2) its count cells left pending, each settled to the count of the value's
+   *  entries less the other cells. */
+  void recover(Catalog cat, long deadline) throws IOException {
+    List<Spec> specs = specs(cat);
+    if (specs.isEmpty()) return;
+    int resolved = 0, settled = 0, left = 0;
+    for (boolean local : new boolean[] {false, true}) {
+      List<Spec> these = new ArrayList<>();
+      for (Spec s : specs) if (s.local == local) these.add(s);
+      if (these.isEmpty()) continue;
+      TableName idx = cat.kv(local ? "__lidx__" : "__idx__");
+      resolved += resolveEntries(cat, idx, these);
+      for (byte[] key : pendingKeys(idx)) {
+        if (settle(cat, idx, these, key, deadline)) settled++; else left++;
+      }
+    }
+    LOG.info("hibase: region {} recovered: {} unverified entries resolved, {} counts settled, "
+        + "{} left pending", env.getRegionInfo().getEncodedName(), resolved, settled, left);
+  }
+
+  /** Resolve every unverified entry of this region's rows in index table idx: verified when
+   *  the row has that entry, else deleted; entries of indexes not kept here are left alone. */
+  private int resolveEntries(Catalog cat, TableName idx, List<Spec> specs) throws IOException {
+    SingleColumnValueFilter unverified = new SingleColumnValueFilter(V, V, CompareOperator.EQUAL,
+        new BinaryPrefixComparator(new byte[] {UNVERIFIED}));
+    unverified.setFilterIfMissing(true);
+    List<byte[][]> found = new ArrayList<>();  // (entry key, row)
+    try (Table t = env.getConnection().getTable(idx);
+         ResultScanner rs = t.getScanner(new Scan().addColumn(V, V).setFilter(unverified))) {
+      for (Result r : rs) {
+        byte[] v = r.getValue(V, V);
+        if (v == null || v.length < 2 || v[0] != UNVERIFIED) continue;
+        List<?> items = (List<?>) HibaseCodec.unpack(Arrays.copyOfRange(v, 1, v.length));
+        byte[] row = (byte[]) items.get(0);
+        if (env.getRegionInfo().containsRow(row)) found.add(new byte[][] {r.getRow(), row});
+      }
+    }
+    int n = 0;
+    try (Table t = env.getConnection().getTable(idx)) {
+      for (byte[][] f : found) {
+        byte[] key = f[0], row = f[1];
+        List<ReentrantLock> held = lock(Collections.singletonList(row));
+        try {
+          byte[] v = t.get(new Get(key).addColumn(V, V)).getValue(V, V);
+          if (v == null || v.length == 0 || v[0] != UNVERIFIED) continue;  // a write did it
+          State st = read(row, specs, false);
+          Mutation m = null;
+          long ts = stamp(1);
+          for (Spec s : specs) {
+            byte[] prefix = s.local ? localPrefix(cat, row) : new byte[0];
+            byte[] vk = valueKey(s, st, row);
+            if (vk != null && Arrays.equals(cat(prefix, vk, row), key)) {
+              m = new Put(key).addColumn(V, V, ts,
+                  cat(new byte[] {VERIFIED}, HibaseCodec.packList(covered(s, st))));
+              break;
+            }
+            if (startsWith(key, cat(prefix, s.alias))
+                || (s.nullAlias != null && startsWith(key, cat(prefix, s.nullAlias)))) {
+              m = new Delete(key).addColumns(V, V, ts);
+            }
+          }
+          if (m == null) continue;
+          Map<TableName, List<Row>> w = new LinkedHashMap<>();
+          add(w, idx, m);
+          send(w);
+          n++;
+        } finally {
+          unlock(held);
+        }
+      }
+    }
+    return n;
+  }
+
+  static boolean startsWith(byte[] a, byte[] prefix) {
+    return a.length >= prefix.length
+        && Arrays.equals(a, 0, prefix.length, prefix, 0, prefix.length);
+  }
+
+  /** Value keys whose count cells include one of an earlier incarnation of this region left
+   *  pending. */
+  private List<byte[]> pendingKeys(TableName idx) throws IOException {
+    List<byte[]> out = new ArrayList<>();
+    try (Table t = env.getConnection().getTable(idx);
+         ResultScanner rs = t.getScanner(new Scan().addFamily(C)
+             .setFilter(new ColumnPrefixFilter(regionTag)))) {
+      for (Result r : rs) {
+        for (Cell c : r.rawCells()) {
+          byte[] q = CellUtil.cloneQualifier(c);
+          String[] owner = cellOwner(q);
+          if (owner != null && c.getValueLength() > 8
+              && !Arrays.equals(q, 32, 40, incarnation, 0, 8)) {
+            out.add(r.getRow());
+            break;
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Settle value key `key`'s count: the cells of dead incarnations (of any region) left
+   *  pending are set so that all cells sum to the value's entries (verified ones, and
+   *  unverified ones whose row has the value), when no live cell is pending and the other
+   *  cells did not change while the entries were counted (so no live write came between:
+   *  a live write changes its own cell with its entries). Retried until the deadline. */
+  private boolean settle(Catalog cat, TableName idx, List<Spec> specs, byte[] key,
+                         long deadline) throws IOException {
+    Map<String, byte[]> alive = new HashMap<>();  // region -> its live incarnation (hex)
+    try (Table t = env.getConnection().getTable(idx)) {
+      for (long wait = 200; ; wait = Math.min(wait * 2, 5_000)) {
+        Result before = t.get(new Get(key).addFamily(C));
+        long pending = 0, others = 0, newest = 0;
+        List<byte[]> dead = new ArrayList<>();
+        boolean live = false;
+        for (Cell c : before.rawCells() == null ? new Cell[0] : before.rawCells()) {
+          byte[] q = CellUtil.cloneQualifier(c);
+          byte[] v = CellUtil.cloneValue(c);
+          long p = v.length > 8 ? ByteBuffer.wrap(v, 8, 8).getLong() : 0;
+          pending += p;
+          newest = Math.max(newest, c.getTimestamp());
+          if (p != 0 && isDead(cat, q, alive)) {
+            dead.add(q);
+          } else {
+            live |= p != 0;
+            others += ByteBuffer.wrap(v, 0, 8).getLong();
+          }
+        }
+        if (pending == 0) return true;  // settled meanwhile (another recovery, a repair)
+        if (!live && !dead.isEmpty()) {
+          long n = entries(cat, t, specs, key);
+          Result after = t.get(new Get(key).addFamily(C));
+          if (same(before, after)) {
+            dead.sort(Arrays::compareUnsigned);
+            long ts = Math.max(stamp(1), newest + 1);
+            Put put = new Put(key);
+            for (int i = 0; i < dead.size(); i++) {
+              put.addColumn(C, dead.get(i), ts, countValue(i == 0 ? n - others : 0, 0));
+            }
+            t.put(put);
+            return true;
+          }
+        }
+        if (System.currentTimeMillis() + wait > deadline) return false;
+        alive.clear();  // a region may have opened again meanwhile
+        try {
+          Thread.sleep(wait);
+        } catch (InterruptedException e) {
+          throw new InterruptedIOException("interrupted settling hibase counts");
+        }
+      }
+    }
+  }
+
+  /** Whether a count cell is a dead incarnation's: its region's live incarnation (published
+   *  in hibase_meta inc/<region> when a region finds its catalog) is another one. */
+  private boolean isDead(Catalog cat, byte[] qual, Map<String, byte[]> alive) throws IOException {
+    String[] owner = cellOwner(qual);
+    if (owner == null) return false;  // a Python writer's: in flight, never known dead
+    byte[] inc = alive.get(owner[0]);
+    if (inc == null) {
+      try (Table m = env.getConnection().getTable(cat.meta)) {
+        inc = m.get(new Get(b("inc/" + owner[0])).addColumn(M, V)).getValue(M, V);
+      }
+      if (inc == null) inc = new byte[0];
+      alive.put(owner[0], inc);
+    }
+    return !Arrays.equals(qual, 32, 40, inc, 0, inc.length);
+  }
+
+  static boolean same(Result a, Result b) {
+    Cell[] x = a.rawCells() == null ? new Cell[0] : a.rawCells();
+    Cell[] y = b.rawCells() == null ? new Cell[0] : b.rawCells();
+    if (x.length != y.length) return false;
+    for (int i = 0; i < x.length; i++) {
+      if (!CellUtil.equals(x[i], y[i]) || x[i].getTimestamp() != y[i].getTimestamp()
+          || !CellUtil.matchingValue(x[i], y[i])) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** The entries value key `key` has: verified ones, and unverified ones whose row (read
+   *  from whichever region holds it) has that value key. */
+  private long entries(Catalog cat, Table idx, List<Spec> specs, byte[] key) throws IOException {
+    long n = 0;
+    Scan scan = new Scan().withStartRow(key).withStopRow(successor(key)).addColumn(V, V);
+    try (ResultScanner rs = idx.getScanner(scan);
+         Table data = env.getConnection().getTable(env.getRegionInfo().getTable())) {
+      for (Result r : rs) {
+        byte[] v = r.getValue(V, V);
+        if (v == null || v.length == 0) continue;
+        if (v[0] == VERIFIED) {
+          n++;
+          continue;
+        }
+        byte[] entry = r.getRow();
+        byte[] row = Arrays.copyOfRange(entry, key.length, entry.length);
+        State st = readAnywhere(data, row, specs);
+        for (Spec s : specs) {
+          byte[] vk = valueKey(s, st, row);
+          byte[] prefix = s.local ? localPrefix(cat, row) : new byte[0];
+          if (vk != null && Arrays.equals(cat(prefix, vk), key)) {
+            n++;
+            break;
+          }
+        }
+      }
+    }
+    return n;
+  }
+
+  /** A row's state as read(), from this region or through the cluster. */
+  private State readAnywhere(Table data, byte[] row, List<Spec> specs) throws IOException {
+    if (env.getRegionInfo().containsRow(row)) return read(row, specs, false);
+    Get g = new Get(row);
+    for (byte[][] c : columnsRead(specs)) g.addColumn(c[0], c[1]);
+    State st = new State();
+    Result r = data.get(g);
+    if (r.rawCells() != null) addCells(st, Arrays.asList(r.rawCells()));
+    return st;
+  }
+
+  /** The first key above every key that starts with `prefix`. */
+  static byte[] successor(byte[] prefix) {
+    byte[] out = prefix.clone();
+    for (int i = out.length - 1; i >= 0; i--) {
+      if (out[i] != (byte) 0xff) {
+        out[i]++;
+        return Arrays.copyOf(out, i + 1);
+      }
+    }
+    return HConstants.EMPTY_END_ROW;
   }
 }
