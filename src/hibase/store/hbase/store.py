@@ -40,6 +40,7 @@ What Thrift1 cannot do, and how this backend copes:
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import os
 import threading
@@ -166,7 +167,10 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
                 self._create_hbase_table(META_TABLE, {b"m": 1})
             except errors.TableExists:
                 pass  # another client made it meanwhile
-        for key, value in self.rpc.scan_raw(META_TABLE, None, None, [META_COL]):
+        # all but the coprocessor's rows inc/<region> (one per region it ever opened)
+        rows = itertools.chain(self.rpc.scan_raw(META_TABLE, None, b"inc/", [META_COL]),
+                               self.rpc.scan_raw(META_TABLE, b"inc0", None, [META_COL]))
+        for key, value in rows:
             v = value[META_COL][1]
             if key.startswith(b"table/"):
                 schema = TableSchema.from_json(json.loads(v))
