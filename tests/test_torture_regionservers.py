@@ -314,7 +314,7 @@ def verify(db, table: str, names: list[str], server: bool) -> dict:
     return out
 
 
-def check_verify(v: dict, server: bool) -> None:
+def check_verify(v: dict) -> None:
     assert "missing" not in v.get("verify_first_kinds", ""), v
     assert v["verify_differences"] == 0, v
 
@@ -392,7 +392,7 @@ def test_regionserver_killed_during_indexed_writes(rs3, record_property, upkeep)
                reassigned_s=round(away, 1), max_batch_s=round(max(w.latency), 1),
                retries=db.store.retried, errors=len(w.errors), lost=lost, wrong=wrong, **v)
         assert lost == 0 and wrong == 0
-        check_verify(v, upkeep == "server")
+        check_verify(v)
         assert w.acked_between(outage.killed_at, None) > 0
     finally:
         db.close()
@@ -475,7 +475,7 @@ def test_regionserver_killed_during_queries(rs3, record_property):
                errors=len(errors) + len(w.errors), lost=lost, wrong=len(wrong), **v)
         assert not errors and not w.errors, (errors + w.errors)[:3]
         assert not wrong and lost == 0, wrong[:3]
-        check_verify(v, True)
+        check_verify(v)
     finally:
         stop.set()
         db.close()
@@ -526,7 +526,7 @@ def test_regionserver_killed_during_index_build(rs3, record_property, local):
                lost=lost, wrong=wrong, **v)
         assert not w.errors, w.errors[:3]
         assert lost == 0 and wrong == 0
-        check_verify(v, True)
+        check_verify(v)
     finally:
         db.close()
         if "outage" in holder:
@@ -572,7 +572,7 @@ def test_regionserver_killed_during_local_index_split(rs3, record_property):
                reassigned_s=round(away, 1), retries=db.store.retried, errors=len(w.errors),
                lost=lost, wrong=wrong, **v)
         assert lost == 0 and wrong == 0
-        check_verify(v, True)
+        check_verify(v)
     finally:
         db.close()
         if "outage" in locals():
@@ -630,7 +630,7 @@ def test_redis_cache_node_killed_under_load(rs3, record_property):
                cache_hits_warming=warm, cache_hits=stats.get("hits", 0) - warm, members_after=len(stats.get("members", [])),
                **v)
         assert counts["wrong"] == 0 and lost == 0
-        check_verify(v, False)  # no region server died here
+        check_verify(v)  # no region server died here
         assert counts["writes_after_kill"] > 10
     finally:
         db.close()

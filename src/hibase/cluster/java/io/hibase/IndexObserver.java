@@ -140,12 +140,11 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     }
   }
 
-  /** A count cell's qualifier names its region and incarnation (null: not a region's cell,
-   *  e.g. a Python writer's 8 random bytes). */
-  static String[] cellOwner(byte[] qual) {
-    if (qual.length != 44) return null;
-    return new String[] {new String(qual, 0, 32, StandardCharsets.ISO_8859_1),
-                         HibaseCodec.hex(Arrays.copyOfRange(qual, 32, 40))};
+  /** The encoded name of the region whose count cell this qualifier names (its incarnation
+   *  follows, bytes 32-40); null for a cell of no region, e.g. a Python writer's 8 random
+   *  bytes. */
+  static String cellRegion(byte[] qual) {
+    return qual.length == 44 ? new String(qual, 0, 32, StandardCharsets.ISO_8859_1) : null;
   }
 
   @Override
@@ -1013,18 +1012,17 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
         new BinaryPrefixComparator(new byte[] {UNVERIFIED}));
     unverified.setFilterIfMissing(true);
     List<byte[][]> found = new ArrayList<>();  // (entry key, row)
-    try (Table t = env.getConnection().getTable(idx);
-         ResultScanner rs = t.getScanner(new Scan().addColumn(V, V).setFilter(unverified))) {
-      for (Result r : rs) {
-        byte[] v = r.getValue(V, V);
-        if (v == null || v.length < 2 || v[0] != UNVERIFIED) continue;
-        List<?> items = (List<?>) HibaseCodec.unpack(Arrays.copyOfRange(v, 1, v.length));
-        byte[] row = (byte[]) items.get(0);
-        if (env.getRegionInfo().containsRow(row)) found.add(new byte[][] {r.getRow(), row});
-      }
-    }
     int n = 0;
     try (Table t = env.getConnection().getTable(idx)) {
+      try (ResultScanner rs = t.getScanner(new Scan().addColumn(V, V).setFilter(unverified))) {
+        for (Result r : rs) {
+          byte[] v = r.getValue(V, V);
+          if (v == null || v.length < 2 || v[0] != UNVERIFIED) continue;
+          List<?> items = (List<?>) HibaseCodec.unpack(Arrays.copyOfRange(v, 1, v.length));
+          byte[] row = (byte[]) items.get(0);
+          if (env.getRegionInfo().containsRow(row)) found.add(new byte[][] {r.getRow(), row});
+        }
+      }
       for (byte[][] f : found) {
         byte[] key = f[0], row = f[1];
         List<ReentrantLock> held = lock(Collections.singletonList(row));
@@ -1075,8 +1073,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
       for (Result r : rs) {
         for (Cell c : r.rawCells()) {
           byte[] q = CellUtil.cloneQualifier(c);
-          String[] owner = cellOwner(q);
-          if (owner != null && c.getValueLength() > 8
+          if (cellRegion(q) != null && c.getValueLength() > 8
               && !Arrays.equals(q, 32, 40, incarnation, 0, 8)) {
             out.add(r.getRow());
             break;
@@ -1094,7 +1091,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
    *  a live write changes its own cell with its entries). Retried until the deadline. */
   private boolean settle(Catalog cat, TableName idx, List<Spec> specs, byte[] key,
                          long deadline) throws IOException {
-    Map<String, byte[]> alive = new HashMap<>();  // region -> its live incarnation (hex)
+    Map<String, byte[]> alive = new HashMap<>();  // region -> its live incarnation
     try (Table t = env.getConnection().getTable(idx)) {
       for (long wait = 200; ; wait = Math.min(wait * 2, 5_000)) {
         Result before = t.get(new Get(key).addFamily(C));
@@ -1143,15 +1140,15 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   /** Whether a count cell is a dead incarnation's: its region's live incarnation (published
    *  in hibase_meta inc/<region> when a region finds its catalog) is another one. */
   private boolean isDead(Catalog cat, byte[] qual, Map<String, byte[]> alive) throws IOException {
-    String[] owner = cellOwner(qual);
-    if (owner == null) return false;  // a Python writer's: in flight, never known dead
-    byte[] inc = alive.get(owner[0]);
+    String region = cellRegion(qual);
+    if (region == null) return false;  // a Python writer's: in flight, never known dead
+    byte[] inc = alive.get(region);
     if (inc == null) {
       try (Table m = env.getConnection().getTable(cat.meta)) {
-        inc = m.get(new Get(b("inc/" + owner[0])).addColumn(M, V)).getValue(M, V);
+        inc = m.get(new Get(b("inc/" + region)).addColumn(M, V)).getValue(M, V);
       }
       if (inc == null) inc = new byte[0];
-      alive.put(owner[0], inc);
+      alive.put(region, inc);
     }
     return !Arrays.equals(qual, 32, 40, inc, 0, inc.length);
   }
@@ -1161,10 +1158,8 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     Cell[] y = b.rawCells() == null ? new Cell[0] : b.rawCells();
     if (x.length != y.length) return false;
     for (int i = 0; i < x.length; i++) {
-      if (!CellUtil.equals(x[i], y[i]) || x[i].getTimestamp() != y[i].getTimestamp()
-          || !CellUtil.matchingValue(x[i], y[i])) {
-        return false;
-      }
+      // equals: row, family, qualifier, timestamp and type
+      if (!CellUtil.equals(x[i], y[i]) || !CellUtil.matchingValue(x[i], y[i])) return false;
     }
     return true;
   }
