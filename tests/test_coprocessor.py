@@ -365,15 +365,19 @@ def test_hot_cache_sees_other_clients_writes_within_a_lease(hbase):
         admin.close()
 
 
-def test_a_dead_incarnations_leftovers_are_recovered(hbase):
+@pytest.mark.parametrize("how", ["on_demand", "reopen"])
+def test_a_dead_incarnations_leftovers_are_recovered(hbase, how):
     """What a region server that died between a batch's phases leaves, written here by hand
     as IndexObserver writes it (a dead incarnation's count cells are named by the region and
     an incarnation that is not the live one), is recovered by the region: unverified entries
     resolved against their rows (verified when the row has the entry, else deleted) and the
     dead cells' pending counts settled to the entries' count, in a global and a local index.
-    The region runs this after replaying a dead server's WAL (test_torture_regionservers.py
-    kills one); the get attribute hibase.recover runs it now. Before: verify finds every
-    leftover and COUNT(*) streams the rows (the counts are pending); after: 0 differences."""
+    The region runs this when it opens after an incarnation that did not close cleanly (a
+    replay of a dead server's WAL, test_torture_regionservers.py kills one, or no closed mark
+    in hibase_meta inc/<region>: "reopen" disables and enables the table); the get attribute
+    hibase.recover runs it now ("on_demand"). Before: verify finds every leftover and
+    COUNT(*) streams the rows (the counts are pending); after: 0 differences. A clean close
+    leaves its mark: the open after it recovers nothing."""
     from hibase.store.base import encode_count
 
     prefix = _prefix()
@@ -421,14 +425,85 @@ def test_a_dead_incarnations_leftovers_are_recovered(hbase):
         assert db.sql("SELECT COUNT(*) FROM t WHERE f.a = 'y'") == [(1,)]
         assert sorted(r for r, _ in t.where("f.a = 'x'")) == [b"r1"]
 
-        rpc.call("getRowWithColumns", b"t", b"r1", [], {b"hibase.recover": b"1"})
-        for index in ("by_a", "loc_a"):
-            after = db.verify_index("t", index)
-            assert after["ok"], after
+        if how == "on_demand":
+            rpc.call("getRowWithColumns", b"t", b"r1", [], {b"hibase.recover": b"1"})
+        else:
+            def reopen() -> None:
+                rpc.call("disableTable", b"t")
+                rpc.call("enableTable", b"t")
+                rpc.call("getRowWithColumns", b"t", b"r1", [], {b"hibase.probe": b"1"})
+
+            reopen()  # a clean close: its mark says the next open has nothing to recover
+            time.sleep(3)
+            assert db.verify_index("t", "by_a")["extra"] == 2
+            # the live incarnation as a dead one leaves it: published, never marked closed
+            encoded = name.split(b".")[-2]
+            put(b"hibase_meta", b"inc/" + encoded, b"m:v", dead[2 + 32:2 + 40])
+            reopen()
+        deadline = time.monotonic() + 60
+        while True:
+            after = [db.verify_index("t", index) for index in ("by_a", "loc_a")]
+            if all(a["ok"] for a in after) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert all(a["ok"] for a in after), after
         assert db.sql("SELECT COUNT(*) FROM t WHERE f.a = 'y'") == [(1,)]
         assert db.sql("SELECT COUNT(*) FROM t WHERE f.a = 'x'") == [(1,)]
         for table, ky in value_keys:  # settled: y has r3 only, counted by the live cell
             got = dict(rpc.scan_raw(table.decode(), ky, ky + b"\xff", [b"c"]))[ky]
             assert got[dead][1] == encode_count(0), got
+    finally:
+        db.close()
+
+
+def test_a_build_request_writes_only_what_is_missing(hbase):
+    """A server-side build sends each row as a request (hibase.reindex) the coprocessor
+    answers from the row as stored: an entry already verified is left alone; an unverified
+    one (a write marked it, and took its count) is written verified and not counted again;
+    a missing one is written and counted, the count settled once the entry landed (begun
+    pending before it, so a server dying between the two leaves it for recovery)."""
+    from hibase.store.base import decode_count, encode_count
+
+    prefix = _prefix()
+    db = hibase.connect(_url(hbase, prefix))
+    try:
+        db.create_table("t", {"f": {}}, columns={"f:a": "string"})
+        for i in range(3):
+            db.table("t").put(b"r%d" % i, {b"f:a": b"x"})
+        db.create_index("t", "by_a", ["f:a"])
+        spec = next(s for s in db.indexer.specs("t") if s.name == "by_a")
+        rpc, T = db.store.rpc, db.store.T
+        idx = "hibase_kv__idx__t"
+        keys = [k for k, _ in rpc.scan_raw(idx, None, None, [b"v:v"])]
+        kx = keys[0][:-2]
+
+        def count() -> tuple[int, bool]:
+            cells = dict(rpc.scan_raw(idx, kx, kx + b"\xff", [b"c"]))[kx]
+            return (sum(decode_count(v) for _, v in cells.values()),
+                    all(len(v) == 8 for _, v in cells.values()))
+
+        assert count() == (3, True)
+        now = int(time.time() * 1000)
+        rpc.call("mutateRowsTs", idx.encode(), [T.BatchMutation(row=kx + b"r1", mutations=[
+            T.Mutation(column=b"v:v", value=b"\x00\x91\xc4\x02r1", isDelete=False)])], now, {})
+        rpc.call("deleteAllRow", idx.encode(), kx + b"r2", {})
+        # r2's entry went without its count: the count says 2 rows again
+        rpc.call("mutateRowsTs", idx.encode(), [T.BatchMutation(row=kx, mutations=[
+            T.Mutation(column=b"c:" + b"\x07" * 8, value=encode_count(-1), isDelete=False)])],
+            now, {})
+        assert count() == (2, True)
+        before = {k: v for k, v in rpc.scan_raw(idx, None, None, [b"v:v"])}
+        mutation = [T.Mutation(column=b"f:\x00hibase-reindex", value=b"", isDelete=False)]
+        rpc.call("mutateRows", b"t", [T.BatchMutation(row=r, mutations=mutation)
+                                      for r in (b"r0", b"r1", b"r2")],
+                 {b"hibase.reindex": spec.alias.hex().encode()})
+        after = {k: v for k, v in rpc.scan_raw(idx, None, None, [b"v:v"])}
+        assert after[kx + b"r0"] == before[kx + b"r0"]  # verified: untouched
+        assert after[kx + b"r1"][b"v:v"][1][:1] == b"\x01"  # unverified: verified, not counted
+        assert after[kx + b"r2"][b"v:v"][1][:1] == b"\x01"  # missing: written and counted
+        assert count() == (3, True)
+        assert db.verify_index("t", "by_a")["ok"]
+        assert db.table("t").row(b"r0") == {b"f:a": b"x"}  # the requests wrote no data
+        assert db.sql("SELECT COUNT(*) FROM t WHERE f.a = 'x'") == [(3,)]
     finally:
         db.close()

@@ -81,7 +81,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
    *  server's WAL replay (for leftovers of a crash that left no edits to replay). */
   public static final String RECOVER = "hibase.recover";
 
-  static final byte[] M = b("m"), V = b("v"), C = b("c");
+  static final byte[] M = b("m"), V = b("v"), C = b("c"), CLOSED = b("closed");
   static final byte VERIFIED = 0x01, UNVERIFIED = 0x00;
   /** Counts this region remembers for its own cell before it starts a new one. */
   static final int REMEMBERED = 100_000;
@@ -105,6 +105,13 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   /** Set when the region replays edits a dead server's WAL held (preReplayWALs): an earlier
    *  incarnation died, maybe between a batch's phases, and postOpen recovers what it left. */
   private volatile boolean replayed;
+  /** Set when the incarnation that had the region before this one did not close cleanly
+   *  (its inc/<region> row has no closed mark of its own): recover as after a replay. */
+  private volatile boolean uncleanBefore;
+  /** Set when this incarnation left unverified entries or pending counts it will not finish
+   *  (a write after the data failed): it closes without its closed mark, so the next one
+   *  recovers them. */
+  private volatile boolean leftovers;
 
   static byte[] b(String s) { return s.getBytes(StandardCharsets.ISO_8859_1); }
 
@@ -210,9 +217,13 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
           t.put(new Put(b("copro/" + c[1])).addColumn(M, V, b("{\"version\": " + VERSION
               + ", \"region\": \"" + env.getRegionInfo().getEncodedName() + "\"}")));
           // this incarnation of the region is alive: another region's recovery takes the
-          // pending count cells of earlier ones as dead (settle)
-          t.put(new Put(b("inc/" + env.getRegionInfo().getEncodedName()))
-              .addColumn(M, V, incarnation));
+          // pending count cells of earlier ones as dead (settle); the one before closed
+          // cleanly when it left its closed mark (postClose)
+          byte[] inc = b("inc/" + env.getRegionInfo().getEncodedName());
+          Result before = t.get(new Get(inc).addColumn(M, V).addColumn(M, CLOSED));
+          byte[] was = before.getValue(M, V);
+          uncleanBefore = was != null && !Arrays.equals(was, before.getValue(M, CLOSED));
+          t.put(new Put(inc).addColumn(M, V, incarnation));
           LOG.info("hibase: region {} is hibase table {} of {}",
               env.getRegionInfo().getEncodedName(), c[1], meta);
           catalog = found;
@@ -604,7 +615,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     final List<ReentrantLock> locks = new ArrayList<>();
     final Map<TableName, Map<ByteBuffer, long[]>> deltas = new LinkedHashMap<>();
     CountCell cell;
-    boolean begun, built;  // counts begun (phase 1); a build's counts added at once
+    boolean begun;  // counts begun (phase 1)
     Catalog cat;
   }
 
@@ -750,19 +761,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
       }
       counts(p.cell, p.deltas, Step.BEGIN, phase1);
       p.begun = true;
-      if (!reindex.isEmpty()) {  // written now: nothing of these rows changes
-        Map<TableName, List<Row>> direct = new LinkedHashMap<>();
-        Map<TableName, Map<ByteBuffer, long[]>> built = new LinkedHashMap<>();
-        long rts = stamp(1);
-        for (Map.Entry<ByteBuffer, List<Spec>> e : reindex.entrySet()) {
-          byte[] row = e.getKey().array();
-          State st = read(row, e.getValue(), false);
-          for (Spec s : e.getValue()) reindex(cat, s, row, st, rts, direct, built);
-        }
-        p.built = true;
-        counts(cell, built, Step.AT_ONCE, direct);
-        send(direct);
-      }
+      if (!reindex.isEmpty()) rebuild(cat, reindex);  // written now: nothing of these rows changes
       send(phase1);
       if (!byRow.isEmpty()) {  // postBatchMutateIndispensably finishes and unlocks
         p.locks.addAll(held);
@@ -785,14 +784,20 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
    *  (pending no more); if that fails too, a new cell (this one stays pending until the
    *  region's next write of those values, or verify --repair). */
   private void abandon(Pending p) {
-    if (p != null && p.built) newCell();  // whether the build's counts landed is unknown
     if (p == null || !p.begun) return;
+    takeBack(p.cell, p.deltas);
+  }
+
+  /** Counts begun whose writes did not land, taken back; if that fails too, a new cell (the
+   *  old one stays pending: this incarnation leaves it to the next one's recovery). */
+  private void takeBack(CountCell into, Map<TableName, Map<ByteBuffer, long[]>> deltas) {
     try {
       Map<TableName, List<Row>> back = new LinkedHashMap<>();
-      counts(p.cell, p.deltas, Step.FAILED, back);
+      counts(into, deltas, Step.FAILED, back);
       send(back);
     } catch (IOException | RuntimeException e) {
       LOG.warn("hibase index upkeep: taking back a failed batch's counts failed", e);
+      leftovers = true;
       newCell();
     }
   }
@@ -801,8 +806,8 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
    *  touched entry unverified (0x00 + msgpack([rowkey])) and adds the counts that grow;
    *  phase 3 (after) writes the new entry verified (0x01 + msgpack(covered values)), deletes
    *  the old one and takes the counts that shrink. While the index is building, entries of
-   *  rows the build has not reached yet do not exist: the old entry is looked up before its
-   *  count is taken. */
+   *  rows the build has not reached yet do not exist: the old entry is looked up before it
+   *  is marked and its count taken. */
   private void change(Catalog cat, Spec s, byte[] row, State before, State after, long ts,
                       Map<TableName, List<Row>> phase1, Map<TableName, List<Row>> phase3,
                       Map<TableName, Map<ByteBuffer, long[]>> deltas) throws IOException {
@@ -821,7 +826,9 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
         oldExists = t.exists(new Get(cat(prefix, oldKey, row)).addColumn(V, V));
       }
     }
-    if (oldKey != null && !same) {
+    // while building, an old entry the build has not written yet is not marked: an
+    // unverified entry the build finds is then always one whose count was taken
+    if (oldExists && !same) {
       byte[] k = cat(prefix, oldKey, row);
       add(phase1, idx, new Put(k).addColumn(V, V, ts, unverified));
       add(phase3, idx, new Delete(k).addColumns(V, V, ts + 1));
@@ -851,8 +858,9 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
         : ByteBuffer.allocate(16).putLong(n).putLong(pending).array();
   }
 
-  /** Steps of a count change: a write's upkeep begins (phase 1) and then lands or fails;
-   *  a build's change is settled at once. */
+  /** Steps of a count change: a write's (or a build batch's) upkeep begins before its
+   *  writes and then lands or fails; AT_ONCE settles counts of entries known to exist (a
+   *  failed build batch's that landed). */
   enum Step { BEGIN, LANDED, FAILED, AT_ONCE }
 
   /** The writes of the counts a mini-batch changes (each its net delta) at one step. A
@@ -893,22 +901,102 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     if (step != Step.BEGIN && into.size > REMEMBERED && into == cell) newCell();
   }
 
-  /** A build's request for one row (REINDEX): the row as stored gets its entry, verified,
-   *  and its count, unless the entry exists (written by a write since the index was made). */
-  private void reindex(Catalog cat, Spec s, byte[] row, State st, long ts,
-                       Map<TableName, List<Row>> out,
-                       Map<TableName, Map<ByteBuffer, long[]>> deltas) throws IOException {
-    byte[] key = valueKey(s, st, row);
-    if (key == null) return;
-    byte[] prefix = s.local ? localPrefix(cat, row) : new byte[0];
-    TableName idx = cat.kv(s.local ? "__lidx__" : "__idx__");
-    byte[] k = cat(prefix, key, row);
-    try (Table t = env.getConnection().getTable(idx)) {
-      if (t.exists(new Get(k).addColumn(V, V))) return;
+  /** A build's requests (REINDEX), under the rows' locks: each row as stored gets its entry,
+   *  verified, and its count unless the entry exists (a write since the index was made wrote
+   *  it and took its count; an unverified one is written verified). The counts begin before
+   *  the entries and are settled after them, as a write's: a server that dies in between
+   *  leaves them pending for the next incarnation's recovery, and a recovery settling a value
+   *  never counts an entry whose count has not begun. */
+  private void rebuild(Catalog cat, Map<ByteBuffer, List<Spec>> requests) throws IOException {
+    long ts = stamp(1);
+    List<Object[]> wanted = new ArrayList<>();  // (index table, entry key, value key, entry)
+    for (Map.Entry<ByteBuffer, List<Spec>> e : requests.entrySet()) {
+      byte[] row = e.getKey().array();
+      State st = read(row, e.getValue(), false);
+      for (Spec s : e.getValue()) {
+        byte[] key = valueKey(s, st, row);
+        if (key == null) continue;
+        byte[] prefix = s.local ? localPrefix(cat, row) : new byte[0];
+        byte[] k = cat(prefix, key, row);
+        wanted.add(new Object[] {cat.kv(s.local ? "__lidx__" : "__idx__"), k, cat(prefix, key),
+            new Put(k).addColumn(V, V, ts,
+                cat(new byte[] {VERIFIED}, HibaseCodec.packList(covered(s, st))))});
+      }
     }
-    add(out, idx, new Put(k).addColumn(V, V, ts,
-        cat(new byte[] {VERIFIED}, HibaseCodec.packList(covered(s, st)))));
-    count(deltas, idx, cat(prefix, key), 1);
+    Map<TableName, List<Row>> entries = new LinkedHashMap<>();
+    Map<TableName, Map<ByteBuffer, long[]>> deltas = new LinkedHashMap<>();
+    List<Object[]> added = new ArrayList<>();
+    byte[][] have = stored(wanted);
+    for (int i = 0; i < wanted.size(); i++) {
+      Object[] w = wanted.get(i);
+      if (have[i] != null && have[i].length > 0 && have[i][0] == VERIFIED) continue;
+      add(entries, (TableName) w[0], (Row) w[3]);
+      if (have[i] == null) {
+        count(deltas, (TableName) w[0], (byte[]) w[2], 1);
+        added.add(w);
+      }
+    }
+    if (entries.isEmpty()) return;
+    CountCell into = cell;
+    Map<TableName, List<Row>> begin = new LinkedHashMap<>();
+    counts(into, deltas, Step.BEGIN, begin);
+    try {
+      send(begin);
+    } catch (IOException | RuntimeException e) {
+      takeBack(into, deltas);
+      throw e;
+    }
+    try {
+      send(entries);
+    } catch (IOException | RuntimeException e) {
+      // which entries landed is not known: those that exist keep their counts
+      try {
+        byte[][] landed = stored(added);
+        Map<TableName, Map<ByteBuffer, long[]>> kept = new LinkedHashMap<>();
+        for (int i = 0; i < added.size(); i++) {
+          if (landed[i] != null) count(kept, (TableName) added.get(i)[0], (byte[]) added.get(i)[2], 1);
+        }
+        Map<TableName, List<Row>> out = new LinkedHashMap<>();
+        counts(into, deltas, Step.FAILED, out);
+        counts(into, kept, Step.AT_ONCE, out);
+        send(out);
+      } catch (IOException | RuntimeException again) {
+        LOG.warn("hibase index upkeep: settling a failed build batch's counts failed", again);
+        leftovers = true;
+        newCell();
+      }
+      throw e;
+    }
+    Map<TableName, List<Row>> end = new LinkedHashMap<>();
+    counts(into, deltas, Step.LANDED, end);
+    try {
+      send(end);
+    } catch (IOException | RuntimeException e) {
+      // the entries are written: the cell stays pending until its next write here settles it
+      LOG.warn("hibase index upkeep: settling a build batch's counts failed", e);
+      leftovers = true;
+    }
+  }
+
+  /** The stored value of each entry (index table, entry key, ...), null where none: one
+   *  multi-get per index table. */
+  private byte[][] stored(List<Object[]> entries) throws IOException {
+    byte[][] out = new byte[entries.size()][];
+    Map<TableName, List<Integer>> byTable = new LinkedHashMap<>();
+    for (int i = 0; i < entries.size(); i++) {
+      byTable.computeIfAbsent((TableName) entries.get(i)[0], k -> new ArrayList<>()).add(i);
+    }
+    for (Map.Entry<TableName, List<Integer>> e : byTable.entrySet()) {
+      List<Get> gets = new ArrayList<>();
+      for (int i : e.getValue()) gets.add(new Get((byte[]) entries.get(i)[1]).addColumn(V, V));
+      try (Table t = env.getConnection().getTable(e.getKey())) {
+        Result[] rs = t.get(gets);
+        for (int j = 0; j < rs.length; j++) {
+          out[e.getValue().get(j)] = rs[j].getValue(V, V);
+        }
+      }
+    }
+    return out;
   }
 
   @Override
@@ -934,8 +1022,10 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
       send(out);
     } catch (IOException | RuntimeException e) {
       // the data is written: its entries stay unverified (readers resolve them against the
-      // row, so answers stay exact) until verify --repair or the row's next write
+      // row, so answers stay exact) until the row's next write, the next incarnation's
+      // recovery or verify --repair
       LOG.error("hibase index upkeep: verifying entries after the data failed", e);
+      leftovers = true;
     } finally {
       unlock(p.locks);
     }
@@ -951,8 +1041,9 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   }
 
   /** A region opened: in the background (hibase_meta may not be online yet, and the open
-   *  must not wait), publish this incarnation, and after a dead server's edits were replayed
-   *  recover what the dead incarnation left between a batch's phases. */
+   *  must not wait), publish this incarnation, and when the one before did not close cleanly
+   *  (its server died: its edits were replayed, or it left no closed mark) recover what it
+   *  left between a batch's phases. */
   @Override
   public void postOpen(ObserverContext<RegionCoprocessorEnvironment> c) {
     Thread t = new Thread(() -> {
@@ -960,7 +1051,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
       for (long wait = 500; System.currentTimeMillis() < deadline; wait = Math.min(wait * 2, 10_000)) {
         try {
           Catalog cat = catalog(true);
-          if (cat != null && replayed) recover(cat, deadline);
+          if (cat != null && (replayed || uncleanBefore)) recover(cat, deadline);
           return;
         } catch (IOException | RuntimeException e) {
           LOG.warn("hibase: recovery of region {} will be tried again: {}",
@@ -978,6 +1069,29 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     t.setDaemon(true);
     t.start();
   }
+
+  /** A clean close (no abort): every batch has finished, so unless this incarnation left
+   *  leftovers it marks itself closed and the next incarnation does not recover. One try,
+   *  bounded to a couple of seconds, skipped for a while once hibase_meta did not answer (a
+   *  whole server shutting down): an unmarked close only costs the next open a recovery. */
+  @Override
+  public void postClose(ObserverContext<RegionCoprocessorEnvironment> c, boolean abortRequested) {
+    Catalog cat = catalog;
+    if (abortRequested || leftovers || cat == null
+        || System.currentTimeMillis() < metaAwayUntil) return;
+    try (Table t = env.getConnection().getTableBuilder(cat.meta, null)
+        .setOperationTimeout(2000).setRpcTimeout(1000).setWriteRpcTimeout(1000).build()) {
+      t.put(new Put(b("inc/" + env.getRegionInfo().getEncodedName()))
+          .addColumn(M, CLOSED, incarnation));
+    } catch (IOException | RuntimeException e) {
+      metaAwayUntil = System.currentTimeMillis() + 30_000;
+      LOG.info("hibase: region {} closed without its closed mark (its next open recovers): {}",
+          env.getRegionInfo().getEncodedName(), e.toString());
+    }
+  }
+
+  /** Until when closing regions of this server skip their closed mark (hibase_meta away). */
+  private static volatile long metaAwayUntil;
 
   /** How long a region's recovery tries (other regions' servers may be down as long). */
   static final long RECOVERY_MS = 15 * 60_000L;
