@@ -437,8 +437,7 @@ def test_a_dead_incarnations_leftovers_are_recovered(hbase, how):
             time.sleep(3)
             assert db.verify_index("t", "by_a")["extra"] == 2
             # the live incarnation as a dead one leaves it: published, never marked closed
-            encoded = name.split(b".")[-2]
-            put(b"hibase_meta", b"inc/" + encoded, b"m:v", dead[2 + 32:2 + 40])
+            put(b"hibase_meta", b"inc/" + name.split(b".")[-2], b"m:v", dead[2 + 32:2 + 40])
             reopen()
         deadline = time.monotonic() + 60
         while True:
@@ -452,6 +451,11 @@ def test_a_dead_incarnations_leftovers_are_recovered(hbase, how):
         for table, ky in value_keys:  # settled: y has r3 only, counted by the live cell
             got = dict(rpc.scan_raw(table.decode(), ky, ky + b"\xff", [b"c"]))[ky]
             assert got[dead][1] == encode_count(0), got
+        # dropping the table drops its regions' incarnation rows too
+        inc = b"inc/" + name.split(b".")[-2]
+        assert rpc.get_raw("hibase_meta", [inc], [b"m:v"])[0]
+        db.delete_table("t", disable=True)
+        assert not rpc.get_raw("hibase_meta", [inc], [b"m:v", b"m:closed"])[0]
     finally:
         db.close()
 

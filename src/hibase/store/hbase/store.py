@@ -316,16 +316,29 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
         with self._lock:
             self._check_writable()
             self.table(name)
+            incarnations = self._incarnation_rows(name)
             self._drop_hbase_table(name)
             self.layouts.forget(name)
             # the coprocessor's marker and version rows (a table made again under this name
-            # may be one it does not run on)
+            # may be one it does not run on), and its regions' rows inc/<region> (after the
+            # drop: a region's clean close writes its mark there)
             for row in (b"copro/", b"ver/"):
                 self._meta_put(row + name.encode(), None)
+            for row in incarnations:
+                self._meta_put(row, None)
             self._server_kept.discard(name)
             self._server_versions.pop(name, None)
             self._meta_put(b"table/" + name.encode(), None)
             del self._tables[name]
+
+    def _incarnation_rows(self, name: str) -> list[bytes]:
+        """The catalog rows inc/<encoded region name> of the table's regions, when the
+        coprocessor ran on it (its marker row copro/<table> exists)."""
+        if not self.rpc.get_raw(META_TABLE, [b"copro/" + name.encode()], [META_COL])[0]:
+            return []
+        regions = self.rpc.call("getTableRegions", name.encode())
+        # a region's name is table,start,id.<encoded name>.
+        return [b"inc/" + r.name.split(b".")[-2] for r in regions]
 
     def server_upkeep(self, table: str) -> bool:
         """Whether hibase's region-server coprocessor (cluster/coprocessor.py) runs on

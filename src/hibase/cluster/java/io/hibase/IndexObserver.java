@@ -1072,26 +1072,29 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
 
   /** A clean close (no abort): every batch has finished, so unless this incarnation left
    *  leftovers it marks itself closed and the next incarnation does not recover. One try,
-   *  bounded to a couple of seconds, skipped for a while once hibase_meta did not answer (a
-   *  whole server shutting down): an unmarked close only costs the next open a recovery. */
+   *  bounded to a couple of seconds, skipped for a while once the catalog's hibase_meta did
+   *  not answer (dropped, or a whole server shutting down): an unmarked close only costs the
+   *  next open a recovery. */
   @Override
   public void postClose(ObserverContext<RegionCoprocessorEnvironment> c, boolean abortRequested) {
     Catalog cat = catalog;
     if (abortRequested || leftovers || cat == null
-        || System.currentTimeMillis() < metaAwayUntil) return;
+        || System.currentTimeMillis() < metaAwayUntil.getOrDefault(cat.meta, 0L)) return;
     try (Table t = env.getConnection().getTableBuilder(cat.meta, null)
         .setOperationTimeout(2000).setRpcTimeout(1000).setWriteRpcTimeout(1000).build()) {
       t.put(new Put(b("inc/" + env.getRegionInfo().getEncodedName()))
           .addColumn(M, CLOSED, incarnation));
     } catch (IOException | RuntimeException e) {
-      metaAwayUntil = System.currentTimeMillis() + 30_000;
+      metaAwayUntil.put(cat.meta, System.currentTimeMillis() + 30_000);
       LOG.info("hibase: region {} closed without its closed mark (its next open recovers): {}",
           env.getRegionInfo().getEncodedName(), e.toString());
     }
   }
 
-  /** Until when closing regions of this server skip their closed mark (hibase_meta away). */
-  private static volatile long metaAwayUntil;
+  /** Until when closing regions of this server skip their closed mark, per catalog (its
+   *  hibase_meta did not answer: dropped, or its server shutting down). */
+  private static final Map<TableName, Long> metaAwayUntil =
+      new java.util.concurrent.ConcurrentHashMap<>();
 
   /** How long a region's recovery tries (other regions' servers may be down as long). */
   static final long RECOVERY_MS = 15 * 60_000L;
