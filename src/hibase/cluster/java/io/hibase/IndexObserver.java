@@ -781,25 +781,32 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   }
 
   /** preBatchMutate failed: the batch will not land, so the counts it began are taken back
-   *  (pending no more); if that fails too, a new cell (this one stays pending until the
-   *  region's next write of those values, or verify --repair). */
+   *  (pending no more; if that fails too, the cell is left to recovery). */
   private void abandon(Pending p) {
     if (p == null || !p.begun) return;
-    takeBack(p.cell, p.deltas);
+    takeBack(p.cell, p.deltas, Collections.emptyMap());
   }
 
-  /** Counts begun whose writes did not land, taken back; if that fails too, a new cell (the
-   *  old one stays pending: this incarnation leaves it to the next one's recovery). */
-  private void takeBack(CountCell into, Map<TableName, Map<ByteBuffer, long[]>> deltas) {
+  /** Counts begun whose writes did not land, taken back, but for `kept` (of writes known to
+   *  have landed), settled; if that fails too, the cell is left to recovery. */
+  private void takeBack(CountCell into, Map<TableName, Map<ByteBuffer, long[]>> deltas,
+                        Map<TableName, Map<ByteBuffer, long[]>> kept) {
     try {
       Map<TableName, List<Row>> back = new LinkedHashMap<>();
       counts(into, deltas, Step.FAILED, back);
+      counts(into, kept, Step.AT_ONCE, back);
       send(back);
     } catch (IOException | RuntimeException e) {
       LOG.warn("hibase index upkeep: taking back a failed batch's counts failed", e);
-      leftovers = true;
-      newCell();
+      leaveToRecovery();
     }
+  }
+
+  /** This incarnation's count cell may stay pending: a new cell from now on, and no closed
+   *  mark at close, so the next incarnation's recovery settles the old one. */
+  private void leaveToRecovery() {
+    leftovers = true;
+    newCell();
   }
 
   /** The writes one row's change in one index makes: phase 1 (before the data) writes every
@@ -901,6 +908,21 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     if (step != Step.BEGIN && into.size > REMEMBERED && into == cell) newCell();
   }
 
+  /** An entry a build request wants: in index table idx, key = (prefix +) value key + row,
+   *  written by put. */
+  static final class Wanted {
+    final TableName idx;
+    final byte[] key, valueKey;
+    final Put put;
+
+    Wanted(TableName idx, byte[] key, byte[] valueKey, Put put) {
+      this.idx = idx;
+      this.key = key;
+      this.valueKey = valueKey;
+      this.put = put;
+    }
+  }
+
   /** A build's requests (REINDEX), under the rows' locks: each row as stored gets its entry,
    *  verified, and its count unless the entry exists (a write since the index was made wrote
    *  it and took its count; an unverified one is written verified). The counts begin before
@@ -909,7 +931,7 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
    *  never counts an entry whose count has not begun. */
   private void rebuild(Catalog cat, Map<ByteBuffer, List<Spec>> requests) throws IOException {
     long ts = stamp(1);
-    List<Object[]> wanted = new ArrayList<>();  // (index table, entry key, value key, entry)
+    List<Wanted> wanted = new ArrayList<>();
     for (Map.Entry<ByteBuffer, List<Spec>> e : requests.entrySet()) {
       byte[] row = e.getKey().array();
       State st = read(row, e.getValue(), false);
@@ -918,21 +940,21 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
         if (key == null) continue;
         byte[] prefix = s.local ? localPrefix(cat, row) : new byte[0];
         byte[] k = cat(prefix, key, row);
-        wanted.add(new Object[] {cat.kv(s.local ? "__lidx__" : "__idx__"), k, cat(prefix, key),
+        wanted.add(new Wanted(cat.kv(s.local ? "__lidx__" : "__idx__"), k, cat(prefix, key),
             new Put(k).addColumn(V, V, ts,
-                cat(new byte[] {VERIFIED}, HibaseCodec.packList(covered(s, st))))});
+                cat(new byte[] {VERIFIED}, HibaseCodec.packList(covered(s, st))))));
       }
     }
     Map<TableName, List<Row>> entries = new LinkedHashMap<>();
     Map<TableName, Map<ByteBuffer, long[]>> deltas = new LinkedHashMap<>();
-    List<Object[]> added = new ArrayList<>();
+    List<Wanted> added = new ArrayList<>();
     byte[][] have = stored(wanted);
     for (int i = 0; i < wanted.size(); i++) {
-      Object[] w = wanted.get(i);
+      Wanted w = wanted.get(i);
       if (have[i] != null && have[i].length > 0 && have[i][0] == VERIFIED) continue;
-      add(entries, (TableName) w[0], (Row) w[3]);
+      add(entries, w.idx, w.put);
       if (have[i] == null) {
-        count(deltas, (TableName) w[0], (byte[]) w[2], 1);
+        count(deltas, w.idx, w.valueKey, 1);
         added.add(w);
       }
     }
@@ -943,28 +965,26 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     try {
       send(begin);
     } catch (IOException | RuntimeException e) {
-      takeBack(into, deltas);
+      takeBack(into, deltas, Collections.emptyMap());
       throw e;
     }
     try {
       send(entries);
     } catch (IOException | RuntimeException e) {
       // which entries landed is not known: those that exist keep their counts
+      Map<TableName, Map<ByteBuffer, long[]>> kept = new LinkedHashMap<>();
       try {
         byte[][] landed = stored(added);
-        Map<TableName, Map<ByteBuffer, long[]>> kept = new LinkedHashMap<>();
         for (int i = 0; i < added.size(); i++) {
-          if (landed[i] != null) count(kept, (TableName) added.get(i)[0], (byte[]) added.get(i)[2], 1);
+          if (landed[i] != null) count(kept, added.get(i).idx, added.get(i).valueKey, 1);
         }
-        Map<TableName, List<Row>> out = new LinkedHashMap<>();
-        counts(into, deltas, Step.FAILED, out);
-        counts(into, kept, Step.AT_ONCE, out);
-        send(out);
       } catch (IOException | RuntimeException again) {
-        LOG.warn("hibase index upkeep: settling a failed build batch's counts failed", again);
-        leftovers = true;
-        newCell();
+        LOG.warn("hibase index upkeep: which entries of a failed build batch landed is not "
+            + "known", again);
+        leaveToRecovery();
+        throw e;
       }
+      takeBack(into, deltas, kept);
       throw e;
     }
     Map<TableName, List<Row>> end = new LinkedHashMap<>();
@@ -978,17 +998,16 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     }
   }
 
-  /** The stored value of each entry (index table, entry key, ...), null where none: one
-   *  multi-get per index table. */
-  private byte[][] stored(List<Object[]> entries) throws IOException {
+  /** The stored value of each wanted entry, null where none: one multi-get per index table. */
+  private byte[][] stored(List<Wanted> entries) throws IOException {
     byte[][] out = new byte[entries.size()][];
     Map<TableName, List<Integer>> byTable = new LinkedHashMap<>();
     for (int i = 0; i < entries.size(); i++) {
-      byTable.computeIfAbsent((TableName) entries.get(i)[0], k -> new ArrayList<>()).add(i);
+      byTable.computeIfAbsent(entries.get(i).idx, k -> new ArrayList<>()).add(i);
     }
     for (Map.Entry<TableName, List<Integer>> e : byTable.entrySet()) {
       List<Get> gets = new ArrayList<>();
-      for (int i : e.getValue()) gets.add(new Get((byte[]) entries.get(i)[1]).addColumn(V, V));
+      for (int i : e.getValue()) gets.add(new Get(entries.get(i).key).addColumn(V, V));
       try (Table t = env.getConnection().getTable(e.getKey())) {
         Result[] rs = t.get(gets);
         for (int j = 0; j < rs.length; j++) {
