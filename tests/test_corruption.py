@@ -103,7 +103,7 @@ def test_flipped_block_in_data_file_raises_on_scan_and_row(store):
         with pytest.raises(errors.StoreCorrupted):  # the index answers, the fetch meets it
             list(db.sql("SELECT * FROM t WHERE f.a >= 0"))
         with pytest.raises(errors.StoreCorrupted):  # no index: the filtered full scan
-            list(db.sql("SELECT * FROM t WHERE f.b = 'none'"))
+            list(db.sql("SELECT * FROM t (f.b VARCHAR) WHERE f.b = 'none'"))
         with pytest.raises(errors.StoreCorrupted):
             list(db.sql("SELECT * FROM t WHERE f.a >= 0", full_scan=True))
     got = _check(store)

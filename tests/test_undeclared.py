@@ -339,15 +339,16 @@ def test_cast_uses_an_index_only_of_its_own_type(db):
 
 
 @pytest.mark.parametrize("sql, words", [
-    ("SELECT * FROM c WHERE CAST(f.n AS INTEGER) > 1 AND CAST(f.n AS DOUBLE) < 3",
+    ("SELECT * FROM c WHERE CAST(u.n AS INTEGER) > 1 AND CAST(u.n AS DOUBLE) < 3",
      "both INTEGER and DOUBLE"),
     ("SELECT * FROM c WHERE CAST(ROWKEY AS INTEGER) > 1", "ROWKEY is bytes"),
     ("SELECT * FROM c WHERE CAST(f.n AS DECIMAL) > 1", "CAST to DECIMAL is not supported"),
     ("SELECT * FROM c WHERE CAST(1 AS INTEGER) > 1", "CAST takes a column"),
-    ("SELECT * FROM c WHERE CAST(f.b AS INTEGER) > 1", "is declared long binary"),
 ])
 def test_bad_casts_are_clear_errors(db, sql, words):
-    db.create_table("c", {"f": {}}, columns={"f:n": "long", "f:b": "long binary"})
+    # a declared column may be cast to several types, each a value of its own (test_cast.py);
+    # an undeclared one (family u) is read as one type per statement
+    db.create_table("c", {"f": {}, "u": {}}, columns={"f:n": "long", "f:b": "long binary"})
     with pytest.raises(QueryPlanError, match=words):
         db.sql(sql)
 

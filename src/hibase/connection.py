@@ -457,7 +457,7 @@ class Connection:
             if len(self._statements) >= 1024:
                 self._statements.clear()
             self._statements[statement] = select
-        if select.bare:
+        if select.bare or select.casts:
             select = resolve(select, self.store.schema(select.table))
         select = engine.bind(select, params)
         if select.explain:

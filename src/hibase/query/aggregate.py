@@ -36,12 +36,13 @@ from ..index import KeyRange, null_range, scan_entry_keys, walk_values
 from .ast import (
     ROWKEY, SQL_TYPE_NAMES, Agg, Column, HavingCompare, IsNull, OrderItem, Select, walk,
 )
+from .cast import column_type
 from .columns import usable_specs
 from .evaluate import cell_value, matches_dnf, three_valued
 from .execute import execute
 from .normalize import coerce_literal, untyped_use
 from .plan import IndexLookup, Plan
-from .prepare import prepare, types_of
+from .prepare import check_columns, prepare, types_of
 
 __all__ = ["run", "explain"]
 
@@ -98,7 +99,7 @@ def _check_typed(select: Select, types) -> None:
     for e in _exprs(select):
         if not isinstance(e, Agg) or e.column is None:
             continue
-        t = types.get(e.column.name)
+        t = column_type(e.column, types)
         if e.func in ("SUM", "AVG") and (e.column.is_rowkey or t is None
                                          or t.name not in _NUMERIC):
             what = "undeclared" if t is None else SQL_TYPE_NAMES[t.name]
@@ -109,7 +110,7 @@ def _check_typed(select: Select, types) -> None:
             raise untyped_use(e.column, e.func)
     for o in select.order_by:
         col = o.expr if isinstance(o.expr, Column) else None
-        if col is not None and not col.is_rowkey and types.get(col.name) is None:
+        if col is not None and not col.is_rowkey and column_type(col, types) is None:
             raise untyped_use(col, "ORDER BY")
     for n in walk(select.having):
         if isinstance(n, HavingCompare) and isinstance(n.expr, Column):
@@ -117,6 +118,7 @@ def _check_typed(select: Select, types) -> None:
 
 
 def _prepare(select: Select, store, indexer, range_method: str, full_scan: bool) -> _Shaped:
+    check_columns(select, store, indexer)
     types = types_of(select, store)
     _check_typed(select, types)
     if select.aggregate:
@@ -141,11 +143,19 @@ def _prepare(select: Select, store, indexer, range_method: str, full_scan: bool)
         return _Shaped(select, "stream", base, conjuncts)
     specs = [s for s in usable_specs(indexer.ready(select.table), select.casts, types)
              if not s.local]
+    if _casts_values(select):  # a cast's values are not those an index or the value table keeps
+        return _Shaped(select, "stream", base, conjuncts)
     if select.aggregate:
         shaped = _index_ends(select, specs) or _value_table(select, base, conjuncts, specs)
     else:
         shaped = _index_walk(select, base, conjuncts, specs)
     return shaped or _Shaped(select, "stream", base, conjuncts)
+
+
+def _casts_values(select: Select) -> bool:
+    """Does the select list, GROUP BY, HAVING or ORDER BY read a CAST of a column?"""
+    cols = [e if isinstance(e, Column) else e.column for e in _exprs(select)]
+    return any(c is not None and c.cast is not None for c in cols + list(select.group_by))
 
 
 def _group_cols(select: Select) -> tuple[Column, ...]:

@@ -19,6 +19,7 @@ from ..codec import SQL_TYPE_NAMES, ColumnType
 __all__ = [
     "ROWKEY", "Value", "Column", "Compare", "Between", "In", "Like", "NotLike", "IsNull",
     "IsNotNull", "And", "Or", "Not", "TrueNode", "FalseNode", "TRUE", "FALSE", "Atom", "Node",
+    "UnknownNode", "UNKNOWN",
     "Select", "COMPARE_OPS", "NEGATED_OP", "FLIPPED_OP", "format_value",
     "Agg", "OrderItem", "HavingCompare", "Param", "AGG_FUNCS", "SQL_TYPE_NAMES", "Casts",
     "walk", "map_children",
@@ -59,13 +60,23 @@ def format_value(v: Value) -> str:
 
 @dataclass(frozen=True)
 class Column:
-    """A column reference: ``b"family:qualifier"``, or ``ROWKEY`` for the rowkey."""
+    """A column reference: ``b"family:qualifier"``, or ``ROWKEY`` for the rowkey; with
+    ``cast``, ``CAST(column AS type)``: the column's value converted to that type
+    (``query.cast.convert``), a value of its own beside the column's other uses."""
 
     name: bytes
+    cast: ColumnType | None = None
 
     @property
     def is_rowkey(self) -> bool:
-        return self.name == ROWKEY
+        return self.name == ROWKEY and self.cast is None
+
+    @property
+    def key(self) -> bytes:
+        """The name of this value in a result row: the column's name, or for a cast its SQL
+        text (``b"CAST(t:age AS BIGINT)"``, which no stored column can be named: those hold
+        a ``:`` before any parenthesis)."""
+        return self.name if self.cast is None else str(self).encode("utf-8")
 
     @property
     def sql(self) -> str:
@@ -73,7 +84,10 @@ class Column:
         return str(self).replace(":", ".", 1)
 
     def __str__(self) -> str:
-        return self.name.decode("utf-8", "backslashreplace")
+        name = self.name.decode("utf-8", "backslashreplace")
+        if self.cast is None:
+            return name
+        return f"CAST({name} AS {SQL_TYPE_NAMES[self.cast.name]})"
 
 
 @dataclass(frozen=True)
@@ -206,8 +220,18 @@ class FalseNode:
         return "FALSE"
 
 
+@dataclass(frozen=True)
+class UnknownNode:
+    """SQL's UNKNOWN: what ``NULL`` makes of an IN list's member (``x IN (1, NULL)`` is
+    ``x = 1 OR UNKNOWN``, never FALSE; its NOT never TRUE). No row matches it."""
+
+    def __str__(self) -> str:
+        return "UNKNOWN"
+
+
 TRUE = TrueNode()
 FALSE = FalseNode()
+UNKNOWN = UnknownNode()
 
 
 def walk(node: Any) -> Iterator[Any]:
@@ -290,7 +314,7 @@ class HavingCompare:
 
 Atom = Union[Compare, In, Like, NotLike, IsNull, IsNotNull]
 """What a normalized conjunct is made of (no Between, And, Or, Not, TRUE, FALSE)."""
-Node = Union[Atom, Between, And, Or, Not, TrueNode, FalseNode, HavingCompare]
+Node = Union[Atom, Between, And, Or, Not, TrueNode, FalseNode, UnknownNode, HavingCompare]
 """A condition tree: a WHERE condition's atoms, or a HAVING condition's HavingCompares,
 combined by And / Or / Not (the two trees share those nodes)."""
 
@@ -314,7 +338,16 @@ class Select:
     order_by: tuple[OrderItem, ...] = ()
     offset: int | None = None
     distinct: bool = False
-    casts: Casts = ()  # CAST(column AS type): the column read as that type in the whole statement
+    casts: Casts = ()
+    """CAST pairs (column, type): as parsed, every cast of the statement; after
+    ``resolve.resolve``, only the undeclared columns read as a type for the whole statement
+    (the other casts are Column.cast values)."""
+    dynamic: Casts = ()
+    """Phoenix's dynamic columns, ``FROM t (f.extra VARCHAR)``: (column, type) pairs declared
+    for this statement beside the table's own."""
+    computed: tuple[Column, ...] = ()
+    """Plain queries, after ``resolve.resolve``: the casts of the select list, each a value of
+    the result rows under its ``Column.key``, computed from the fetched column."""
     names: tuple[bytes, ...] | None = field(default=None, compare=False)
     """Plain queries: the select list as written, in order (ROWKEY and repeats kept; None for
     ``*``), for callers that return rows as tuples (hibase.dbapi)."""
@@ -334,7 +367,7 @@ class Select:
             "limit": self.limit, "explain": self.explain, "items": self.items,
             "group_by": self.group_by, "having": self.having, "order_by": self.order_by,
             "offset": self.offset, "distinct": self.distinct, "casts": self.casts,
-            "names": self.names, "bare": self.bare, "labels": self.labels}
+            "computed": self.computed, "dynamic": self.dynamic, "names": self.names, "bare": self.bare, "labels": self.labels}
         d.update(changes)
         return Select(**d)  # type: ignore[arg-type]  # each change has its field's type
 

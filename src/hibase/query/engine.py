@@ -10,6 +10,9 @@ from .execute import execute
 from .params import bind
 from .parse import MAX_STATEMENT, check_size, parse_condition, parse_select, parse_where
 from .prepare import RANGE_METHODS, prepare, types_of
+from .resolve import resolve_casts
+from ..codec import ColumnType, encode_cell
+from .evaluate import cell_value
 
 __all__ = ["parse_select", "parse_condition", "parse_where", "check_size", "MAX_STATEMENT",
            "prepare", "run", "run_select", "explain", "bind", "types_of", "RANGE_METHODS"]
@@ -17,8 +20,35 @@ __all__ = ["parse_select", "parse_condition", "parse_where", "check_size", "MAX_
 
 def run(select: Select, store, indexer, range_method: str = "auto", full_scan: bool = False
         ) -> Iterator[tuple[bytes, dict]]:
+    select = resolve_casts(select, store.schema(select.table))
+    if select.computed:
+        return _computed(select, store, run(_fetching_sources(select), store, indexer,
+                                             range_method, full_scan))
     plan, conjuncts = prepare(select, store, indexer, range_method, full_scan)
     return execute(plan, indexer, types_of(select, store), conjuncts)
+
+
+def _fetching_sources(select: Select) -> Select:
+    """A plain query whose select list has casts, reading their columns instead (the casts are
+    then computed from them by _computed)."""
+    keys = {c.key for c in select.computed}
+    columns = [c for c in select.columns or () if c not in keys]
+    columns += [c.name for c in select.computed if c.name not in columns]
+    return select.with_(columns=tuple(columns), computed=())
+
+
+def _computed(select: Select, store, rows) -> Iterator[tuple[bytes, dict]]:
+    """Rows of ``_fetching_sources(select)`` with each cast of the select list computed (as
+    its text) and the columns read only for them dropped."""
+    types = types_of(select.with_(computed=()), store)
+    keep = set(select.columns or ())
+    for key, cells in rows:
+        out = {c: v for c, v in cells.items() if c in keep}
+        for col in select.computed:
+            v = cell_value(col, key, cells, types)
+            if v is not None:
+                out[col.key] = encode_cell(ColumnType(col.cast.name), v)
+        yield key, out
 
 
 def _shaped(select: Select) -> bool:
@@ -30,7 +60,11 @@ def run_select(select: Select, store, indexer, range_method: str = "auto",
                full_scan: bool = False) -> list:
     """All result rows of a query: (rowkey, {column: value}) for plain queries (also with
     ORDER BY / OFFSET), tuples of decoded values for aggregate, GROUP BY and DISTINCT ones."""
+    select = resolve_casts(select, store.schema(select.table))
     if _shaped(select):
+        if select.computed:
+            return list(_computed(select, store, aggregate.run(
+                _fetching_sources(select), store, indexer, range_method, full_scan)))
         return aggregate.run(select, store, indexer, range_method, full_scan)
     return list(run(select, store, indexer, range_method, full_scan))
 
@@ -38,6 +72,9 @@ def run_select(select: Select, store, indexer, range_method: str = "auto",
 def explain(select: Select, store, indexer, range_method: str = "auto",
             full_scan: bool = False) -> str:
     """The plan of a query as text (EXPLAIN)."""
+    select = resolve_casts(select, store.schema(select.table))
+    if select.computed:
+        select = _fetching_sources(select)
     if _shaped(select):
         return aggregate.explain(select, store, indexer, range_method, full_scan)
     return prepare(select, store, indexer, range_method, full_scan)[0].explain()

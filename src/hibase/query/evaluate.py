@@ -15,8 +15,9 @@ from ..codec import ColumnType, decode_cell
 from ..errors import ValueTypeError
 from .ast import (
     ROWKEY, And, Between, Column, Compare, FalseNode, In, IsNotNull, IsNull, Like, Node, Not,
-    NotLike, Or, TrueNode, walk,
+    NotLike, Or, TrueNode, UnknownNode, walk,
 )
+from .cast import column_type, convert
 from .normalize import Conjunct, coerce_literal, coerce_literals, coerce_prefix
 
 __all__ = ["evaluate", "matches", "matches_dnf", "referenced_columns", "cell_value"]
@@ -33,6 +34,8 @@ _EMPTY: dict[bytes, ColumnType] = {}
 
 def cell_value(column: Column, row: bytes, cells: Cells, schema_types: SchemaTypes) -> Any:
     """The column's value in this row (decoded by its declared type), or None for NULL."""
+    if column.cast is not None:
+        return _cast_value(column, row, cells, schema_types)
     if column.name == ROWKEY:
         return row
     raw = cells.get(column.name)
@@ -46,6 +49,16 @@ def cell_value(column: Column, row: bytes, cells: Cells, schema_types: SchemaTyp
     except ValueTypeError:
         return None
     return None if v != v else v  # NaN is unordered: treat it as NULL
+
+
+def _cast_value(column: Column, row: bytes, cells: Cells, schema_types: SchemaTypes) -> Any:
+    """``CAST(column AS type)`` in this row: the column's value (as declared) converted."""
+    source = Column(column.name)
+    v = cell_value(source, row, cells, schema_types)
+    if v is None:
+        return None
+    v = convert(v, schema_types.get(column.name), column.cast)  # type: ignore[arg-type]
+    return None if v != v else v
 
 
 def evaluate(node: Node | None, row: bytes, cells: Cells,
@@ -108,6 +121,8 @@ def _atom(node: Node, row: bytes, cells: Cells, types: SchemaTypes) -> Truth:
         return True
     if isinstance(node, FalseNode):
         return False
+    if isinstance(node, UnknownNode):
+        return None
     if isinstance(node, In) and not node.values:
         return False
     # _eval and three_valued hand this atoms only (no And / Or / Not / HAVING node)
@@ -142,7 +157,7 @@ def _in_set(node: In, types: Mapping) -> frozenset:
     value list took seconds per row batch). Set membership agrees with ``==`` here: typed values
     are numbers, str or bytes (NaN matches nothing either way)."""
     col = node.column
-    t = None if col.is_rowkey else types.get(col.name)
+    t = column_type(col, types)
     sets = node.__dict__.setdefault("_typed_sets", {})  # frozen dataclass: a cache on the side
     found = sets.get(t)
     if found is None:

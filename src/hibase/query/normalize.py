@@ -14,7 +14,8 @@ from ..codec import ColumnType, value_from_literal
 from ..errors import QueryPlanError, ValueTypeError
 from .ast import (
     FALSE, NEGATED_OP, TRUE, And, Atom, Between, Column, Compare, FalseNode, In, IsNotNull,
-    IsNull, Like, Node, Not, NotLike, Or, TrueNode, Value, format_value, map_children,
+    IsNull, Like, Node, Not, NotLike, Or, TrueNode, UnknownNode, Value, format_value,
+    map_children,
 )
 
 __all__ = [
@@ -35,6 +36,8 @@ _ATOMS = (Compare, In, Like, NotLike, IsNull, IsNotNull)
 # -- literals -------------------------------------------------------------------------------
 
 def _column_type(column: Column, schema_types: SchemaTypes | None) -> ColumnType | None:
+    if column.cast is not None:  # CAST(c AS t): its values are t's, as a text column's
+        return ColumnType(column.cast.name)
     return None if column.is_rowkey or not schema_types else schema_types.get(column.name)
 
 
@@ -171,6 +174,8 @@ def _negate(node: Node) -> Node:
         return FALSE
     if isinstance(node, FalseNode):
         return TRUE
+    if isinstance(node, UnknownNode):  # NOT UNKNOWN is UNKNOWN
+        return node
     raise TypeError(f"not a condition node: {node!r}")
 
 
@@ -183,7 +188,9 @@ def to_dnf(node: Node) -> Node:
 def _dnf(node: Node) -> list[Conjunct]:
     if isinstance(node, TrueNode):
         return [()]
-    if isinstance(node, FalseNode):
+    if isinstance(node, (FalseNode, UnknownNode)):
+        # NOTs are pushed into the atoms before this (below), so UNKNOWN stands where only
+        # AND and OR are above it: the condition is TRUE with it iff TRUE with FALSE there
         return []
     if isinstance(node, (Not, Between)):  # rules applied out of order: do their work here
         return _dnf(push_not_down(desugar_between(node)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import math
 import operator
 import re
 from typing import Any, NoReturn
@@ -18,10 +19,10 @@ import sqlglot
 from sqlglot import exp, tokens
 from sqlglot.errors import ParseError, TokenError
 
-from ..codec import ColumnType
-from ..errors import QueryPlanError, QuerySyntaxError
+from ..codec import ColumnType, type_from_name
+from ..errors import QueryPlanError, QuerySyntaxError, SchemaError
 from .ast import (
-    FALSE, FLIPPED_OP, ROWKEY, SQL_TYPE_NAMES, TRUE, Agg, And, Between, Casts, Column, Compare,
+    FALSE, FLIPPED_OP, ROWKEY, SQL_TYPE_NAMES, TRUE, UNKNOWN, Agg, And, Between, Casts, Column, Compare,
     HavingCompare, In, IsNotNull, IsNull, Like, Node, Not, Or, OrderItem, Param, Select, Value,
     format_value,
 )
@@ -71,6 +72,7 @@ def parse_select(sql: str) -> Select:
     """Parse ``[EXPLAIN] SELECT * | col, ... FROM table [WHERE cond] [LIMIT n]``."""
     m = _EXPLAIN.match(sql)
     offset = m.end() if m else 0
+    sql, dynamic = _dynamic_columns(sql)
     try:
         tree = _parse(sql[offset:], offset)
     except QuerySyntaxError:
@@ -105,8 +107,48 @@ def parse_select(sql: str) -> Select:
         limit=_limit(tree.args.get("limit"), offset),
         explain=m is not None,
         casts=_casts(tree, offset),
+        dynamic=dynamic,
         **extra,
     )
+
+
+_DYNAMIC = re.compile(r"\bFROM\s+(?:\"[^\"]*\"|[\w.:]+)\s*(\()", re.IGNORECASE)
+_DYNAMIC_ITEM = re.compile(r"\s*(?:\"([^\"]+)\"|([\w]+)\.([\w]+))\s+([A-Za-z]+(?:\s*\(\s*\d+\s*\))?"
+                           r"(?:\s+binary)?)\s*", re.IGNORECASE)
+
+
+def _dynamic_columns(sql: str) -> tuple[str, tuple[tuple[bytes, ColumnType], ...]]:
+    """Phoenix's dynamic columns, ``FROM t (f.extra VARCHAR, f.n BIGINT)``: columns the table
+    does not declare, typed for this statement. Returns ``sql`` with the list blanked out
+    (positions kept for error messages) and the (column, type) pairs."""
+    masked = _mask_quotes(sql)
+    m = _DYNAMIC.search(masked)
+    if m is None:
+        return sql, ()
+    close = masked.find(")", m.end(1))
+    if close < 0:
+        return sql, ()
+    body = sql[m.end(1):close]
+    items = []
+    for part in body.split(","):
+        item = _DYNAMIC_ITEM.fullmatch(part)
+        if item is None:
+            if part.strip() and "(" not in part:
+                raise QuerySyntaxError(f"a dynamic column is family.qualifier TYPE, not "
+                                       f"{part.strip()!r}", m.end(1))
+            return sql, ()  # not a list of dynamic columns: sqlglot reports what it is
+        quoted, fam, qual, type_name = item.groups()
+        name = quoted if quoted is not None else f"{fam}:{qual}"
+        if ":" not in name:
+            raise QuerySyntaxError(f"dynamic column {name!r} needs a family: "
+                                   "family.qualifier TYPE", m.end(1))
+        try:
+            t = type_from_name(type_name)
+        except SchemaError as e:
+            raise QuerySyntaxError(str(e), m.end(1)) from None
+        items.append((name.encode("utf-8"), t))
+    blank = sql[:m.start(1)] + " " * (close + 1 - m.start(1)) + sql[close + 1:]
+    return blank, tuple(items)
 
 
 _FIRST_WORD = re.compile(r"\s*([A-Za-z_]\w*)")
@@ -426,7 +468,7 @@ def _select_list(items: list[exp.Expression], offset: int) -> tuple[bytes, ...] 
     for item in items:
         if isinstance(item, exp.Star):
             _unsupported("* cannot be mixed with columns", item, offset)
-        name = _column(item, offset).name
+        name = _column(item, offset).key
         if name != ROWKEY and name not in cols:  # every result row carries its key anyway
             cols.append(name)
     return tuple(cols)
@@ -435,7 +477,7 @@ def _select_list(items: list[exp.Expression], offset: int) -> tuple[bytes, ...] 
 def _names(items: list[exp.Expression], offset: int) -> tuple[bytes, ...] | None:
     if len(items) == 1 and isinstance(items[0], exp.Star):
         return None
-    return tuple(_column(item, offset).name for item in items)
+    return tuple(_column(item, offset).key for item in items)
 
 
 def _limit(node: exp.Expression | None, offset: int) -> int | None:
@@ -453,7 +495,8 @@ def _column(node: exp.Expression, offset: int) -> Column:
     while isinstance(node, (exp.Paren, exp.Alias)):  # a select-list alias: Select.labels
         node = node.this
     if isinstance(node, exp.Cast):
-        return _cast(node, offset)[0]
+        column, t = _cast(node, offset)
+        return Column(column.name, t)
     if not isinstance(node, exp.Column):
         if isinstance(node, (exp.Func, exp.Binary, exp.Unary)):
             _unsupported(f"expressions such as {node.sql()!r} are not supported; "
@@ -500,9 +543,12 @@ def _literal(node: exp.Expression) -> Value | None:
     except ValueError:
         pass
     try:
-        return float(text)
+        f = float(text)
     except ValueError:  # _precheck catches the known shapes; this is the safety net
         raise QuerySyntaxError(f"malformed number {text!r}") from None
+    if math.isinf(f):  # 1e400: no DOUBLE holds it (Phoenix has no literal for infinity)
+        raise QuerySyntaxError(f"number {text} is out of DOUBLE range", node.meta.get("start"))
+    return f
 
 
 # Phoenix's type names (as sqlglot reads them) -> hibase's column types
@@ -534,15 +580,13 @@ def _cast(node: exp.Cast, offset: int) -> tuple[Column, ColumnType]:
 
 
 def _casts(tree: exp.Expression, offset: int) -> Casts:
-    """Every ``CAST(column AS type)`` of a statement: the column is read as that type wherever
-    the statement names it. Two types for one column are refused."""
-    found: dict[bytes, ColumnType] = {}
+    """Every ``CAST(column AS type)`` of a statement, each (column, type) pair once, in text
+    order (``cast.resolve_casts`` decides, with the schema, what each one means)."""
+    found: dict[tuple[bytes, ColumnType], None] = {}
     for node in tree.find_all(exp.Cast):
         column, t = _cast(node, offset)
-        if found.setdefault(column.name, t) != t:
-            _unsupported(f"{column} is CAST to both {SQL_TYPE_NAMES[found[column.name].name]} "
-                         f"and {SQL_TYPE_NAMES[t.name]}; use one type per statement", node, offset)
-    return tuple(found.items())
+        found[(column.name, t)] = None
+    return tuple(found)
 
 
 def _value(node: exp.Expression, offset: int, parent: exp.Expression) -> Value:
@@ -595,10 +639,19 @@ def _condition(node: exp.Expression, offset: int) -> Node:
         if not node.expressions:
             _syntax("IN needs at least one value", node, offset)
         values = node.meta.get("hibase_values")  # a long literal list read by _literal_lists
+        null = False
         if values is None:
-            values = tuple(_value(v, offset, node) for v in node.expressions)
+            null = any(isinstance(v, exp.Null) for v in node.expressions)
+            values = tuple(_value(v, offset, node) for v in node.expressions
+                           if not isinstance(v, exp.Null))
         values = tuple(dict.fromkeys(values))
-        return In(_column(node.this, offset), values)
+        column = _column(node.this, offset)
+        if not null:
+            return In(column, values)
+        # x IN (1, NULL) is TRUE where x = 1, else UNKNOWN (NULL = x is never FALSE)
+        if values:
+            return Or((In(column, values), UNKNOWN))
+        return And((Or((IsNull(column), IsNotNull(column))), UNKNOWN))  # names the column
     if isinstance(node, exp.Like):
         pred = _like(node, offset)
         return Not(pred) if node.args.get("negate") else pred

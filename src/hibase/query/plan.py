@@ -251,8 +251,8 @@ def _constraints(conjunct: Sequence[Atom], types: dict[bytes, codec.ColumnType]
     out: dict[bytes, _Bounds] = {}
     for atom in conjunct:
         col = atom.column.name
-        if col != ROWKEY and col not in types:
-            continue  # undeclared columns are never indexed
+        if col != ROWKEY and col not in types or atom.column.cast is not None:
+            continue  # undeclared columns are never indexed; a cast's values are not the index's
         b = out.setdefault(col, _Bounds())
         t = types.get(col)
         # float32 columns: literals round, so their atoms bound the range but stay residual

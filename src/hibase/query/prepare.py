@@ -3,30 +3,82 @@ and the access paths (shared by the engine and the aggregate layer above the pla
 
 from __future__ import annotations
 
+import difflib
 import functools
 from typing import Any
 
 from .. import errors
-from .ast import ROWKEY, Select
+from ..codec import ColumnType
+from .ast import ROWKEY, Column, Select, walk
 from .columns import statement_types, usable_specs
 from .evaluate import referenced_columns
 from .normalize import normalize, typed
 from .plan import Plan, plan_query
+from .resolve import declared, resolve_casts
 
-__all__ = ["RANGE_METHODS", "prepare", "types_of"]
+__all__ = ["RANGE_METHODS", "prepare", "types_of", "check_columns"]
 
 RANGE_METHODS = ("auto", "scan", "walk")
 
 
-def _check_columns(schema, columns) -> None:
+def _check_columns(schema, columns, declared=None, indexer=None) -> None:
+    """Every column named is the table's: its family exists, and when the table declares
+    columns, it is one of them, a dynamic column of the statement, or a column an index of
+    the table names: a misspelt name must fail, never read as an empty column (Phoenix's
+    ColumnNotFoundException). Tables that declare nothing take any qualifier (HBase's way)."""
+    declared = schema.columns if declared is None else declared
     for col in columns:
-        if col == ROWKEY:
+        if col in declared or col == ROWKEY:
             continue
-        fam = col.split(b":", 1)[0]
+        fam, colon, _ = col.partition(b":")
         if fam not in schema.families:
             raise errors.ColumnNotFound(
                 f"table {schema.name!r} has no column {col.decode(errors='replace')!r} "
                 f"(families: {', '.join(f.decode() for f in schema.families)})")
+        if colon and declared and not _indexed(indexer, schema.name, col):
+            raise errors.ColumnNotFound(_unknown_column(schema, col, declared))
+
+
+def check_columns(select: Select, store, indexer) -> None:
+    """ColumnNotFound for any column ``select`` names (select list, WHERE, GROUP BY, HAVING,
+    ORDER BY, casts) that its table does not have: before any other check of the statement,
+    so a misspelt name is reported as such."""
+    schema = store.schema(select.table)
+    names = [c.name for c in _columns(select)]
+    if select.names is not None:  # SQL's select list (see prepare)
+        names += [c for c in select.columns or () if b":" in c and not c.startswith(b"CAST(")]
+    _check_columns(schema, names, declared(select, schema), indexer)
+
+
+def _columns(select: Select) -> list:
+    out = [n.column for n in walk(select.where) if hasattr(n, "column")]
+    for e in list(select.items or ()) + [o.expr for o in select.order_by] + \
+            [n.expr for n in walk(select.having) if hasattr(n, "expr")]:
+        c = e if isinstance(e, Column) else getattr(e, "column", None)
+        if c is not None:
+            out.append(c)
+    return out + list(select.group_by) + list(select.computed)
+
+
+def _indexed(indexer, table: str, col: bytes) -> bool:
+    """Does an index of the table name the column (indexed or covered)?"""
+    if indexer is None:
+        return False
+    return any(col in s.columns or col in s.covering for s in indexer.specs(table))
+
+
+def _unknown_column(schema, col: bytes, declared) -> str:
+    """"no column c.nmae in cities; did you mean c.name?" (the closest declared names)."""
+    def sql(c: bytes) -> str:
+        return c.decode("utf-8", "replace").replace(":", ".", 1)
+
+    names = {sql(c).lower(): sql(c) for c in declared}
+    close = difflib.get_close_matches(sql(col).lower(), list(names), n=2, cutoff=0.75)
+    hint = (f"; did you mean {' or '.join(names[c] for c in close)}?" if close else
+            f"; its columns: {', '.join(sorted(names.values()))}" if len(names) <= 12 else "")
+    return (f"no column {sql(col)} in {schema.name}{hint} (a column the table does not "
+            "declare: declare it with hibase alter-table, or name it with its type for one "
+            "statement: FROM table (family.qualifier TYPE))")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -38,8 +90,16 @@ def _normalized(where: Any, types: tuple) -> tuple[Any, list]:
 
 
 def types_of(select: Select, store) -> Any:
-    """The column types ``select`` reads with: declared, overridden by its CASTs."""
-    return statement_types(select.casts, store.schema(select.table).columns)
+    """The column types of ``select``'s result: declared, overridden by the casts that read an
+    undeclared column as a type, and each cast of the select list's under its key."""
+    schema = store.schema(select.table)
+    select = resolve_casts(select, schema)
+    types = statement_types(select.casts, declared(select, schema))
+    if select.computed:
+        types = dict(types)
+        for c in select.computed:
+            types[c.key] = ColumnType(c.cast.name)
+    return types
 
 
 def prepare(select: Select, store, indexer, range_method: str = "auto",
@@ -51,15 +111,21 @@ def prepare(select: Select, store, indexer, range_method: str = "auto",
     if range_method not in RANGE_METHODS:
         raise errors.InvalidArgument(f"range_method must be one of {RANGE_METHODS}")
     schema = store.schema(select.table)
-    types = statement_types(select.casts, schema.columns)
-    _check_columns(schema, [c for c, _ in select.casts])
-    if select.columns is not None:
-        _check_columns(schema, select.columns)
+    select = resolve_casts(select, schema)
+    known = declared(select, schema)
+    types = statement_types(select.casts, known)
+    _check_columns(schema, [c for c, _ in select.casts], known, indexer)
+    if select.columns is not None and select.names is not None:
+        # an SQL select list (Table.where's columns= is happybase's projection, which asks
+        # for columns a row may lack, as Table.row does: not checked)
+        _check_columns(schema, select.columns, known, indexer)
+    elif select.columns is not None:
+        _check_columns(schema, select.columns, {}, None)  # families only
     conjuncts = None
     where = None
     if select.where is not None:
         where, conjuncts = _normalized(select.where, tuple(types.items()))
-        _check_columns(schema, referenced_columns(where))
+        _check_columns(schema, referenced_columns(where), known, indexer)
     if full_scan:
         plan = Plan(select, [], list(select.columns) if select.columns is not None else None,
                     full_scan=True, where=where, notes=["full scan forced (full_scan=True)"])

@@ -68,7 +68,7 @@ def _needle(t: codec.ColumnType | None, value: Any) -> bytes | None:
 def _atom_needles(atom: Any, types: dict) -> list[bytes] | None:
     """Any-of needles of one atom, or None when it gives none."""
     name = atom.column.name
-    if name == ROWKEY:
+    if name == ROWKEY or atom.column.cast is not None:  # a cast's text is not in the cell
         return None
     t = types.get(name)
     if isinstance(atom, Compare) and atom.op == "=":
@@ -97,7 +97,7 @@ def _typed_check(atom: Any, types: dict) -> tuple | None:
     others (IS [NOT] NULL, the rowkey, undeclared columns)."""
     name = atom.column.name
     t = types.get(name)
-    if name == ROWKEY or t is None:
+    if name == ROWKEY or t is None or atom.column.cast is not None:
         return None
     if isinstance(atom, Compare):
         lit = coerce_literal(atom.column, atom.value, types)
@@ -191,7 +191,8 @@ def quick_test(conj: tuple, types: dict) -> Callable[[bytes, dict], bool]:
     for atom in conj:
         name = atom.column.name
         t = types.get(name)
-        if isinstance(atom, Compare) and name != ROWKEY and t is not None:
+        if isinstance(atom, Compare) and name != ROWKEY and t is not None \
+                and atom.column.cast is None:
             checks.append(_compare_check(name, t, _CMP[atom.op],
                                          coerce_literal(atom.column, atom.value, types)))
         else:
