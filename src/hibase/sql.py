@@ -29,7 +29,8 @@ from .query.statements import (
 )
 from .store.schema import FOREVER
 
-__all__ = ["Result", "execute", "execute_many", "parse", "label", "decode_row", "generated_rowkey"]
+__all__ = ["Result", "execute", "execute_many", "parse", "label", "decode_row", "generated_rowkey",
+           "result_columns"]
 
 
 @dataclass
@@ -114,12 +115,7 @@ def run_select(db: Any, select: Select, params: Any, full: Callable[[str], str],
         result.description = _aliased(result.description, labels)
         result.rows = records
         return result
-    names = select.names
-    if names is None:  # *: the rowkey, declared columns in schema order, then the others
-        names = (() if schema.rowkey_generated else (ROWKEY,)) + tuple(schema.columns)
-        seen = set(names)
-        extra = sorted({c for _, cells in records for c in cells if c not in seen})
-        names += tuple(extra)
+    names = result_columns(select, schema, records)
     result.description = [(label(c, schema), "rowkey" if c == ROWKEY else types.get(c))
                           for c in names]
     if select.names is not None:
@@ -131,6 +127,18 @@ def run_select(db: Any, select: Select, params: Any, full: Callable[[str], str],
                           for c, t in zip(names, decoders)))
     result.rows = rows
     return result
+
+
+def result_columns(select: Select, schema: Any, records: list) -> tuple[bytes, ...]:
+    """A plain SELECT's result columns in order (ROWKEY for the rowkey): the select list as
+    written, repeats kept; for ``*`` the rowkey (unless generated), the declared columns in
+    schema order, then the undeclared ones found in ``records`` by name. One rule for
+    Result.description and ``hibase query``'s header."""
+    if select.names is not None:
+        return select.names
+    names = (() if schema.rowkey_generated else (ROWKEY,)) + tuple(schema.columns)
+    seen = set(names)
+    return names + tuple(sorted({c for _, cells in records for c in cells if c not in seen}))
 
 
 def _aliased(description: list, labels: tuple) -> list:

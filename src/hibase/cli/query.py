@@ -19,6 +19,7 @@ from ..query import engine
 from ..query.ast import ROWKEY
 from ..query.resolve import resolve
 from ..query.statements import is_select
+from ..sql import result_columns
 from .base import (HibaseGroup, cell_json, cell_text, emit, note, open_store, output_options,
                    show_bytes, store_argument, table_argument, value_json, value_text)
 
@@ -343,10 +344,12 @@ def _cli_params(params: tuple[str, ...], named: tuple[str, ...]) -> Any:
     return [_number(p) for p in params] or None
 
 
-def _headers(select: Any, rows: list) -> list[bytes]:
-    if select.columns is not None:
-        return [c for c in select.columns if c != ROWKEY]
-    return sorted({c for _, data in rows for c in data})
+def _headers(select: Any, schema: Any, rows: list) -> list[bytes]:
+    """The columns a plain query prints after `row`, whatever rows the WHERE found: those of
+    Result.description (hibase.sql.result_columns: the select list with its repeats, or for *
+    the declared columns in schema order, then undeclared ones found, by name), without the
+    rowkey, which is the `row` column."""
+    return [c for c in result_columns(select, schema, rows) if c != ROWKEY]
 
 
 @click.command()
@@ -394,7 +397,10 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
     SELECT ... (or --explain) prints the plan. Output: a row per line (--table, --csv) or a JSON
     object per row (--json: {"row": ..., "columns": {"f:q": value}}, every selected column,
     null where the row has none, numbers of declared columns as JSON numbers; aggregate rows
-    as {"f:q": value, "COUNT(*)": n}), then the row count and time on stderr.
+    as {"f:q": value, "COUNT(*)": n}), then the row count and time on stderr. The columns
+    are the same whatever rows the WHERE finds: the select list's, in its order (a column
+    named twice prints twice; once in a JSON object), or for * the declared columns in the
+    table's order, then any undeclared ones the rows hold, by name (as `hibase sql`).
 
     Example:
 
@@ -447,11 +453,11 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
              lambda r: dict(zip(heads, map(value_json, r))))
         note(f"{len(rows)} row(s) in {elapsed * 1e3:.1f} ms")
         return
-    cols = _headers(select, rows)
+    cols = _headers(select, t.schema, rows)
     emit(fmt, ["row"] + [show_bytes(c) for c in cols], rows,
          lambda it: [[show_bytes(it[0])] + [cell_text(t, c, it[1][c]) if c in it[1] else None
                                             for c in cols]],
-         lambda it: {"row": show_bytes(it[0]),
+         lambda it: {"row": show_bytes(it[0]),  # a column named twice: one key, same value
                      "columns": {show_bytes(c): cell_json(t, c, it[1][c]) if c in it[1]
                                  else None for c in cols}})
     note(f"{len(rows)} row(s) in {elapsed * 1e3:.1f} ms")
