@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Sequence
@@ -29,10 +30,20 @@ _INT_WIDTHS = {"byte": 1, "short": 2, "int": 4, "long": 8}
 
 @dataclass(frozen=True)
 class ColumnType:
-    """A declared column type; ``binary`` selects HBase ``Bytes.toBytes`` cells over UTF-8 text."""
+    """A declared column type; ``binary`` selects HBase ``Bytes.toBytes`` cells over UTF-8 text.
+
+    ``length`` (string only) is SQL's declared length: VARCHAR(n) (``"string(n)"``) takes at
+    most n characters; with ``fixed`` it is CHAR(n) (``"char(n)"``), a fixed-length string
+    whose trailing spaces are padding: a value is written without them (Phoenix pads in
+    storage and strips the padding when it reads; what SQL sees is the same), at most n
+    characters remain, and a literal compared with it loses its trailing spaces too (SQL's
+    PAD SPACE comparison: ``c = 'EN '`` is ``c = 'EN'``). Cells read as plain strings. Plain
+    ``"char"`` stays hibase's one Java char."""
 
     name: str
     binary: bool = False
+    length: int | None = None
+    fixed: bool = False
 
     def __post_init__(self) -> None:
         c = _CODECS.get(self.name) if isinstance(self.name, str) else None
@@ -40,6 +51,13 @@ class ColumnType:
             raise SchemaError(f"unknown column type {self.name!r}; {_VALID}")
         if not isinstance(self.binary, bool):
             raise SchemaError(f"ColumnType.binary must be a bool, not {self.binary!r}")
+        if self.length is not None and (
+                type(self.length) is not int or not 1 <= self.length <= MAX_LENGTH
+                or self.name != "string"):
+            raise SchemaError(f"a length is declared for strings (VARCHAR(n), CHAR(n)), as an "
+                              f"integer 1..{MAX_LENGTH}; not {self.length!r} for {self.name}")
+        if not isinstance(self.fixed, bool) or (self.fixed and self.length is None):
+            raise SchemaError("a fixed-length string (CHAR(n)) needs its length")
         # The codec functions are bound per instance: one attribute load per call on hot paths.
         set_ = object.__setattr__
         set_(self, "_dec", c.dec_bin if self.binary else c.dec_text)
@@ -47,24 +65,47 @@ class ColumnType:
         set_(self, "_kenc", c.enc_key)
         set_(self, "_kdec", c.dec_key)
         set_(self, "_ckey", _CELL_KEYS.get(self.name, _cell_key_generic))
+        if self.length is not None:
+            set_(self, "_enc", _limited_enc)
+            if self.fixed:
+                set_(self, "_kenc", _fixed_enc_key)
 
-    def __reduce__(self) -> tuple[Any, tuple[str, bool]]:
-        return ColumnType, (self.name, self.binary)
+    def __reduce__(self) -> tuple[Any, tuple]:
+        if self.length is None:
+            return ColumnType, (self.name, self.binary)
+        return ColumnType, (self.name, self.binary, self.length, self.fixed)
 
     def __str__(self) -> str:
-        return f"{self.name} binary" if self.binary else self.name
+        base = self.name if self.length is None else (
+            f"char({self.length})" if self.fixed else f"{self.name}({self.length})")
+        return f"{base} binary" if self.binary else base
 
 
-_VALID = "valid types: " + ", ".join(TYPE_NAMES) + " (optionally followed by ' binary')"
+MAX_LENGTH = 2 ** 31 - 1
+"""The largest declared VARCHAR(n) / CHAR(n) length (Java's Integer.MAX_VALUE)."""
+
+_VALID = ("valid types: " + ", ".join(TYPE_NAMES) + ", string(n), char(n) (optionally followed "
+          "by ' binary')")
+
+
+_SIZED = re.compile(r"^(char|string)\(\s*(\d+)\s*\)$")
 
 
 def parse_type(spec: str | ColumnType) -> ColumnType:
-    """Parse a column type spec such as ``"double"`` or ``"Long  Binary"``."""
+    """Parse a column type spec such as ``"double"``, ``"Long  Binary"``, ``"string(50)"``
+    (VARCHAR(50)) or ``"char(3)"`` (CHAR(3), a fixed-length string; plain ``"char"`` is one
+    Java char)."""
     if isinstance(spec, ColumnType):
         return spec
     if not isinstance(spec, str):
         raise SchemaError(f"column type must be a string, not {type(spec).__name__}; {_VALID}")
     parts = spec.lower().split()
+    sized = _SIZED.match(parts[0]) if parts else None
+    if sized is not None and parts[1:] in ([], ["binary"]):
+        n = int(sized.group(2))
+        if not 1 <= n <= MAX_LENGTH:
+            raise SchemaError(f"invalid column type {spec!r}: the length must be 1..{MAX_LENGTH}")
+        return ColumnType("string", len(parts) == 2, n, sized.group(1) == "char")
     if not parts or len(parts) > 2 or parts[0] not in _CODECS or parts[1:] not in ([], ["binary"]):
         raise SchemaError(f"invalid column type {spec!r}; {_VALID}")
     return ColumnType(parts[0], len(parts) == 2)
@@ -74,7 +115,8 @@ SQL_TYPE_ALIASES: dict[str, str] = {
     "tinyint": "byte", "smallint": "short", "integer": "int", "bigint": "long",
     "varchar": "string", "varbinary": "bytes", "binary": "bytes"}
 """Phoenix's SQL type names (lower case) and the hibase type each stands for; FLOAT, DOUBLE,
-CHAR and INT are hibase names already (hibase's char is one character, not Phoenix's CHAR(n))."""
+CHAR and INT are hibase names already (hibase's char is one character; Phoenix's CHAR(n) is
+the fixed-length string ``char(n)``)."""
 
 SQL_TYPE_NAMES: dict[str, str] = {
     "byte": "TINYINT", "short": "SMALLINT", "int": "INTEGER", "long": "BIGINT", "float": "FLOAT",
@@ -83,9 +125,11 @@ SQL_TYPE_NAMES: dict[str, str] = {
 
 
 def type_from_name(spec: str | ColumnType) -> ColumnType:
-    """parse_type that also takes Phoenix's names, case-insensitively and with a length that
-    is ignored: ``"BIGINT"`` -> long, ``"VARCHAR(20)"`` -> string, ``"INTEGER binary"`` ->
-    ``int binary``. For the command line, where users write either."""
+    """parse_type that also takes Phoenix's names, case-insensitively: ``"BIGINT"`` -> long,
+    ``"INTEGER binary"`` -> ``int binary``. For the command line, where users write either,
+    to declare how existing cells read: a VARCHAR(20)'s length is ignored (it limits writes,
+    not how a cell reads), a CHAR(3)'s is kept (``char(3)``: without it CHAR is one character).
+    SQL's CREATE TABLE keeps both lengths."""
     if isinstance(spec, ColumnType) or not isinstance(spec, str):
         return parse_type(spec)
     parts = spec.lower().split()
@@ -93,7 +137,7 @@ def type_from_name(spec: str | ColumnType) -> ColumnType:
         head = parts[0]
         base, paren, rest = head.partition("(")
         if paren and rest.rstrip(")").strip().isdigit() and rest.endswith(")"):
-            head = base
+            head = f"char({rest.rstrip(')').strip()})" if base == "char" else base
         if head == "binary" and len(parts) == 1:  # Phoenix BINARY, not the ' binary' suffix
             return ColumnType("bytes")
         parts[0] = SQL_TYPE_ALIASES.get(head, head)
@@ -132,9 +176,13 @@ def sql_literal(value: Any, limit: int = 40) -> str:
 
 
 def sql_type_name(t: ColumnType) -> str:
-    """A declared type as SQL names it (BIGINT, VARCHAR, ... with ' binary' for Bytes.toBytes
-    cells)."""
-    return SQL_TYPE_NAMES.get(t.name, t.name.upper()) + (" binary" if t.binary else "")
+    """A declared type as SQL names it (BIGINT, VARCHAR, VARCHAR(50), CHAR(3), ... with
+    ' binary' for Bytes.toBytes cells)."""
+    if t.length is not None:
+        name = f"{'CHAR' if t.fixed else 'VARCHAR'}({t.length})"
+    else:
+        name = SQL_TYPE_NAMES.get(t.name, t.name.upper())
+    return name + (" binary" if t.binary else "")
 
 
 def _kind(value: Any) -> str:
@@ -435,6 +483,35 @@ def _str_dec_key(t: ColumnType, buf: bytes, pos: int) -> tuple[str, int]:
     return _str_dec(t, raw), pos
 
 
+def _limited(t: ColumnType, v: Any) -> str:
+    """A VARCHAR(n) / CHAR(n) value checked against its length (a CHAR's trailing spaces are
+    padding: dropped, not counted)."""
+    s = _as_str(t, v)
+    if t.fixed:
+        s = s.rstrip(" ")
+    if len(s) > t.length:  # type: ignore[operator]
+        raise _fail(t, v, f"{len(s)} characters, longer than {t.length}")
+    return s
+
+
+def _limited_enc(t: ColumnType, v: Any) -> bytes:
+    return _str_enc(t, _limited(t, v))
+
+
+def _fixed_enc_key(t: ColumnType, v: Any) -> bytes:
+    return _str_enc_key(t, _as_str(t, v).rstrip(" "))
+
+
+def _check_limited(t: ColumnType, raw: bytes) -> None:
+    """A stored VARCHAR(n) / CHAR(n) cell: at most n characters; a CHAR's without trailing
+    spaces (its values are stored without their padding, so equal values have equal cells)."""
+    s = t._dec(t, raw)  # type: ignore[attr-defined]
+    if len(s) > t.length:  # type: ignore[operator]
+        raise _fail(t, raw, f"{len(s)} characters, longer than {t.length}")
+    if t.fixed and s.endswith(" "):
+        raise _fail(t, raw, "trailing spaces: CHAR values are stored without their padding")
+
+
 def _bytes_dec(t: ColumnType, raw: bytes) -> bytes:
     return raw
 
@@ -514,15 +591,21 @@ def encode_cell(t: ColumnType, value: Any) -> bytes:
     (``repr``; for float32 the shortest digits that round-trip through float32)."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         raw = bytes(value)
+        if t.length is not None:  # VARCHAR(n) / CHAR(n): checked (a CHAR's padding dropped)
+            return t._enc(t, decode_cell(t, raw))  # type: ignore[attr-defined]
         decode_cell(t, raw)
         return raw
     return t._enc(t, value)  # type: ignore[attr-defined]
 
 
 def validate_cell(t: ColumnType, raw: bytes) -> None:
-    """Raise ValueTypeError unless ``raw`` is a well-formed cell of type ``t``."""
+    """Raise ValueTypeError unless ``raw`` is a well-formed cell of type ``t`` (for VARCHAR(n)
+    and CHAR(n) also within the length, a CHAR without trailing spaces)."""
     if type(raw) is not bytes:
         raw = _as_bytes(t, raw)
+    if t.length is not None:
+        _check_limited(t, raw)
+        return
     t._dec(t, raw)  # type: ignore[attr-defined]
 
 
@@ -532,8 +615,9 @@ def encode_key(t: ColumnType, value: Any) -> bytes:
     """Order-preserving, self-delimiting encoding of ``value`` (independent of ``t.binary``).
 
     Ints must be ints in the type's range; float/double accept int or float (float is rounded to
-    float32, -0.0 encodes as 0.0, NaN is rejected); char/string take str, bytes take bytes (or str,
-    as UTF-8). No encoding is a prefix of another of the same type."""
+    float32, -0.0 encodes as 0.0, NaN is rejected); char/string take str (a CHAR(n) value without
+    its trailing spaces), bytes take bytes (or str, as UTF-8). No encoding is a prefix of another
+    of the same type."""
     return t._kenc(t, value)  # type: ignore[attr-defined]
 
 
@@ -568,10 +652,12 @@ def value_from_literal(t: ColumnType, literal: Any) -> Any:
 
     The literal is read the way a cell holding its text would be: an int for a double column
     becomes a float (3 -> 3.0), a number for a float column is rounded to float32, a str for a
-    bytes column becomes its UTF-8 bytes. When the literal lies outside the column's domain it is
-    returned unchanged so the comparison keeps its meaning: a float for an int column (``x > 2.5``
-    stays 2.5), an int beyond the type's range, a number beyond float32/double range, a str of
-    other than one character for a char column. Such values are not valid for encode_key; a range
+    bytes column becomes its UTF-8 bytes, a str for a CHAR(n) column loses its trailing spaces
+    (SQL compares CHARs as if padded: ``c = 'EN '`` is ``c = 'EN'``). When the literal lies
+    outside the column's domain it is returned unchanged so the comparison keeps its meaning: a
+    float for an int column (``x > 2.5`` stays 2.5), an int beyond the type's range, a number
+    beyond float32/double range, a str of other than one character for a char column, a str
+    longer than a VARCHAR(n)'s n. Such values are not valid for encode_key; a range
     planner must clamp or round them itself (e.g. ``x > 2.5`` on an int index starts at 3).
     A literal of the wrong kind (str for a number column, number for a string column, bool, None)
     raises ValueTypeError."""
@@ -597,5 +683,5 @@ def value_from_literal(t: ColumnType, literal: Any) -> Any:
         if isinstance(literal, (bytes, bytearray, memoryview, str)):
             return _bytes_enc(t, literal)
     elif isinstance(literal, str):  # char, string
-        return literal
+        return literal.rstrip(" ") if t.fixed else literal
     raise _fail(t, literal, f"{_kind(literal)} literal cannot be compared with it")

@@ -260,10 +260,31 @@ def _key_bytes(schema: Any, v: Any) -> bytes:
     raise errors.InvalidArgument(f"a rowkey cannot be {type(v).__name__}")
 
 
+_INTS = ("byte", "short", "int", "long")
+
+
+def _whole(t: Any, v: float) -> bytes:
+    """An integer column's cell for a float: 7.0 as 7; 7.5, inf and NaN refused."""
+    why = "out of range" if v - v != 0.0 and v == v else "not a whole number (an integer " \
+        "column does not round)"
+    if v.is_integer():
+        try:
+            return codec.encode_cell(t, int(v))
+        except errors.ValueTypeError:
+            why = "out of range"
+    raise errors.ValueTypeError(f"invalid {codec.sql_type_name(t)} value "
+                                f"{codec.sql_literal(v)}: {why}")
+
+
 def _cell(schema: Any, col: bytes, v: Any) -> bytes:
+    """A value (literal or parameter) as the column's cell. A whole float (7.0, e.g. from
+    pandas or JSON) is written to an integer column as the integer it is, as SQL assigns a
+    number to an INTEGER; a fractional one (7.5) is refused, not rounded."""
     t = schema.columns.get(col)
     if t is not None:
         try:
+            if type(v) is float and t.name in _INTS:
+                return _whole(t, v)
             return codec.encode_cell(t, v)
         except errors.ValueTypeError as exc:
             raise errors.ValueTypeError(f"column {label(col, schema)}: {exc}") from None

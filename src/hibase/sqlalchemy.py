@@ -275,7 +275,9 @@ class HibaseDialect(default.DefaultDialect):
             out.append({"name": s.rowkey or "ROWKEY", "type": rtype, "nullable": False,
                         "default": None, "autoincrement": False})
         for col, t in s.columns.items():
-            out.append({"name": label(col, s), "type": _TYPES[t.name](), "nullable": True,
+            sa_type = _TYPES[t.name]() if t.length is None else (
+                sqltypes.CHAR if t.fixed else sqltypes.VARCHAR)(t.length)  # CHAR(3), VARCHAR(50)
+            out.append({"name": label(col, s), "type": sa_type, "nullable": True,
                         "default": None, "autoincrement": False})
         return out
 

@@ -18,7 +18,7 @@ from typing import Any, Generator
 import click
 
 from .. import errors
-from ..codec import SQL_TYPE_NAMES
+from ..codec import sql_type_name
 from .base import emit, note, open_store, output_options, show_bytes, store_argument
 
 __all__ = ["sql_shell"]
@@ -102,8 +102,7 @@ class Shell:
                 rows.append((schema.rowkey or "ROWKEY", "VARCHAR" if schema.rowkey_type and
                              schema.rowkey_type.name == "string" else "VARBINARY", "rowkey"))
             for col, t in schema.columns.items():
-                rows.append((col.decode().replace(":", ".", 1), SQL_TYPE_NAMES[t.name]
-                             + (" binary" if t.binary else ""), ""))
+                rows.append((col.decode().replace(":", ".", 1), sql_type_name(t), ""))
             for fam in schema.families:
                 if not any(c.startswith(fam + b":") for c in schema.columns):
                     rows.append((fam.decode() + ".*", "VARBINARY", "undeclared"))

@@ -88,7 +88,7 @@ def coerce_literals(column: Column, values: tuple[Value, ...],
                 raise untyped_use(column, f"IN with {format_value(v)}")
     elif values:
         kinds = set(map(type, values))
-        if kinds <= _SAME_KIND.get(t.name, frozenset()):
+        if kinds <= _SAME_KIND.get(t.name, frozenset()) and not t.fixed:  # CHAR(n): trimmed
             return tuple(values)
     coerce = _coerce if len(values) <= 64 else _coerce.__wrapped__  # long lists: no LRU churn
     return tuple(coerce(t, v) for v in values)

@@ -21,11 +21,12 @@ stay as written (``f.a`` -> ``b"f:a"``, a bare ``a`` -> ``b"a"``, resolved at ex
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Union
 
-from ..codec import ColumnType, type_from_name
+from ..codec import MAX_LENGTH, ColumnType, parse_type, type_from_name
 from ..errors import QueryError, QueryPlanError, QuerySyntaxError, SchemaError
 from .ast import ROWKEY, Param, Select
 from .parse import check_size, parse_select
@@ -293,6 +294,9 @@ class _Parser:
                 v: Any = int(t.text)
             except ValueError:
                 v = float(t.text)
+                if math.isinf(v):  # SQL has no infinity: 1e400 is out of range, not inf
+                    raise self.fail(f"number {'-' if negative else ''}{t.text} is out of "
+                                    "DOUBLE range (about 1.8e308)", t) from None
             return -v if negative else v
         if negative:
             raise self.unexpected("a number")
@@ -325,7 +329,16 @@ def _type(p: _Parser) -> ColumnType:
                      "INTEGER, BIGINT, FLOAT, DOUBLE, CHAR, VARCHAR, VARBINARY)", t)
     if name.upper() == "DOUBLE" and p.accept("PRECISION"):
         pass
-    if p.op("("):  # VARCHAR(20), CHAR(1), DECIMAL(10, 2): a length hibase does not keep
+    if name.upper() in ("CHAR", "VARCHAR") and p.op("("):  # a length kept (ColumnType.length)
+        n = p.tok
+        if n.kind != "num" or not n.text.isdigit():
+            raise p.unexpected(f"the length of {name.upper()}(n)")
+        p.next()
+        p.expect_op(")")
+        if not 1 <= int(n.text) <= MAX_LENGTH:
+            raise p.fail(f"{name.upper()}({n.text}): the length must be 1..{MAX_LENGTH}", n)
+        return parse_type(f"{'char' if name.upper() == 'CHAR' else 'string'}({n.text})")
+    if p.op("("):  # VARBINARY(20), BINARY(8): a length hibase does not keep
         while not p.op(")"):
             if p.tok.kind == "end":
                 raise p.unexpected("')'")
