@@ -89,7 +89,8 @@ def test_cast_in_a_plain_select_list(titanic, backend):
         out = CliRunner().invoke(cli, ["query", backend.url, "SELECT CAST(t.age AS BIGINT) "
                                        "FROM titanic LIMIT 2", "--json"])
         assert out.exit_code == 0, out.output
-        values = [list(json.loads(line).values())[-1] for line in out.output.splitlines()]
+        values = [json.loads(line)["columns"]["CAST(t:age AS BIGINT)"]
+                  for line in out.stdout.splitlines()]
         assert values == [30, 30]
 
 

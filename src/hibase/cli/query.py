@@ -13,6 +13,8 @@ from typing import Any, Callable, Iterator
 import click
 from tqdm import tqdm
 
+from .. import codec
+from ..codec import ColumnType
 from ..connection import Connection
 from ..table import Table
 from ..query import engine
@@ -454,10 +456,19 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
         note(f"{len(rows)} row(s) in {elapsed * 1e3:.1f} ms")
         return
     cols = _headers(select, t.schema, rows)
+    casts = {c.key: ColumnType(c.cast.name) for c in select.computed if c.cast is not None}
+
+    def text(c: bytes, raw: bytes) -> str:  # a CAST's value is the text of its type
+        return value_text(codec.decode_cell(casts[c], raw)) if c in casts else cell_text(t, c, raw)
+
+    def json_value(c: bytes, raw: bytes) -> Any:
+        return value_json(codec.decode_cell(casts[c], raw)) if c in casts else \
+            cell_json(t, c, raw)
+
     emit(fmt, ["row"] + [show_bytes(c) for c in cols], rows,
-         lambda it: [[show_bytes(it[0])] + [cell_text(t, c, it[1][c]) if c in it[1] else None
+         lambda it: [[show_bytes(it[0])] + [text(c, it[1][c]) if c in it[1] else None
                                             for c in cols]],
          lambda it: {"row": show_bytes(it[0]),  # a column named twice: one key, same value
-                     "columns": {show_bytes(c): cell_json(t, c, it[1][c]) if c in it[1]
+                     "columns": {show_bytes(c): json_value(c, it[1][c]) if c in it[1]
                                  else None for c in cols}})
     note(f"{len(rows)} row(s) in {elapsed * 1e3:.1f} ms")
