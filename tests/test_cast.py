@@ -389,3 +389,8 @@ def test_casts_and_in_lists_agree_with_sqlite(db, seed):
     # every refusal is a CAST of a text cell holding no number (no such cells here) or out
     # of a target's range: none expected with these values
     assert not refused, refused[:3]
+
+
+def test_a_number_no_double_holds_is_refused_in_a_condition(titanic):
+    with pytest.raises(HibaseError, match="out of DOUBLE range"):
+        titanic.sql("SELECT COUNT(*) FROM titanic WHERE t.age < 1e400")  # was infinity

@@ -23,7 +23,7 @@ from ..codec import SQL_TYPE_NAMES, ColumnType, decode_cell
 from ..errors import QueryPlanError, ValueTypeError
 from .ast import Column
 
-__all__ = ["convert", "column_type", "INT_RANGES"]
+__all__ = ["convert", "column_type", "result_type", "INT_RANGES"]
 
 INT_RANGES = {"byte": (-(1 << 7), (1 << 7) - 1), "short": (-(1 << 15), (1 << 15) - 1),
               "int": (-(1 << 31), (1 << 31) - 1), "long": (-(1 << 63), (1 << 63) - 1)}
@@ -38,6 +38,14 @@ def column_type(column: Column, types: Mapping[bytes, ColumnType] | None) -> Col
     if column.is_rowkey or not types:
         return None
     return types.get(column.name)
+
+
+def result_type(column: Column) -> ColumnType:
+    """The type of a cast's values in a result row: the target type, as text cells (a cast of a
+    binary column is not binary)."""
+    if column.cast is None:
+        raise ValueError(f"{column} is not a CAST")
+    return ColumnType(column.cast.name)
 
 
 def _fail(value: Any, target: ColumnType, why: str) -> ValueTypeError:

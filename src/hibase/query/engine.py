@@ -11,7 +11,8 @@ from .params import bind
 from .parse import MAX_STATEMENT, check_size, parse_condition, parse_select, parse_where
 from .prepare import RANGE_METHODS, prepare, types_of
 from .resolve import resolve_casts
-from ..codec import ColumnType, encode_cell
+from ..codec import encode_cell
+from .cast import result_type
 from .evaluate import cell_value
 
 __all__ = ["parse_select", "parse_condition", "parse_where", "check_size", "MAX_STATEMENT",
@@ -47,7 +48,7 @@ def _computed(select: Select, store, rows) -> Iterator[tuple[bytes, dict]]:
         for col in select.computed:
             v = cell_value(col, key, cells, types)
             if v is not None:
-                out[col.key] = encode_cell(ColumnType(col.cast.name), v)
+                out[col.key] = encode_cell(result_type(col), v)
         yield key, out
 
 

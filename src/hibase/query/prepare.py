@@ -8,12 +8,12 @@ import functools
 from typing import Any
 
 from .. import errors
-from ..codec import ColumnType
 from .ast import ROWKEY, Column, Select, walk
 from .columns import statement_types, usable_specs
 from .evaluate import referenced_columns
 from .normalize import normalize, typed
 from .plan import Plan, plan_query
+from .cast import result_type
 from .resolve import declared, resolve_casts
 
 __all__ = ["RANGE_METHODS", "prepare", "types_of", "check_columns"]
@@ -98,7 +98,7 @@ def types_of(select: Select, store) -> Any:
     if select.computed:
         types = dict(types)
         for c in select.computed:
-            types[c.key] = ColumnType(c.cast.name)
+            types[c.key] = result_type(c)
     return types
 
 
