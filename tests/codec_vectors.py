@@ -90,6 +90,10 @@ def cell_lines() -> list[str]:
                 raws += BYTES
             for raw in dict.fromkeys(raws):
                 out.append(f"cell {name} {int(binary)} {_h(raw)} {_key(t, raw)}")
+    for spec in ("string(5)", "char(3)"):  # VARCHAR(n), CHAR(n): keyed as strings
+        t = codec.parse_type(spec)
+        for raw in [s.encode() for s in STRINGS] + [b"EN", b"EN ", b"toolong"] + STRING_RAW:
+            out.append(f"cell {spec} 0 {_h(raw)} {_key(t, raw)}")
     return out
 
 

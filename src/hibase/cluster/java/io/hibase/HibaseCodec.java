@@ -33,9 +33,16 @@ public final class HibaseCodec {
 
     public Type(String name, boolean binary) { this.name = name; this.binary = binary; }
 
+    /** "long", "long binary", "string(50)" (VARCHAR(50)) and "char(3)" (CHAR(3)): strings,
+     *  their length checked by the writer, not here. */
     public static Type parse(String spec) {
       String[] p = spec.trim().toLowerCase().split("\\s+");
-      return new Type(p[0], p.length == 2 && p[1].equals("binary"));
+      boolean binary = p.length == 2 && p[1].equals("binary");
+      int paren = p[0].indexOf('(');
+      if (paren > 0 && p[0].endsWith(")")) {  // a declared length: checked on write, not here
+        return new Type("string", binary);
+      }
+      return new Type(p[0], binary);
     }
   }
 
@@ -87,7 +94,7 @@ public final class HibaseCodec {
         }
         return new byte[] {(byte) (ch >> 8), (byte) ch};
       }
-      case "string":
+      case "string":  // VARCHAR(n) and CHAR(n) too: a cell's key is its text, as codec.cell_key
         utf8(t, raw);  // the key's order relies on valid UTF-8
         return escape(raw);
       case "bytes":
@@ -364,7 +371,7 @@ public final class HibaseCodec {
           if (a[0].equals("cell")) {
             want = a[4];
             byte[] raw = unhex(a[3]);
-            Type t = new Type(a[1], a[2].equals("1"));
+            Type t = Type.parse(a[1] + (a[2].equals("1") ? " binary" : ""));
             try {
               byte[] k = cellKey(t, raw);
               got = k == null ? "null" : hex(k);
