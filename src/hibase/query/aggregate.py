@@ -141,11 +141,22 @@ def _prepare(select: Select, store, indexer, range_method: str, full_scan: bool)
         return _Shaped(select, "stream", base, conjuncts)
     specs = [s for s in usable_specs(indexer.ready(select.table), select.casts, types)
              if not s.local]
+    # an index whose cells can expire (a TTL: spec.expires) answers neither from its value
+    # table (counts of expired cells stay) nor from its order (a row whose cell expired is
+    # still at its old place, not among the NULLs): the rows stream
+    expiring = [s.name for s in specs if s.expires]
+    specs = [s for s in specs if not s.expires]
+    if expiring:
+        base.notes.append(TTL_STREAM.format(", ".join(expiring)))
     if select.aggregate:
         shaped = _index_ends(select, specs) or _value_table(select, base, conjuncts, specs)
     else:
         shaped = _index_walk(select, base, conjuncts, specs)
     return shaped or _Shaped(select, "stream", base, conjuncts)
+
+
+TTL_STREAM = ("value table, index ends and index order of {} not used (cells with a TTL: "
+              "counts and entries outlive expired cells); the rows are streamed")
 
 
 def _group_cols(select: Select) -> tuple[Column, ...]:
