@@ -266,15 +266,11 @@ def test_existing_reports_the_ttl(backend, tmp_path):
     if backend.kind == "embedded":
         pytest.skip("--existing records HBase tables")
     import happybase
-    if backend.kind == "thrift":
-        host, port = backend.address
-        name = "legacy"
-    else:
-        host, port = "127.0.0.1", backend.cluster.thrift_port
-        name = f"{backend.prefix}_legacy"
+    host, port = backend.address if backend.kind == "thrift" else (
+        "127.0.0.1", backend.cluster.thrift_port)
     raw = happybase.Connection(host, port, timeout=60_000)
     try:
-        raw.create_table(name, {"f": {"time_to_live": 2}, "g": {}})
+        raw.create_table(backend.hbase_name("legacy"), {"f": {"time_to_live": 2}, "g": {}})
     finally:
         raw.close()
     r = CliRunner().invoke(cli, ["create-table", backend.url, "legacy", "--existing"])
