@@ -257,8 +257,9 @@ def index_drop(dir: str, table: str, name: str) -> None:
 def _verify_lines(r: dict) -> list[str]:
     n = r["entries"]
     head = f"index {r['index']} on {r['table']}: {n} expected {'entry' if n == 1 else 'entries'}; "
+    expired = _expired_line(r)
     if r["ok"]:
-        return [head + "OK"]
+        return [head + "OK"] + expired
     lines = [head + f"NOT OK: missing {r['missing']}, extra {r['extra']}, wrong covered "
                     f"values {r['wrong_covered']}, wrong value-table counts {r['bad_counts']}"
                     + (f" ({r['pending_counts']} pending: a write in flight or stopped midway; "
@@ -267,9 +268,20 @@ def _verify_lines(r: dict) -> list[str]:
         rows = r.get("examples", {}).get(kind) or []
         if rows:
             lines.append(f"  {kind} rows, e.g.: " + ", ".join(show_bytes(x) for x in rows))
+    lines += expired
     lines.append("  repaired: the differences were written" if r["repaired"]
                  else "  run again with --repair to fix")
     return lines
+
+
+def _expired_line(r: dict) -> list[str]:
+    """What a table's TTL left in the index (not differences: no answer uses them)."""
+    if not (r.get("expired") or r.get("stale_counts")):
+        return []
+    done = "removed (--repair)" if r["repaired"] else "--repair removes them"
+    return [f"  TTL: {r['expired']} row(s) with entries of expired cells, "
+            f"{r['stale_counts']} value-table count(s) off by them; not differences (queries "
+            f"check each row and take no count), {done}"]
 
 
 def _json_safe(obj: Any) -> Any:

@@ -20,7 +20,7 @@ from ..connection import Connection
 from ..table import Table
 from ..load import (FORMATS, ROWKEY_AUTO, LoadError, cell_column, cell_types, check_text,
                     detect_types, load_file, text_to_cell)
-from ..store.schema import FamilyOptions
+from ..store.schema import FOREVER, FamilyOptions
 from .base import (cell_json, cell_text, columns_option, durability_option, emit, note,
                    open_store, output_options, parse_bytes, show_bytes, store_argument,
                    table_argument)
@@ -148,6 +148,22 @@ def create_table(dir: str, table: str, families: dict, columns: dict,
     fams = ", ".join(families) if families else ", ".join(
         f.decode() for f in db.table(table).families())
     note(f"{'Recorded existing' if existing else 'Created'} table {table!r} (families: {fams}).")
+    for line in ttl_lines(db.table(table).schema):
+        note(line)
+
+
+def ttl_lines(schema) -> list[str]:
+    """What a table's TTLs mean for its indexes (docs/architecture.md, "Tables with a TTL"):
+    one line per family with a TTL, then what hibase does about it; none without one."""
+    ttls = {f.decode(): fo.time_to_live for f, fo in schema.families.items()
+            if fo.time_to_live != FOREVER}
+    if not ttls:
+        return []
+    return [f"  family {f} expires cells after {s} s (TTL)" for f, s in ttls.items()] + [
+        "  index entries and value-table counts do not expire with them, so indexes reading "
+        "these families find candidate rows only (each row fetched and checked: no covered "
+        "answers, no NULL-list lookups) and COUNT / aggregates stream the rows instead of "
+        "reading the value table; `hibase index verify --repair` removes expired entries"]
 
 
 def _types_of(columns: dict) -> dict:

@@ -235,7 +235,9 @@ def verify_index(store: Store, spec: IndexSpec, repair: bool = False, router: An
                  ) -> dict[str, Any]:
     """Compare index and value table with a rebuild; with repair, write the differences. For a
     local index the per-region rows and counts are compared, and the routing filters checked
-    (no false negatives; repair rebuilds them)."""
+    (no false negatives; repair rebuilds them). On a table with a TTL (spec.expires) what
+    expiry explains is reported apart ("expired" rows, "stale_counts"), not as differences;
+    repair removes and settles it too."""
     from ..codec import prefix_successor
     # entries as stored (as_stored): on stores with verified / unverified entries (HBase)
     # leftovers of a writer that died mid-write count as wrong / extra and repair fixes them
@@ -259,12 +261,27 @@ def verify_index(store: Store, spec: IndexSpec, repair: bool = False, router: An
         wrong = [k for k in want if k in have and have[k] != want[k]]
         bad_counts = sorted(set(counts) ^ set(have_counts) |
                             {k for k, n in have_counts.items() if n != counts.get(k)})
+        differences = missing, extra, wrong, bad_counts
+        expired: set[bytes] = set()
+        stale_counts = 0
+        if spec.expires:
+            # a table with a TTL: entries and counts outlive expired cells (_expired), and
+            # no answer is taken from either (plan._candidates_only); repair settles both
+            expired = _expired(spec, want, have, missing, extra, wrong)
+            missing, extra, wrong = ([k for k in keys if k not in expired]
+                                     for keys in (missing, extra, wrong))
+            stale_counts, bad_counts = len(bad_counts), []
         report = {"index": spec.name, "table": spec.table, "entries": len(expected),
                   "missing": len(missing), "extra": len(extra), "wrong_covered": len(wrong),
                   "bad_counts": len(bad_counts),
                   # of those, counts a write left pending (in flight, or its writer stopped
                   # between the verified protocol's phases): no answer is taken from them
                   "pending_counts": sum(n is None for n in have_counts.values()),
+                  # rows whose entries outlived expired cells (a TTL), and counts that differ
+                  # from a rebuild's meanwhile: not differences, no answer is taken from
+                  # them; repair removes / settles them
+                  "expired": len({_rowkey(spec, k) for k in expired}),
+                  "stale_counts": stale_counts,
                   "examples": {"missing": [_rowkey(spec, k) for k in missing[:5]],
                                "extra": [_rowkey(spec, k) for k in extra[:5]]},
                   "ok": not (missing or extra or wrong or bad_counts), "repaired": False}
@@ -272,7 +289,8 @@ def verify_index(store: Store, spec: IndexSpec, repair: bool = False, router: An
             routing = router.check(spec.table, spec.alias)
             report["routing"] = routing
             report["ok"] = report["ok"] and routing["false_negatives"] == 0
-        if repair and not report["ok"]:
+        if repair and (expired or stale_counts or not report["ok"]):
+            missing, extra, wrong, bad_counts = differences  # expired ones go too
             writes: list[KVWrite] = [(idx, k, stored(store, want[k])) for k in missing + wrong]
             writes += [(idx, k, None) for k in extra]
             writes += [(val, k, encode_count(counts[k]) if k in counts else None)
@@ -283,6 +301,50 @@ def verify_index(store: Store, spec: IndexSpec, repair: bool = False, router: An
                 router.rebuild(spec.table)
             report["repaired"] = True
         return report
+
+
+def _parts(spec: IndexSpec, key: bytes, payload: bytes | None
+           ) -> tuple[list, bytes, list | None]:
+    """(values, user rowkey, covered values or None: an unverified entry's) of an entry."""
+    if spec.local:
+        key = key[split_key(key)[1]:]
+    values, row = spec.split_entry(key)
+    # 0x00: an unverified entry's rowkey (verified.as_stored), no covered values
+    covered = None if payload is None or payload[:1] == b"\x00" else C.unpack(payload)
+    return values, row, covered
+
+
+def _expired(spec: IndexSpec, want: dict, have: dict, missing: list, extra: list,
+             wrong: list) -> set[bytes]:
+    """The differing entry keys that expiry explains, on a table with a TTL (spec.expires).
+    HBase's TTL is per cell and only turns cells into NULL, so a row's live entry is its
+    stored one with some indexed or covered values NULL (a row whose cells all expired has
+    none), and an entry is orphaned when a write comes after some cell expired (upkeep reads
+    the row as it is then, and no longer sees the old entry's value). So: every extra entry
+    (no live row has it), a wrong one whose covered values are the stored ones or NULL, and a
+    missing one whose row has a stored entry it is such a NULLed copy of. Verify cannot tell
+    an extra entry of expired cells from one a lost delete left behind: both are `expired`,
+    neither is an answer (queries check each row: plan._candidates_only), repair removes
+    both. A missing entry no expiry explains stays a difference (a row the index would miss)."""
+    def covers(old: list, now: list) -> bool:
+        return all(b is None or a == b for a, b in zip(old, now))
+
+    out = set(extra)
+    stored_rows: dict[bytes, list[tuple[list, list | None]]] = {}
+    for k in extra:
+        values, row, covered = _parts(spec, k, have[k])
+        stored_rows.setdefault(row, []).append((values, covered))
+    for k in wrong:
+        _, _, covered = _parts(spec, k, have[k])
+        _, _, covered2 = _parts(spec, k, want[k])
+        if covered is not None and covered2 is not None and covers(covered, covered2):
+            out.add(k)
+    for k in missing:
+        values2, row, covered2 = _parts(spec, k, want[k])
+        if any(covered is not None and covered2 is not None and covers(values, values2)
+               and covers(covered, covered2) for values, covered in stored_rows.get(row, ())):
+            out.add(k)
+    return out
 
 
 def _rowkey(spec: IndexSpec, key: bytes) -> bytes:

@@ -7,13 +7,14 @@ from typing import Any, Callable, Iterator
 
 from ..store.api import Store
 from ..store.base import Mutation, Region, SplitBatch
+from ..store.schema import FOREVER
 from . import local, lookup
 from .build import build_index, verify_index
 from .catalog import IndexCatalog
 from .commit import choose, server_kept
 from .maintain import Change, index_writes
 from .routing import Router
-from .spec import BUILDING, READY, STALE, IndexSpec
+from .spec import BUILDING, READY, STALE, IndexSpec, expiring
 
 __all__ = ["IndexManager"]
 
@@ -71,6 +72,19 @@ class IndexManager:
             self._refresh()
         specs = [s for s in self.catalog.for_table(table) if s.state == READY]
         self._follow_splits(table, specs)
+        return self._mark_expiring(table, specs)
+
+    def ttls(self, table: str) -> dict[bytes, int]:
+        """The families of `table` with a TTL: {family: seconds} (empty: nothing expires)."""
+        return {f: fo.time_to_live for f, fo in self.store.schema(table).families.items()
+                if fo.time_to_live != FOREVER}
+
+    def _mark_expiring(self, table: str, specs: list[IndexSpec]) -> list[IndexSpec]:
+        """Set each spec's `expires` from the table's schema as it is now (spec.expiring)."""
+        if specs:
+            ttls = self.ttls(table)
+            for s in specs:
+                s.expires = expiring(s, ttls)
         return specs
 
     def _follow_splits(self, table: str, specs: list[IndexSpec], force: bool = False) -> None:
@@ -197,7 +211,8 @@ class IndexManager:
 
     def verify(self, table: str, name: str, repair: bool = False) -> dict[str, Any]:
         try:
-            return verify_index(self.store, self.catalog.get(table, name), repair, self.router)
+            spec = self._mark_expiring(table, [self.catalog.get(table, name)])[0]
+            return verify_index(self.store, spec, repair, self.router)
         finally:
             if repair:
                 self._invalidate_cache(table)

@@ -36,7 +36,8 @@ from ..store.base import count_settled, decode_count, encode_count  # re-exporte
 NULL, PRESENT = b"\x00", b"\x01"
 
 __all__ = ["IndexSpec", "index_table", "value_table", "local_table", "local_value_table",
-           "routing_table", "region_prefix", "split_key", "raw_values", "needed_columns",
+           "routing_table", "region_prefix", "split_key", "raw_values", "expiring",
+           "needed_columns",
            "encode_count", "decode_count", "count_settled", "BUILDING", "READY", "STALE"]
 
 # building: maintained by writes, not used by queries until its build finishes; ready: used;
@@ -95,6 +96,11 @@ class IndexSpec:
     # kept by the region server's coprocessor (HBase with hibase's IndexObserver), not by
     # the clients: writes compute no index rows for it (IndexManager.write)
     server: bool = False
+    # some cell the entries depend on can expire (a family's TTL: `expiring`), so entries and
+    # value-table counts may outlive their cells: queries take entries as candidates (rows
+    # fetched and checked) and no answer from counts. Not stored: the table's schema says it,
+    # and the IndexManager sets it on the specs it hands out (ready, verify)
+    expires: bool = field(default=False, compare=False)
 
     @property
     def aliases(self) -> list[bytes]:
@@ -217,6 +223,20 @@ class IndexSpec:
                 "local": self.local, "state": self.state, "alias": self.alias.hex(),
                 "null_list": self.null_alias is not None,
                 **({"upkeep": "server"} if self.server else {})}
+
+
+def expiring(spec: IndexSpec, ttls: dict[bytes, int]) -> bool:
+    """Whether cells `spec`'s entries depend on can expire: a family of its columns (indexed or
+    covered) has a TTL (`ttls`: family -> seconds, families without one left out), or, for an
+    index keeping a NULL list, any family (a row whose cells all expired has no entry, one
+    whose indexed cell expired belongs in the list). HBase's TTL is per cell and nothing
+    rewrites an entry when its cell expires, so such an index's entries and counts may say
+    more than the table holds (docs/architecture.md, "Tables with a TTL")."""
+    if not ttls:
+        return False
+    if spec.null_alias is not None:
+        return True
+    return any(c.split(b":", 1)[0] in ttls for c in spec.needed)
 
 
 def raw_values(spec: IndexSpec, cells: dict[bytes, bytes]) -> list[Any] | None:

@@ -145,6 +145,13 @@ def _prepare(select: Select, store, indexer, range_method: str, full_scan: bool)
              if not s.local]
     if _casts_values(select):  # a cast's values are not those an index or the value table keeps
         return _Shaped(select, "stream", base, conjuncts)
+    # an index whose cells can expire (a TTL: spec.expires) answers neither from its value
+    # table (counts of expired cells stay) nor from its order (a row whose cell expired is
+    # still at its old place, not among the NULLs): the rows stream
+    expiring = [s.name for s in specs if s.expires]
+    specs = [s for s in specs if not s.expires]
+    if expiring:
+        base.notes.append(TTL_STREAM.format(", ".join(expiring)))
     if select.aggregate:
         shaped = _index_ends(select, specs) or _value_table(select, base, conjuncts, specs)
     else:
@@ -156,6 +163,10 @@ def _casts_values(select: Select) -> bool:
     """Does the select list, GROUP BY, HAVING or ORDER BY read a CAST of a column?"""
     cols = [e if isinstance(e, Column) else e.column for e in _exprs(select)]
     return any(c is not None and c.cast is not None for c in cols + list(select.group_by))
+
+
+TTL_STREAM = ("value table, index ends and index order of {} not used (cells with a TTL: "
+              "counts and entries outlive expired cells); the rows are streamed")
 
 
 def _group_cols(select: Select) -> tuple[Column, ...]:

@@ -79,6 +79,8 @@ class IndexLookup:
     def describe(self) -> str:
         self.counted()
         cols = ", ".join(c.decode() for c in self.spec.columns)
+        answers = ("candidates (TTL: see NOTE)" if self.spec.expires
+                   else _atoms(self.used))
         if self.spec.local:
             how = ("RANGE SCAN" if any(not is_point(self.spec, r) for r in self.ranges)
                    else "POINT LOOKUP")
@@ -86,7 +88,7 @@ class IndexLookup:
             where = f"; {self.route.describe()}" if self.route is not None else ""
             return (f"LOCAL INDEX {self.spec.name} ({cols}) {how} over {len(self.ranges)} key "
                     f"range(s) per region{where}; est. {est} row(s) by per-region value tables; "
-                    f"answers {_atoms(self.used)}")
+                    f"answers {answers}")
         how = ("NULL LIST POINT LOOKUP" if self.spec.null_alias is not None
                and self.ranges and self.ranges[0].start == self.spec.null_alias
                else "PARALLEL POINT LOOKUPS" if self.method == "walk" and all(
@@ -97,7 +99,7 @@ class IndexLookup:
                else "POINT LOOKUP")
         est = ("" if self.exact_estimate else ">=") + str(self.estimate)
         return (f"INDEX {self.spec.name} ({cols}) {how} over {len(self.ranges)} key range(s), "
-                f"est. {est} row(s) by value table; answers {_atoms(self.used)}")
+                f"est. {est} row(s) by value table; answers {answers}")
 
 
 @dataclass
@@ -320,8 +322,10 @@ def _rowkey_path(b: _Bounds) -> RowGet | RowRange | None:
 
 
 def _null_path(store, spec: IndexSpec, atom: Atom, router: Any) -> IndexLookup | None:
-    """IS NULL on an index's first column: its NULL list, when it keeps one (spec.py)."""
-    if spec.null_alias is None or spec.local:
+    """IS NULL on an index's first column: its NULL list, when it keeps one (spec.py). Not
+    when its cells can expire (spec.expires): a row whose indexed cell expired belongs in the
+    list but has no entry there (its entry is still under the value it had)."""
+    if spec.null_alias is None or spec.local or spec.expires:
         return None
     rng = null_range(spec)
     estimate, exact = count_values(store, spec, rng, router=router)
@@ -330,6 +334,28 @@ def _null_path(store, spec: IndexSpec, atom: Atom, router: Any) -> IndexLookup |
 
 def _index_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds], router: Any
                 ) -> IndexLookup | None:
+    lk = _lookup_path(store, spec, cons, router)
+    return lk if lk is None or not spec.expires else _candidates_only(lk)
+
+
+def _candidates_only(lk: IndexLookup) -> IndexLookup:
+    """The lookup of an index whose cells can expire (a TTL: spec.expires) answers no atom:
+    an entry outlives its expired cell, so each row found is fetched and checked against the
+    whole conjunct (_needs_fetch), and its counts are estimates, never exact (no answer is
+    taken from them). Rows are never missed: expiry only turns a cell into NULL, so a row
+    matching a value or range now has the entry it was given for that value; IS NULL, which
+    expiry can make true, is not looked up in the NULL list (_null_path)."""
+    lk.used = []
+    counter = lk.counter
+    if counter is None:
+        lk.exact_estimate = False
+    else:
+        lk.counter = lambda: (counter()[0], False)
+    return lk
+
+
+def _lookup_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds], router: Any
+                 ) -> IndexLookup | None:
     first = cons.get(spec.columns[0])
     if first is not None and first.is_null is not None:
         return _null_path(store, spec, first.is_null, router)
@@ -474,17 +500,36 @@ def plan_query(select: Select, conjuncts: list[tuple[Atom, ...]] | None, store,
     for conj in conjuncts:
         path = _choose(store, conj, types, specs, range_method, cached, router)
         if path is None:
+            nulls = [s.name for s in specs if s.expires and s.null_alias is not None
+                     and any(isinstance(a, IsNull) and a.column.name == s.columns[0]
+                             for a in conj)]
             return Plan(select, [], columns, full_scan=True, where=where,
-                        notes=[f"no rowkey or index path for {_atoms(conj)}"])
+                        notes=[f"no rowkey or index path for {_atoms(conj)}"] + [
+                            f"NULL list of index {n} not used: its column has a TTL, and a "
+                            "row whose cell expired is NULL there without an entry"
+                            for n in nulls])
         answered = _answered(path)
         residual = [a for a in conj if a not in answered]
         steps.append(Step(conj, path, residual, _needs_fetch(path, residual, columns)))
-    return Plan(select, steps, columns, where=where)
+    return Plan(select, steps, columns, where=where, notes=_ttl_notes(steps))
+
+
+def _ttl_notes(steps: list[Step]) -> list[str]:
+    """EXPLAIN's word on indexes of a table with a TTL (spec.expires), once per index."""
+    names = dict.fromkeys(lk.spec.name for step in steps for lk in (
+        step.path.lookups if isinstance(step.path, Intersect) else [step.path])
+        if isinstance(lk, IndexLookup) and lk.spec.expires)
+    return [TTL_NOTE.format(name) for name in names]
+
+
+TTL_NOTE = ("index {} holds cells with a TTL: its entries and value-table counts outlive "
+            "expired cells, so it finds candidate rows only (each fetched and checked; no "
+            "covered answer, no count taken as exact)")
 
 
 def _needs_fetch(path: Path, residual: list[Atom], columns: list[bytes] | None) -> bool:
-    if not isinstance(path, IndexLookup) or columns is None:
-        return True
+    if not isinstance(path, IndexLookup) or columns is None or path.spec.expires:
+        return True  # an expiring index's covered values may have expired (_candidates_only)
     have = set(path.spec.covering) | {ROWKEY}
     need = set(columns) | {a.column.name for a in residual}
     return not need <= have
