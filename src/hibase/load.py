@@ -43,12 +43,14 @@ Every record read is accounted for: `records` = `rows` (new rows) + `rejected` +
   the earlier record (or row) has in the columns this load writes and the new record has
   not, so no cell of the earlier record stays (columns this load does not write stay, as a
   put leaves them); it counts as `replaced`, not in `rows`, so `rows` is what the load adds
-  to COUNT(*). `"skip"` keeps the first (`skipped`), `"error"` rejects the
-  repeat as a bad row (with `strict`, the load stops there). Records with no value take no
-  part. Cost: uuid and ulid keys are not checked (they do not repeat); other keys are kept
+  to COUNT(*). `"skip"` keeps the first (`skipped`), `"error"` rejects the repeat as a bad
+  row (with `strict`, the load stops there). Records with no value take no part. Cost: uuid and ulid keys are not checked (they do not repeat); other keys are kept
   in memory while the table was empty before the load (up to about 64 MiB of keys), else
   looked up in the table with one multi-get per batch (where the rows this load already
-  wrote are too).
+  wrote are too). Another writer putting the same keys during the load is not seen.
+- Rows are checked and their repeats decided as each batch is written, in file order, so
+  rejected rows are reported (and `strict` stops) in file order. JSON lines: a record is a
+  line that is not blank.
 
 Loading into a new table, `detect_types(path)` reads the file once first and names a type for
 each input column (long, double, string; see its doc), `cell_types(...)` keys them by the cell
@@ -612,51 +614,73 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
                 seen = set()
         finally:
             getattr(first, "close", lambda: None)()
-    pending: list[tuple[int, bytes, dict]] = []  # (line, rowkey, cells) not yet written
+    # records read and not yet written, in file order: (line, rowkey, cells), or (line, None,
+    # why it is rejected); a put is checked when it joins the batch, so every rejected row is
+    # reported (and --strict stops) in file order
+    pending: list[tuple[int, bytes | None, Any]] = []
     pending_cells = 0
+
+    def bad(batch: Any, line: int, message: str) -> None:
+        reject(line, message)
+        if strict:
+            batch.send()  # every row before the bad one is written, nothing from it on
+            finish()
+            raise LoadError(message, line, stats)
 
     def flush(batch: Any) -> None:
         """Write the pending rows, in file order, deciding on each repeated rowkey."""
         nonlocal pending_cells, seen, seen_bytes
-        rows, pending[:] = list(pending), []
+        entries, pending[:] = list(pending), []
         pending_cells = 0
-        if not check:
-            for _, row, data in rows:
-                batch.put(row, data)
-            stats["rows"] += len(rows)
-            batch.send()
-            return
         # the cells, as far as known, of each row already taken: the rows the table holds
         # (asked when `seen` is not kept), the rows this batch writes (`here`); a row in
         # `seen` written by an earlier batch: not known (None)
-        known = dict(table.rows(list(dict.fromkeys(r for _, r, _ in rows)))) if seen is None \
-            else {}
+        known = (dict(table.rows(list(dict.fromkeys(r for _, r, d in entries if r and d))))
+                 if check and seen is None else {})
         here: dict[bytes, dict] = {}
         first: dict[bytes, int] = {}  # rowkey: line of its first record in this batch
         fresh = 0  # memory the new keys take in `seen`
-        for line, row, data in rows:
-            if row in here:
-                earlier: dict | None = here[row]
-            elif row in known:
-                earlier = known[row]
-            elif seen is not None and row in seen:
-                earlier = None
-            else:
-                here[row], first[row] = data, line
-                stats["rows"] += 1
-                fresh += len(row) + 72
-                batch.put(row, data)
+        for line, row, data in entries:
+            if row is None:
+                bad(batch, line, data)
                 continue
-            if on_duplicate == "replace":
-                stats["replaced"] += 1
+            earlier: dict | None = None
+            repeat = False
+            if check and data:
+                if row in here:
+                    earlier, repeat = here[row], True
+                elif row in known:
+                    earlier, repeat = known[row], True
+                elif seen is not None and row in seen:
+                    repeat = True
+            if not repeat:
+                try:
+                    batch.put(row, data)  # checks the row first
+                except errors.InvalidArgument as exc:
+                    bad(batch, line, str(exc))
+                    continue
+                if not data:
+                    stats["empty"] += 1
+                    continue
+                stats["rows"] += 1
+                if check:
+                    here[row], first[row] = data, line
+                    fresh += len(row) + 72
+            elif on_duplicate == "replace":
                 # no cell of the earlier record stays: its cells in the columns this load
                 # writes that the new record has not are deleted (other columns stay)
+                try:
+                    schema.check_put(row, data)
+                except errors.InvalidArgument as exc:
+                    bad(batch, line, str(exc))
+                    continue
                 written = {c for c in resolved.values() if c is not None}
                 stale = (written if earlier is None else written.intersection(earlier))
                 stale = stale.difference(data)
                 if stale:
                     batch.delete(row, sorted(stale))
                 batch.put(row, data)
+                stats["replaced"] += 1
                 here[row] = data
                 first.setdefault(row, line)
             elif on_duplicate == "skip":
@@ -665,14 +689,8 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
                 where = (f"line {first[row]}" if row in first else "an earlier line"
                          if seen is not None else "a row already in the table (from before "
                          "the load or an earlier line)")
-                message = (f"rowkey {_clip(row.decode('utf-8', 'surrogateescape'), 80)!r} "
-                           f"repeats {where} (--on-duplicate error)")
-                if strict:
-                    batch.send()  # every row before the bad one is written
-                    reject(line, message)
-                    finish()
-                    raise LoadError(message, line, stats)
-                reject(line, message)
+                bad(batch, line, f"rowkey {_clip(row.decode('utf-8', 'surrogateescape'), 80)!r}"
+                                 f" repeats {where} (--on-duplicate error)")
         if seen is not None:
             seen.update(here)
             seen_bytes += fresh
@@ -734,21 +752,14 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
                             except errors.ValueTypeError as exc:
                                 raise errors.ValueTypeError(
                                     f"column {col.decode()!r}: {exc}") from None
-                        schema.check_put(row, data)
                     except (_Reject, errors.InvalidArgument) as exc:
+                        pending.append((line, None, str(exc)))
                         if strict:
-                            flush(batch)  # every row before the bad one is written
-                            reject(line, str(exc))
-                            finish()
-                            raise LoadError(str(exc), line, stats) from None
-                        reject(line, str(exc))
-                        continue
-                    if not data:
-                        stats["empty"] += 1
+                            flush(batch)  # raises at the first bad row
                         continue
                     pending.append((line, row, data))
                     pending_cells += len(data)
-                    if pending_cells >= batch_size:
+                    if pending_cells >= batch_size or len(pending) >= batch_size:
                         flush(batch)
             except (EOFError, lzma.LZMAError, zlib.error, OSError):
                 flush(batch)  # the rows read before a truncated or corrupt part are written
