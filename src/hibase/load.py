@@ -2,7 +2,7 @@
 
     from hibase.load import load_file
     stats = load_file(db.table("calls"), "calls.csv", "csv", rowkey="{mdn}:{ts}", family="f")
-    stats["rows"], stats["rejected"], stats["seconds"], stats["rows_per_second"]
+    stats["rows"], stats["rejected"], stats["replaced"], stats["records"], stats["seconds"]
 
 Rules:
 
@@ -22,7 +22,35 @@ Rules:
 - The file may be gzip, bz2 or xz compressed (told by its first bytes); one that is not text
   (NUL bytes, mostly non-UTF-8 bytes) is refused before anything is written. An input with no
   key column takes `rowkey_auto="row"` (row numbers), `"uuid"` or `"ulid"`.
-- Writes go through `table.batch(batch_size=...)`; a tqdm bar on stderr follows the bytes read.
+- Writes go through `table.batch()`, sent every `batch_size` cells; a tqdm bar on stderr
+  follows the bytes read.
+
+Every record read is accounted for: `records` = `rows` (new rows) + `rejected` + `replaced` +
+`skipped` + `empty` (a record with no value: it writes nothing).
+
+- Records are what Python's csv module reads (lines end at \n, a \r\n pair too; blank lines
+  are no records), with one exception, an unclosed quote: csv swallows every line after it
+  into one field, up to the next quote, or to the end of the file. So a record csv reads
+  cleanly over several lines must also read in csv's strict mode (its quoted fields closed,
+  each closing quote followed by the delimiter or the line's end); if not, its first line,
+  where the quote opened, is rejected as one record and reading starts again at the next
+  line, so the records after it load (a user counting lines expects that; a quoted field
+  holding line breaks that closes properly is still one record). A record csv itself fails
+  on is one rejected record, however many lines it covered (the message names them).
+- A repeated rowkey (a key an earlier record of this load wrote, or a row the table held
+  before the load) is counted, never silent: `on_duplicate="replace"` (the default, as an
+  HBase put) makes the row the new record: the record's put, after a delete of the cells
+  the earlier record (or row) has in the columns this load writes and the new record has
+  not, so no cell of the earlier record stays (columns this load does not write stay, as a
+  put leaves them); it counts as `replaced`, not in `rows`, so `rows` is what the load adds
+  to COUNT(*). `"skip"` keeps the first (`skipped`), `"error"` rejects the repeat as a bad
+  row (with `strict`, the load stops there). Records with no value take no part. Cost: uuid and ulid keys are not checked (they do not repeat); other keys are kept
+  in memory while the table was empty before the load (up to about 64 MiB of keys), else
+  looked up in the table with one multi-get per batch (where the rows this load already
+  wrote are too). Another writer putting the same keys during the load is not seen.
+- Rows are checked and their repeats decided as each batch is written, in file order, so
+  rejected rows are reported (and `strict` stops) in file order. JSON lines: a record is a
+  line that is not blank.
 
 Loading into a new table, `detect_types(path)` reads the file once first and names a type for
 each input column (long, double, string; see its doc), `cell_types(...)` keys them by the cell
@@ -41,6 +69,7 @@ import re
 import sys
 import time
 import zlib
+from collections import deque
 from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Protocol, runtime_checkable
 
 from tqdm import tqdm
@@ -49,7 +78,7 @@ from . import codec, errors
 
 __all__ = ["load_file", "LoadError", "RowKeyTemplate", "AutoKey", "ROWKEY_AUTO", "text_to_cell",
            "cell_to_text", "detect_format", "detect_types", "cell_column", "cell_types",
-           "FORMATS", "open_input", "check_text", "compression_of"]
+           "FORMATS", "open_input", "check_text", "compression_of", "ON_DUPLICATE"]
 
 FORMATS = ("csv", "jsonl")
 _MAX_ERRORS_KEPT = 100
@@ -347,14 +376,66 @@ def _clip(text: str, limit: int = 200) -> str:
     return shown if len(shown) <= limit else shown[:limit - 3] + "..."
 
 
+class _LineSource:
+    """The lines csv.reader reads, numbered from 1: `taken` holds the (number, line) pairs it
+    took for the record being read, `again` lines to hand out again before reading on (what is
+    left of a run-on record after its first line)."""
+
+    __slots__ = ("lines", "again", "taken", "n")
+
+    def __init__(self, lines: Iterator[str]):
+        self.lines, self.n = lines, 0
+        self.again: deque[tuple[int, str]] = deque()
+        self.taken: list[tuple[int, str]] = []
+
+    def __iter__(self) -> "_LineSource":
+        return self
+
+    def __next__(self) -> str:
+        if self.again:
+            item = self.again.popleft()
+        else:
+            self.n += 1
+            item = (self.n, next(self.lines))
+        self.taken.append(item)
+        return item[1]
+
+
+def _run_on(taken: list[tuple[int, str]], delimiter: str) -> str | None:
+    """Why a record csv read cleanly over several lines (`taken`) is a quoted field running
+    on, or None when it reads in csv's strict mode too (a quoted field holding line breaks)."""
+    strict = csv.reader([text for _, text in taken], delimiter=delimiter, strict=True)
+    try:
+        for _ in strict:
+            pass
+        return None
+    except csv.Error as exc:
+        error = str(exc)
+    first, last = taken[0][0], taken[-1][0]
+    if "unexpected end of data" in error:
+        how = f"it runs on to the end of the file (line {last})"
+    else:
+        where = taken[min(max(strict.line_num, 1), len(taken)) - 1][0]
+        how = (f"the quote that ends it, on line {where}, is followed by more text instead of "
+               "the delimiter or the line's end")
+    return (f"a quoted field opened on line {first} does not close ({how}; csv would read "
+            f"lines {first}-{last} as one record): this line is rejected, reading goes on at "
+            f"line {first + 1}")
+
+
 def _csv_records(lines: Iterator[str], delimiter: str) -> tuple[list[str], Iterator[tuple]]:
-    reader = csv.reader(lines, delimiter=delimiter)
+    src = _LineSource(lines)
+    reader = csv.reader(src, delimiter=delimiter)
     try:
         header = next(reader)
     except StopIteration:
         raise LoadError("the CSV file is empty (it needs a header row naming the columns)")
     except csv.Error as exc:
         raise LoadError(f"cannot read the CSV header: {exc}", 1) from None
+    if len(src.taken) > 1:
+        why = _run_on(src.taken, delimiter)
+        if why is not None:
+            raise LoadError(f"cannot read the CSV header: {why.rpartition(': this line')[0]}", 1)
     names = [h.strip() for h in header]
     dup = sorted({n for n in names if names.count(n) > 1})
     if "" in names or dup:
@@ -362,21 +443,33 @@ def _csv_records(lines: Iterator[str], delimiter: str) -> tuple[list[str], Itera
         raise LoadError("the CSV header needs distinct, non-empty column names, not "
                         f"{_clip(shown)}" + (f" (repeated: {', '.join(dup)})" if dup else "")
                         + " (is the first line a header?)", 1)
+    width = len(names)
 
     def records() -> Iterator[tuple]:
         while True:
-            line = reader.line_num + 1
+            taken = src.taken = []
+            error = None
             try:
                 fields = next(reader)
             except StopIteration:
                 return
             except csv.Error as exc:
-                yield line, None, f"malformed CSV: {exc}"
+                fields, error = [], exc
+            line = taken[0][0]
+            if error is not None:
+                span = f" (lines {line}-{taken[-1][0]}, one record)" if len(taken) > 1 else ""
+                yield line, None, f"malformed CSV{span}: {error}"
                 continue
+            if len(taken) > 1:
+                why = _run_on(taken, delimiter)
+                if why is not None:
+                    src.again.extendleft(reversed(taken[1:]))
+                    yield line, None, why
+                    continue
             if not fields:
                 continue  # blank line
-            if len(fields) != len(names):
-                yield line, None, f"{len(fields)} fields, the header has {len(names)}"
+            if len(fields) != width:
+                yield line, None, f"{len(fields)} fields, the header has {width}"
                 continue
             yield line, {n: f.encode("utf-8", "surrogateescape") if f else None
                          for n, f in zip(names, fields)}, None
@@ -410,12 +503,17 @@ def _jsonl_records(lines: Iterator[str]) -> Iterator[tuple]:
 
 # -- the loader --------------------------------------------------------------------------------
 
+ON_DUPLICATE = ("replace", "skip", "error")
+_SEEN_MAX_BYTES = 64 << 20  # keys remembered in memory (about 72 bytes each besides the key)
+
+
 def load_file(table: Any, path: str, format: str | None = None, rowkey: str | None = None,
               columns_map: Mapping[str, str] | None = None, batch_size: int = 1000,
               progress: bool = False, *, rowkey_column: str | None = None,
               family: str | None = None, strict: bool = False, delimiter: str = ",",
               on_reject: Callable[[int, str], None] | None = None,
-              rowkey_auto: str | None = None, unescape: bool = False) -> dict:
+              rowkey_auto: str | None = None, unescape: bool = False,
+              on_duplicate: str = "replace") -> dict:
     """Load a CSV or JSON-lines file (``"-"``: stdin) into `table` (a hibase Table).
 
     Exactly one of `rowkey` (a template such as ``"{mdn}:{ts}"``), `rowkey_column` and
@@ -424,10 +522,15 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
     file that is not text is refused before anything is written (check_text). `unescape`
     reads ``\\xNN``, ``\\t``, ``\\n``, ``\\r`` and ``\\\\`` in values (and the rowkey) as
     the bytes they stand for, as the command line prints bytes (hibase.dump.parse_bytes).
-    Returns ``{"rows", "rejected", "empty", "lines", "bytes", "seconds", "rows_per_second",
-    "errors"}`` (`errors`: the first rejected rows as (line, message); every one also goes to
-    `on_reject(line, message)` when given). Raises LoadError for a bad setup (before anything is
-    written) and, with `strict`, at the first bad row."""
+    `on_duplicate` says what a record whose rowkey is already taken does (``"replace"``,
+    ``"skip"``, ``"error"``: see the module's doc).
+
+    Returns ``{"records", "rows", "replaced", "skipped", "rejected", "empty", "lines", "bytes",
+    "seconds", "rows_per_second", "errors", "on_duplicate"}``: every record read lands in
+    exactly one of rows (new rows), replaced, skipped, rejected and empty (no values), so they
+    add up to `records`; `errors` holds the first rejected rows as (line, message), and every
+    one also goes to `on_reject(line, message)` when given. Raises LoadError for a bad setup
+    (before anything is written) and, with `strict`, at the first bad row."""
     if [rowkey, rowkey_column, rowkey_auto].count(None) != 2:
         raise errors.InvalidArgument("give exactly one of rowkey (a template), rowkey_column "
                                      "and rowkey_auto")
@@ -436,6 +539,9 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
         raise errors.InvalidArgument(f"unknown format {fmt!r}; use one of {FORMATS}")
     if not isinstance(batch_size, int) or batch_size < 1:
         raise errors.InvalidArgument("batch_size must be an int >= 1")
+    if on_duplicate not in ON_DUPLICATE:
+        raise errors.InvalidArgument(f"on_duplicate must be one of {ON_DUPLICATE}, not "
+                                     f"{on_duplicate!r}")
     key: RowKeyTemplate | AutoKey
     if rowkey is not None:
         key = RowKeyTemplate(rowkey)
@@ -476,8 +582,10 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
             resolved[name] = col
         return col
 
-    stats: dict[str, Any] = {"rows": 0, "rejected": 0, "empty": 0, "lines": 0, "bytes": 0,
-                             "seconds": 0.0, "rows_per_second": 0.0, "errors": []}
+    stats: dict[str, Any] = {"records": 0, "rows": 0, "replaced": 0, "skipped": 0,
+                             "rejected": 0, "empty": 0, "lines": 0, "bytes": 0,
+                             "seconds": 0.0, "rows_per_second": 0.0, "errors": [],
+                             "on_duplicate": on_duplicate}
     started = time.perf_counter()
 
     def finish() -> dict:
@@ -485,6 +593,110 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
         stats["seconds"] = secs
         stats["rows_per_second"] = stats["rows"] / secs if secs > 0 else 0.0
         return stats
+
+    def reject(line: int, message: str) -> None:
+        stats["rejected"] += 1
+        if len(stats["errors"]) < _MAX_ERRORS_KEPT:
+            stats["errors"].append((line, message))
+        if on_reject is not None:
+            on_reject(line, message)
+
+    # Repeated rowkeys: uuid and ulid keys cannot repeat; other keys are remembered in `seen`
+    # while the table was empty before the load (and the keys fit in _SEEN_MAX_BYTES), else
+    # looked up in the table, one multi-get per batch (rows this load wrote are there too).
+    check = not (isinstance(key, AutoKey) and key.kind != "row")
+    seen: set[bytes] | None = None
+    seen_bytes = 0
+    if check:
+        first = table.scan(limit=1, batch_size=1)
+        try:
+            if next(first, None) is None:
+                seen = set()
+        finally:
+            getattr(first, "close", lambda: None)()
+    # records read and not yet written, in file order: (line, rowkey, cells), or (line, None,
+    # why it is rejected); a put is checked when it joins the batch, so every rejected row is
+    # reported (and --strict stops) in file order
+    pending: list[tuple[int, bytes | None, Any]] = []
+    pending_cells = 0
+
+    def bad(batch: Any, line: int, message: str) -> None:
+        reject(line, message)
+        if strict:
+            batch.send()  # every row before the bad one is written, nothing from it on
+            finish()
+            raise LoadError(message, line, stats)
+
+    def flush(batch: Any) -> None:
+        """Write the pending rows, in file order, deciding on each repeated rowkey."""
+        nonlocal pending_cells, seen, seen_bytes
+        entries, pending[:] = list(pending), []
+        pending_cells = 0
+        # the cells, as far as known, of each row already taken: the rows the table holds
+        # (asked when `seen` is not kept), the rows this batch writes (`here`); a row in
+        # `seen` written by an earlier batch: not known (None)
+        known = (dict(table.rows(list(dict.fromkeys(r for _, r, d in entries if r and d))))
+                 if check and seen is None else {})
+        here: dict[bytes, dict] = {}
+        first: dict[bytes, int] = {}  # rowkey: line of its first record in this batch
+        fresh = 0  # memory the new keys take in `seen`
+        for line, row, data in entries:
+            if row is None:
+                bad(batch, line, data)
+                continue
+            earlier: dict | None = None
+            repeat = False
+            if check and data:
+                if row in here:
+                    earlier, repeat = here[row], True
+                elif row in known:
+                    earlier, repeat = known[row], True
+                elif seen is not None and row in seen:
+                    repeat = True
+            if not repeat:
+                try:
+                    batch.put(row, data)  # checks the row first
+                except errors.InvalidArgument as exc:
+                    bad(batch, line, str(exc))
+                    continue
+                if not data:
+                    stats["empty"] += 1
+                    continue
+                stats["rows"] += 1
+                if check:
+                    here[row], first[row] = data, line
+                    fresh += len(row) + 72
+            elif on_duplicate == "replace":
+                # no cell of the earlier record stays: its cells in the columns this load
+                # writes that the new record has not are deleted (other columns stay)
+                try:
+                    schema.check_put(row, data)
+                except errors.InvalidArgument as exc:
+                    bad(batch, line, str(exc))
+                    continue
+                written = {c for c in resolved.values() if c is not None}
+                stale = (written if earlier is None else written.intersection(earlier))
+                stale = stale.difference(data)
+                if stale:
+                    batch.delete(row, sorted(stale))
+                batch.put(row, data)
+                stats["replaced"] += 1
+                here[row] = data
+                first.setdefault(row, line)
+            elif on_duplicate == "skip":
+                stats["skipped"] += 1
+            else:
+                where = (f"line {first[row]}" if row in first else "an earlier line"
+                         if seen is not None else "a row already in the table (from before "
+                         "the load or an earlier line)")
+                bad(batch, line, f"rowkey {_clip(row.decode('utf-8', 'surrogateescape'), 80)!r}"
+                                 f" repeats {where} (--on-duplicate error)")
+        if seen is not None:
+            seen.update(here)
+            seen_bytes += fresh
+            if seen_bytes > _SEEN_MAX_BYTES:
+                seen = None  # from now on the table answers: what this load wrote is in it
+        batch.send()
 
     stdin = path == "-"
     check_text(path)
@@ -519,37 +731,40 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
                                unit_divisor=1024, file=sys.stderr, mininterval=0.25,
                                desc=f"load {table.name.decode()}")
             counter.pending = 0  # already in `initial`
-        with table.batch(batch_size=batch_size) as batch:
-            for line, record, problem in records:
-                stats["lines"] = line
-                data: dict[bytes, bytes] = {}
-                try:
-                    if problem is not None:
-                        raise _Reject(problem)
-                    if unescape:
-                        record = {n: _unescaped(v) for n, v in record.items()}
-                    row = key.render(record)
-                    for name, raw in record.items():
-                        if raw is None or name in skip:
-                            continue
-                        col = resolve(name)
-                        try:
-                            data[col] = text_to_cell(types.get(col), raw)
-                        except errors.ValueTypeError as exc:
-                            raise errors.ValueTypeError(f"column {col.decode()!r}: {exc}") from None
-                    batch.put(row, data)
-                except (_Reject, errors.InvalidArgument) as exc:
-                    stats["rejected"] += 1
-                    if strict:
-                        batch.send()  # every row before the bad one is written
-                        finish()
-                        raise LoadError(str(exc), line, stats) from None
-                    if len(stats["errors"]) < _MAX_ERRORS_KEPT:
-                        stats["errors"].append((line, str(exc)))
-                    if on_reject is not None:
-                        on_reject(line, str(exc))
-                    continue
-                stats["rows" if data else "empty"] += 1
+        with table.batch() as batch:
+            try:
+                for line, record, problem in records:
+                    stats["lines"] = line
+                    stats["records"] += 1
+                    data: dict[bytes, bytes] = {}
+                    try:
+                        if problem is not None:
+                            raise _Reject(problem)
+                        if unescape:
+                            record = {n: _unescaped(v) for n, v in record.items()}
+                        row = key.render(record)
+                        for name, raw in record.items():
+                            if raw is None or name in skip:
+                                continue
+                            col = resolve(name)
+                            try:
+                                data[col] = text_to_cell(types.get(col), raw)
+                            except errors.ValueTypeError as exc:
+                                raise errors.ValueTypeError(
+                                    f"column {col.decode()!r}: {exc}") from None
+                    except (_Reject, errors.InvalidArgument) as exc:
+                        pending.append((line, None, str(exc)))
+                        if strict:
+                            flush(batch)  # raises at the first bad row
+                        continue
+                    pending.append((line, row, data))
+                    pending_cells += len(data)
+                    if pending_cells >= batch_size or len(pending) >= batch_size:
+                        flush(batch)
+            except (EOFError, lzma.LZMAError, zlib.error, OSError):
+                flush(batch)  # the rows read before a truncated or corrupt part are written
+                raise
+            flush(batch)
     except (EOFError, lzma.LZMAError, zlib.error, OSError) as exc:  # a truncated or corrupt
         raise LoadError(f"cannot read {'standard input' if stdin else path} after line "
                         f"{stats['lines']}: {exc}", None, finish()) from None

@@ -18,8 +18,8 @@ from tqdm import tqdm
 from .. import codec, errors
 from ..connection import Connection
 from ..table import Table
-from ..load import (FORMATS, ROWKEY_AUTO, LoadError, cell_column, cell_types, check_text,
-                    detect_types, load_file, text_to_cell)
+from ..load import (FORMATS, ON_DUPLICATE, ROWKEY_AUTO, LoadError, cell_column, cell_types,
+                    check_text, detect_types, load_file, text_to_cell)
 from ..store.schema import FOREVER, FamilyOptions
 from .base import (cell_json, cell_text, columns_option, durability_option, emit, note,
                    open_store, output_options, parse_bytes, show_bytes, store_argument,
@@ -442,6 +442,11 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
                    "bytes, compared as bytes) except those given with --type.")
 @click.option("--strict", is_flag=True,
               help="Stop at the first bad row with exit code 1 (rows before it stay written).")
+@click.option("--on-duplicate", type=click.Choice(ON_DUPLICATE), default="replace",
+              show_default=True,
+              help="A record whose rowkey an earlier line or a row already in the table has: "
+                   "replace that row's cells in the loaded columns (the last record wins), "
+                   "skip the record (the first wins), or reject it as a bad row (error).")
 @click.option("--errors", "errors_file", type=click.Path(dir_okay=False, writable=True),
               metavar="FILE", help="Write every rejected row to FILE (line number, tab, "
               "reason); stderr shows the first 20.")
@@ -461,7 +466,7 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
 def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: str | None,
          rowkey_template: str | None, rowkey_auto: str | None, family: str | None, maps: dict,
          batch_size: int, create: bool, types: dict, no_detect: bool, strict: bool,
-         errors_file: str | None, delimiter: str, unescape: bool, bulk: bool,
+         on_duplicate: str, errors_file: str | None, delimiter: str, unescape: bool, bulk: bool,
          progress: bool | None, durability: str) -> None:
     """Load a CSV file (its header row names the columns) or JSON lines into a table, like
     HBase's ImportTsv. FILE may be - for stdin, and gzip, bz2 or xz compressed (told by its
@@ -480,8 +485,21 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
     first 20 rejected rows, --errors FILE keeps them all, and the exit code is 1 when any row
     was rejected (the good rows are loaded). With --strict the load stops at the first bad row
     and exits 1: every row before it is written (the pending batch is sent), nothing from that
-    row on. A summary ends the load: rows loaded, rows rejected, seconds (with --bulk the load
-    and the index rebuild each, and the total), rows/s.
+    row on.
+
+    A record whose rowkey is already taken (by an earlier line, or a row in the table before
+    the load) replaces that row's cells in the loaded columns by default, as a put does in
+    HBase: the last record wins and is counted as replaced, not loaded. --on-duplicate skip
+    keeps the first instead (counted as skipped), --on-duplicate error rejects the repeat.
+
+    A quoted field that does not close (an unclosed quote runs on over the next lines until
+    a quote that does not end a field, or the end of the file) rejects the line where it
+    opened, and the lines after it are read again as records.
+
+    A summary ends the load and accounts for every record read: rows loaded (new rows),
+    rejected, replaced (or skipped), without values (if any), the records read, seconds (with
+    --bulk the load and the index rebuild each, and the total, with the counts on a line of
+    their own just before), rows/s.
 
     With --create, a new table's column types come from the data: the file is read once
     before the load, and a column whose values are all integers (64-bit) is declared long, all
@@ -553,7 +571,7 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
         return load_file(db.table(table), file, format_, rowkey_template, maps, batch_size,
                          progress, rowkey_column=rowkey_column, family=family, strict=strict,
                          delimiter=delimiter, on_reject=reject, rowkey_auto=rowkey_auto,
-                         unescape=unescape)
+                         unescape=unescape, on_duplicate=on_duplicate)
 
     started = time.perf_counter()
     try:
@@ -646,13 +664,29 @@ def _column_types(file: str, format_: str | None, delimiter: str, families: set[
 
 
 def _summary(stats: dict, stopped: bool = False) -> None:
-    empty = f", {stats['empty']} without values" if stats.get("empty") else ""
+    """The load's last lines on stderr: every record read is loaded (a new row), rejected,
+    replaced or skipped (a repeated rowkey), or without values; the time it took."""
+    skip = stats.get("on_duplicate") == "skip"
+    again = stats["skipped"] if skip else stats["replaced"]
+    if again:
+        note(f"{again} row(s) " + ("skipped: their rowkey was already taken (the first record "
+                                   "kept)" if skip else
+                                   "replaced an earlier row with the same rowkey (the last "
+                                   "record wins; --on-duplicate skip keeps the first, error "
+                                   "rejects repeats)"))
+    counts = (f"Rows loaded: {stats['rows']}, rejected: {stats['rejected']}, "
+              f"{'skipped' if skip else 'replaced'}: {again}"
+              + (f", {stats['empty']} without values" if stats.get("empty") else "")
+              + f" ({stats['records']} records read)")
     end = " (stopped at the bad row)" if stopped else ""
     phases = stats.get("phases")
-    split = (" (" + ", ".join(f"{name} {secs:.2f} s" for name, secs in phases.items()) + ")"
-             if phases else "")
-    note(f"Rows loaded: {stats['rows']}, rejected: {stats['rejected']}{empty}, "
-          f"{stats['seconds']:.2f} s{split}, {stats['rows_per_second']:.0f} rows/s{end}")
+    if phases:  # the timings fill the last line: the counts go just before it
+        note(counts + ".")
+        split = " (" + ", ".join(f"{name} {secs:.2f} s" for name, secs in phases.items()) + ")"
+        note(f"Rows loaded: {stats['rows']}, rejected: {stats['rejected']}, "
+             f"{stats['seconds']:.2f} s{split}, {stats['rows_per_second']:.0f} rows/s{end}")
+    else:
+        note(f"{counts}, {stats['seconds']:.2f} s, {stats['rows_per_second']:.0f} rows/s{end}")
 
 
 # -- regions / split ---------------------------------------------------------------------------
