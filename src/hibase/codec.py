@@ -20,7 +20,7 @@ __all__ = [
     "encode_key", "decode_key", "encode_composite", "decode_composite",
     "escape_bytes", "escape_prefix", "unescape_bytes", "prefix_successor",
     "value_from_literal",
-    "cell_key",
+    "cell_key", "BadCells",
 ]
 
 TYPE_NAMES: tuple[str, ...] = (
@@ -553,6 +553,52 @@ def decode_cell(t: ColumnType, raw: bytes) -> Any:
     if type(raw) is not bytes:
         raw = _as_bytes(t, raw)
     return t._dec(t, raw)  # type: ignore[attr-defined]
+
+
+class BadCells:
+    """Cells met that do not parse as their column's declared type (another writer skipped
+    hibase's checks): every reader shows them as NULL, as queries and indexes treat them, and
+    collects them here so the user is told (how many, and the first few by row and column)."""
+
+    KEEP = 5  # examples kept
+
+    __slots__ = ("count", "examples")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.examples: list[tuple[bytes, bytes]] = []
+
+    def add(self, row: bytes, column: bytes) -> None:
+        self.count += 1
+        if len(self.examples) < self.KEEP:
+            self.examples.append((row, column))
+
+    def decode(self, t: ColumnType, raw: bytes, row: bytes, column: bytes) -> Any:
+        """decode_cell, or None (counted here) for a cell that does not parse."""
+        try:
+            return decode_cell(t, raw)
+        except ValueTypeError:
+            self.add(row, column)
+            return None
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def message(self, shown: int = 3) -> str:
+        """'1 cell did not parse as its declared type (row r1, e:amount)', for the user."""
+        show = lambda b: b.decode("utf-8", "backslashreplace")  # noqa: E731
+        where = "; ".join(f"row {show(r)}, {show(c)}" for r, c in self.examples[:shown])
+        if self.count > shown:
+            where += "; ..."
+        if self.count == 1:
+            return f"1 cell did not parse as its declared type ({where}): read as NULL"
+        return (f"{self.count} cells did not parse as their declared types ({where}): "
+                "read as NULL")
+
+    def as_json(self) -> dict[str, Any]:
+        """{"count": n, "examples": [{"row": bytes, "column": bytes}, ...]}."""
+        return {"count": self.count,
+                "examples": [{"row": r, "column": c} for r, c in self.examples]}
 
 
 def cell_key(t: ColumnType, raw: bytes) -> bytes | None:

@@ -419,7 +419,9 @@ class Connection:
         undeclared columns as stored bytes (raw=True: every value as stored bytes, the shape
         before issue 28); queries with aggregates (COUNT, SUM, MIN, MAX, AVG), GROUP BY or
         DISTINCT return a list of tuples of values decoded by the columns' types (None for
-        NULL), in select-list order. `EXPLAIN SELECT ...` (and EXPLAIN DELETE / UPSERT ...
+        NULL), in select-list order. A cell that does not parse as its declared type (written
+        by a client that skips hibase's checks) is None, as queries and indexes treat it, and
+        a hibase.errors.CellTypeWarning says how many and names the first few (row, column). `EXPLAIN SELECT ...` (and EXPLAIN DELETE / UPSERT ...
         SELECT) returns rows too, a 1-tuple per plan line; `db.explain(statement)` returns the
         plan as one str.
 
@@ -469,7 +471,10 @@ class Connection:
         types = engine.types_of(select, self.store)
         if not types:
             return rows
-        return [(key, sqlexec.decode_row(cells, types)) for key, cells in rows]
+        bad = codec.BadCells()
+        out = [(key, sqlexec.decode_row(cells, types, bad, key)) for key, cells in rows]
+        sqlexec.warn_bad_cells(bad)
+        return out
 
     def explain(self, statement: str, params: Any = None, range_method: str = "auto",
                 full_scan: bool = False) -> str:
@@ -488,13 +493,16 @@ class Connection:
         "explain", "ddl", "dml"), `description` ([(label, type)]), `rows` (tuples in
         select-list order, values decoded by the declared types; SELECT *: the rowkey first
         under its PRIMARY KEY name or ROWKEY, then the declared columns in schema order, then
-        undeclared ones by name, as bytes) and `rowcount`. hibase.dbapi's cursors run on it."""
+        undeclared ones by name, as bytes), `rowcount` and `bad_cells` (cells read as None
+        because they do not parse as their declared type: also a CellTypeWarning, as sql()).
+        hibase.dbapi's cursors run on it."""
         if not isinstance(statement, str):
             raise errors.InvalidArgument("execute() takes the statement as a str")
         result = sqlexec.execute(self, sqlexec.parse(self, statement), params, self._full,
                                  range_method, full_scan)
         if result.kind == "ddl":
             self._statements.clear()
+        sqlexec.warn_bad_cells(result.bad_cells)
         return result
 
     def execute_many(self, statement: str, seq_of_params: Any) -> "sqlexec.Result":

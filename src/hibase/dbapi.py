@@ -61,7 +61,8 @@ paramstyle = "qmark"
 # -- exceptions ----------------------------------------------------------------------------------
 
 class Warning(Exception):  # noqa: A001 - PEP 249's name
-    """PEP 249 Warning (hibase raises none)."""
+    """PEP 249 Warning (hibase raises none; Cursor.messages lists it with the message of
+    cells read as NULL because they do not parse as their declared type)."""
 
 
 class Error(Exception):
@@ -258,6 +259,7 @@ class Cursor:
         self._rows: list[tuple] = []
         self._pos = 0
         self.closed = False
+        self.messages: list[tuple[type, str]] = []  # PEP 249 extension, see _take
 
     def _check(self) -> None:
         if self.closed:
@@ -274,6 +276,9 @@ class Cursor:
         self._rows = list(result.rows)
         self._pos = 0
         self.rowcount = result.rowcount
+        # PEP 249's optional .messages: cells read as NULL (not of their declared type); the
+        # statement also issued a hibase.errors.CellTypeWarning
+        self.messages = [(Warning, result.bad_cells.message())] if result.bad_cells else []
 
     def execute(self, operation: str, parameters: Any = None) -> "Cursor":
         """Run one statement; ``?`` parameters from a sequence, ``:name`` ones from a dict."""

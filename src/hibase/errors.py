@@ -28,6 +28,9 @@
     └── QueryError
         ├── QuerySyntaxError    malformed SQL (has .position)
         └── QueryPlanError      well-formed SQL hibase cannot answer
+
+CellTypeWarning (a UserWarning, not an error): cells another writer stored that do not parse
+as their column's declared type were read as NULL (has .count and .examples).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ __all__ = [
     "NotFound", "TableNotFound", "FamilyNotFound", "ColumnNotFound", "IndexNotFound",
     "TableDisabled", "AlreadyExists", "TableExists", "IndexExists",
     "InvalidArgument", "ArgumentTypeError", "InvalidRowKey", "SchemaError", "ValueTypeError",
+    "CellTypeWarning",
     "FilterError", "FilterSyntaxError", "UnsupportedFilter",
     "QueryError", "QuerySyntaxError", "QueryPlanError",
 ]
@@ -183,3 +187,15 @@ class QuerySyntaxError(QueryError, InvalidArgument):
 
 class QueryPlanError(QueryError):
     pass
+
+
+class CellTypeWarning(UserWarning):
+    """Cells that do not parse as their column's declared type (written by a client that
+    skips hibase's checks, e.g. plain happybase) were read as NULL, as queries and indexes
+    treat them. `count`: how many; `examples`: the first few as (row, column) bytes pairs."""
+
+    def __init__(self, message: str, count: int = 0,
+                 examples: tuple[tuple[bytes, bytes], ...] = ()):
+        super().__init__(message)
+        self.count = count
+        self.examples = examples

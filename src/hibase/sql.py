@@ -8,7 +8,8 @@ sits above query/ and below connection.py, which calls it from ``Connection.sql`
 Results (``Result``): ``kind`` is "select", "explain", "ddl" or "dml"; ``description`` the
 result columns as (label, type) with type a ``ColumnType`` (a declared column), ``None`` (an
 undeclared column's bytes), ``"rowkey"`` or ``"number"`` (COUNT / SUM / AVG); ``rows`` tuples in
-that order; ``rowcount`` the rows written (DML), returned (SELECT) or -1 (DDL).
+that order; ``rowcount`` the rows written (DML), returned (SELECT) or -1 (DDL); ``bad_cells``
+(a codec.BadCells) the cells a SELECT read as NULL because they do not parse as their type.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from .query.statements import (
 from .store.schema import FOREVER
 
 __all__ = ["Result", "execute", "execute_many", "parse", "label", "decode_row", "generated_rowkey",
-           "result_columns"]
+           "result_columns", "warn_bad_cells"]
 
 
 @dataclass
@@ -42,6 +43,8 @@ class Result:
     records: list | None = None  # SELECT: the engine's rows ((rowkey, {col: raw}) or tuples)
     select: Select | None = None
     text: str | None = None  # EXPLAIN: the plan as text
+    # SELECT: cells read as NULL because they do not parse as their declared type
+    bad_cells: codec.BadCells = field(default_factory=codec.BadCells)
 
     def selected(self) -> tuple[Select, list]:
         """A SELECT result's statement and the engine's rows (an EXPLAIN result has neither)."""
@@ -66,12 +69,15 @@ def label(col: bytes, schema: Any) -> str:
     return f"{fam.decode('utf-8', 'backslashreplace')}.{qual.decode('utf-8', 'backslashreplace')}"
 
 
-def _decode(t: Any, raw: bytes | None) -> Any:
+def _decode(t: Any, raw: bytes | None, bad: codec.BadCells | None = None, row: bytes = b"",
+            column: bytes = b"") -> Any:
     if raw is None or t is None:
         return raw
     try:
         return codec.decode_cell(t, raw)
     except errors.ValueTypeError:  # a cell that does not read as its (cast) type is NULL
+        if bad is not None:
+            bad.add(row, column)
         return None
 
 
@@ -84,9 +90,20 @@ def decode_key(schema: Any, key: bytes) -> Any:
     return key
 
 
-def decode_row(cells: Mapping[bytes, bytes], types: Mapping[bytes, Any]) -> dict:
-    """{column: value} with each declared column's cell decoded (undeclared stay bytes)."""
-    return {c: _decode(types.get(c), v) for c, v in cells.items()}
+def decode_row(cells: Mapping[bytes, bytes], types: Mapping[bytes, Any],
+               bad: codec.BadCells | None = None, row: bytes = b"") -> dict:
+    """{column: value} with each declared column's cell decoded (undeclared stay bytes); a
+    cell that does not parse as its type is None, counted in `bad` (as `row`) when given."""
+    return {c: _decode(types.get(c), v, bad, row, c) for c, v in cells.items()}
+
+
+def warn_bad_cells(bad: codec.BadCells | None, stacklevel: int = 3) -> None:
+    """Tell the caller, as a CellTypeWarning, that cells were read as NULL because they do
+    not parse as their declared types (their count and the first few rows and columns)."""
+    if bad:
+        import warnings
+        warnings.warn(errors.CellTypeWarning(bad.message(), bad.count, tuple(bad.examples)),
+                      stacklevel=stacklevel)
 
 
 # -- SELECT ------------------------------------------------------------------------------------
@@ -122,8 +139,10 @@ def run_select(db: Any, select: Select, params: Any, full: Callable[[str], str],
         result.description = _aliased(result.description, labels)
     decoders = [None if c == ROWKEY else types.get(c) for c in names]
     rows = []
+    bad = result.bad_cells
     for key, cells in records:
-        rows.append(tuple(decode_key(schema, key) if c == ROWKEY else _decode(t, cells.get(c))
+        rows.append(tuple(decode_key(schema, key) if c == ROWKEY else
+                          _decode(t, cells.get(c), bad, key, c)
                           for c, t in zip(names, decoders)))
     result.rows = rows
     return result

@@ -290,8 +290,41 @@ def note(message: str) -> None:
     click.echo(message, err=True)
 
 
-def cell_text(t: Table, column: bytes, value: bytes) -> str:
-    """A cell's value as printable text (binary-declared columns as their number)."""
+def _bad_cells() -> codec.BadCells:
+    """The running command's count of cells that did not parse as their declared type: made
+    on first use, printed as one line on stderr when the command ends (count, first rows and
+    columns), as every interface reports such cells (shown as NULL)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return codec.BadCells()  # outside a command: nobody to tell
+    root = ctx.find_root()
+    bad = root.meta.get("hibase.bad_cells")
+    if bad is None:
+        bad = root.meta["hibase.bad_cells"] = codec.BadCells()
+        root.call_on_close(lambda: note(bad.message()) if bad else None)
+    return bad
+
+
+def _parses(t: Table, column: bytes, value: bytes, row: bytes | None) -> bool:
+    """Whether a declared column's cell parses as its type (undeclared: always); one that
+    does not is counted for the command's closing line (see _bad_cells)."""
+    ctype = t.schema.columns.get(column)
+    if ctype is None:
+        return True
+    try:
+        codec.validate_cell(ctype, value)
+        return True
+    except errors.ValueTypeError:
+        _bad_cells().add(b"?" if row is None else row, column)
+        return False
+
+
+def cell_text(t: Table, column: bytes, value: bytes, row: bytes | None = None) -> str | None:
+    """A cell's value as printable text (binary-declared columns as their number); None (an
+    empty field, as NULL prints) for a cell that does not parse as its declared type, which
+    is counted and named on stderr when the command ends."""
+    if not _parses(t, column, value, row):
+        return None
     return show_bytes(cell_to_text(t.schema.columns.get(column), value))
 
 
@@ -316,14 +349,14 @@ def value_text(v: Any) -> Any:
     return out if out is None or isinstance(out, str) else str(out)
 
 
-def cell_json(t: Table, column: bytes, value: bytes) -> Any:
+def cell_json(t: Table, column: bytes, value: bytes, row: bytes | None = None) -> Any:
     """A cell's value for --json: decoded by the column's declared type (42, 12.5, "IAH"),
-    undeclared cells (and cells that do not parse as their type) as text like cell_text."""
+    undeclared cells as text like cell_text; null for a cell that does not parse as its
+    declared type (counted and named on stderr when the command ends, as cell_text)."""
     ctype = t.schema.columns.get(column)
+    if not _parses(t, column, value, row):
+        return None
     if ctype is None or ctype.name in ("string", "char", "bytes"):
-        return cell_text(t, column, value)
-    try:
-        return value_json(codec.decode_cell(ctype, value))
-    except errors.HibaseError:
-        return show_bytes(value)
+        return show_bytes(cell_to_text(ctype, value))
+    return value_json(codec.decode_cell(ctype, value))
 

@@ -32,16 +32,35 @@ def _lines(report: dict) -> list[str]:
             out.append(f"{name}: {r['state']}, not verified")
             continue
         routing = r.get("routing")
-        extra = (f", routing filters: {routing['false_negatives']} false negatives"
-                 if routing else "")
+        extra = ("" if not routing else
+                 ", routing filters: not used (kept by the region server)"
+                 if routing.get("used") is False and "why" in routing else
+                 f", routing filters: {routing['false_negatives']} false negatives")
+        if r.get("bad_cells"):
+            extra += f", {r['bad_cells']} indexed cell(s) not of the declared type (as NULL)"
         out.append(f"{name}: {r['entries']:,} entries, "
                    f"{'exact' if r['ok'] else 'NOT exact'}{extra}")
     for p in report["problems"]:
-        out.append(f"PROBLEM {p.get('file') or p.get('index')}: {p['problem']}")
+        out.append(f"PROBLEM {p.get('file') or p.get('index') or p.get('table')}: "
+                   f"{p['problem']}")
+    bad = report.get("bad_cells") or {}
+    if bad.get("count"):
+        out.append(_bad_cells_line(bad))
     n = len(report["problems"])
     out.append(f"{report['store']}: OK" if report["ok"] else
                f"{report['store']}: {n} problem{'s' if n != 1 else ''}")
     return out
+
+
+def _bad_cells_line(bad: dict) -> str:
+    """'WARNING 1 cell did not parse as its declared type (t row r1, e:amount): read as
+    NULL' for the report's bad_cells."""
+    n = bad["count"]
+    where = "; ".join(f"{e['table']} row {show_bytes(e['row'])}, {show_bytes(e['column'])}"
+                      for e in bad["examples"][:3]) + ("; ..." if n > 3 else "")
+    what = "1 cell did not parse as its declared type" if n == 1 else \
+        f"{n} cells did not parse as their declared types"
+    return f"WARNING {what} ({where}): read as NULL (not a problem of the store)"
 
 
 @click.command("check")
@@ -55,10 +74,13 @@ def check(ctx: click.Context, dir: str, as_json: bool, progress: bool | None) ->
     MANIFEST and the folder's table files compared; the write-ahead logs read to their last
     record, so a torn tail that a power cut left is reported, not dropped quietly), every
     ready index compared with its table (as `hibase index verify`), local indexes' routing
-    filters checked for false negatives.
+    filters checked for false negatives, every declared column's cells parsed by their type.
 
-    Exit code 0 when everything checks, 1 when anything does not (each problem is printed with
-    the file or index it is in), as for a store that cannot be opened at all.
+    A cell that does not parse as its declared type (another client skipped hibase's checks)
+    is printed as a WARNING with its row and column, not a problem: every reader treats it as
+    NULL, indexes too. Exit code 0 when everything checks, 1 when anything does not (each
+    problem is printed with the file or index it is in), as for a store that cannot be opened
+    at all.
 
     Example:
 

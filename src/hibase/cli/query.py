@@ -254,16 +254,36 @@ def index_drop(dir: str, table: str, name: str) -> None:
     note(f"Dropped index {name!r} on {table!r}.")
 
 
+def _bad_cell_lines(r: dict) -> list[str]:
+    """The verify report's cells that do not parse as their declared type (NULL to the
+    index): a count and the first few by row and column."""
+    n = r.get("bad_cells") or 0
+    if not n:
+        return []
+    where = "; ".join(f"row {show_bytes(e['row'])}, {show_bytes(e['column'])}"
+                      for e in r.get("bad_cell_examples", [])[:3]) + ("; ..." if n > 3 else "")
+    what = "1 indexed cell did not parse as its declared type" if n == 1 else \
+        f"{n} indexed cells did not parse as their declared types"
+    return [f"  {what} ({where}): NULL to the index, which holds no entry for it"]
+
+
 def _verify_lines(r: dict) -> list[str]:
     n = r["entries"]
     head = f"index {r['index']} on {r['table']}: {n} expected {'entry' if n == 1 else 'entries'}; "
     expired = _expired_line(r)
+    routing = r.get("routing") or {}
     if r["ok"]:
-        return [head + "OK"] + expired
+        lines = [head + "OK"]
+        if routing.get("used") is False and routing.get("why"):
+            lines.append(f"  routing filters not used: {routing['why']}")
+        return lines + expired + _bad_cell_lines(r)
     lines = [head + f"NOT OK: missing {r['missing']}, extra {r['extra']}, wrong covered "
                     f"values {r['wrong_covered']}, wrong value-table counts {r['bad_counts']}"
+                    + (f", routing filter false negatives {routing['false_negatives']}"
+                       if routing.get("false_negatives") else "")
                     + (f" ({r['pending_counts']} pending: a write in flight or stopped midway; "
                        "not used for answers)" if r.get("pending_counts") else "")]
+    lines += _bad_cell_lines(r)
     for kind in ("missing", "extra"):
         rows = r.get("examples", {}).get(kind) or []
         if rows:
@@ -306,7 +326,11 @@ def index_verify(ctx: click.Context, dir: str, table: str, name: str, repair: bo
                  as_json: bool) -> None:
     """Compare index NAME with what a rebuild from the table would give (like Phoenix's
     IndexScrutinyTool) and print the report: missing and extra entries, wrong covered values,
-    wrong value-table counts.
+    wrong value-table counts (local indexes: routing filter false negatives).
+
+    Indexed cells that do not parse as their declared type (written by a client that skips
+    hibase's checks) are NULL to the index, which holds no entry for them: they are counted
+    and the first few named (row, column), but do not make the index NOT OK.
 
     Exit code 0 when the index is exact (or was repaired with --repair), 1 when it is not.
 
@@ -470,17 +494,18 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
     cols = _headers(select, t.schema, rows)
     casts = {c.key: ColumnType(c.cast.name) for c in select.computed if c.cast is not None}
 
-    def text(c: bytes, raw: bytes) -> str:  # a CAST's value is the text of its type
-        return value_text(codec.decode_cell(casts[c], raw)) if c in casts else cell_text(t, c, raw)
+    def text(c: bytes, raw: bytes, row: bytes) -> str | None:  # a CAST: the text of its type
+        return value_text(codec.decode_cell(casts[c], raw)) if c in casts else \
+            cell_text(t, c, raw, row)
 
-    def json_value(c: bytes, raw: bytes) -> Any:
+    def json_value(c: bytes, raw: bytes, row: bytes) -> Any:
         return value_json(codec.decode_cell(casts[c], raw)) if c in casts else \
-            cell_json(t, c, raw)
+            cell_json(t, c, raw, row)
 
     emit(fmt, ["row"] + [show_bytes(c) for c in cols], rows,
-         lambda it: [[show_bytes(it[0])] + [text(c, it[1][c]) if c in it[1] else None
+         lambda it: [[show_bytes(it[0])] + [text(c, it[1][c], it[0]) if c in it[1] else None
                                             for c in cols]],
          lambda it: {"row": show_bytes(it[0]),  # a column named twice: one key, same value
-                     "columns": {show_bytes(c): json_value(c, it[1][c]) if c in it[1]
+                     "columns": {show_bytes(c): json_value(c, it[1][c], it[0]) if c in it[1]
                                  else None for c in cols}})
     note(f"{len(rows)} row(s) in {elapsed * 1e3:.1f} ms")

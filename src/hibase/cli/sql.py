@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from typing import Any, Generator
 
 import click
@@ -123,7 +124,9 @@ class Shell:
             return
         t0 = time.perf_counter()
         try:
-            result = self.db.execute(sql)
+            with warnings.catch_warnings():  # bad cells: this shell's own line, below
+                warnings.simplefilter("ignore", errors.CellTypeWarning)
+                result = self.db.execute(sql)
         except errors.HibaseError as exc:
             self.error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
             return
@@ -141,6 +144,8 @@ class Shell:
             summary = "OK"
         if summary is not None:
             note(summary + (f" ({ms:.1f} ms)" if self.timing else ""))
+        if result.bad_cells:
+            note(result.bad_cells.message())
 
 
 def _lines(interactive: bool,

@@ -264,12 +264,12 @@ def put(dir: str, table: str, row: str, cells: tuple, timestamp: int | None) -> 
 
 def _row_json(t: Table, row: bytes, data: dict) -> dict:
     return {"row": show_bytes(row),
-            "columns": {show_bytes(c): cell_json(t, c, v) for c, v in sorted(data.items())}}
+            "columns": {show_bytes(c): cell_json(t, c, v, row) for c, v in sorted(data.items())}}
 
 
 def _row_lines(t: Table, row: bytes, data: dict) -> list:
     r = show_bytes(row)
-    return [[r, show_bytes(c), cell_text(t, c, v)] for c, v in sorted(data.items())]
+    return [[r, show_bytes(c), cell_text(t, c, v, row)] for c, v in sorted(data.items())]
 
 
 @click.command()
@@ -313,10 +313,11 @@ def get(dir: str, table: str, row: str, columns: list | None, versions: int | No
     cells = {c: t.cells(key, c, versions=versions, include_timestamp=True) for c in sorted(data)}
     r = show_bytes(key)
     emit(fmt, ["row", "column", "timestamp", "value"], items,
-         lambda it: [[r, show_bytes(c), ts, cell_text(t, c, v)]
+         lambda it: [[r, show_bytes(c), ts, cell_text(t, c, v, key)]
                      for c, vs in cells.items() for v, ts in vs],
          lambda it: {"row": r, "columns": {
-             show_bytes(c): [{"timestamp": ts, "value": cell_json(t, c, v)} for v, ts in vs]
+             show_bytes(c): [{"timestamp": ts, "value": cell_json(t, c, v, key)}
+                             for v, ts in vs]
              for c, vs in cells.items()}})
 
 
@@ -399,7 +400,7 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
                 seen.update(data)
             cols = sorted(seen)
         emit(fmt, ["row"] + [show_bytes(c) for c in cols], rows(),
-             lambda it: [[show_bytes(it[0])] + [cell_text(t, c, it[1][c]) if c in it[1]
+             lambda it: [[show_bytes(it[0])] + [cell_text(t, c, it[1][c], it[0]) if c in it[1]
                                                 else None for c in cols]])
         return
     emit(fmt, ["row", "column", "value"], rows(), lambda it: _row_lines(t, *it),

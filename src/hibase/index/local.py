@@ -196,6 +196,7 @@ class Route:
     version: int = -1  # the router's version when routed (-1: no router)
     region_ids: tuple = ()
     servers: tuple[int, int] | None = None  # routed by server filters: (chosen, holding rows)
+    server_kept: bool = False  # not routed: the region server keeps the index (no filters)
 
     def still_valid(self, store: Store, table: str, router) -> bool:
         """Whether routing now would give this route (same regions, same filters)."""
@@ -231,7 +232,8 @@ class Route:
         if self.servers is not None:
             why.append(f"{self.servers[0]} of {self.servers[1]} region server(s) by their SCBF")
         if not self.routed:
-            why.append("routing off: every region")
+            why.append("no routing filters (kept by the region server): every region"
+                       if self.server_kept else "routing off: every region")
         elif self.points < len(self.per_range):
             why.append("ranges: every region with rows")
         return text + (f", {'; '.join(why)}" if why else "")
@@ -241,7 +243,10 @@ def plan_route(store: Store, spec: IndexSpec, ranges: list, router=None) -> Rout
     """The regions a lookup of `ranges` visits now (the caller holds the write lock when the
     route must match iterators opened with it)."""
     regions = store.regions(spec.table)
-    # an index the region server keeps has no routing filters (its writes are not seen here)
+    # an index the region server keeps has no routing filters: its writes are not seen here,
+    # and keeping filters right would mean rebuilding them from the per-region counts after
+    # every batch the coprocessor wrote (benchmarks/server_kept_routing.py: one rebuild cost
+    # ~4 lookups that visit every region, 2,000 values in 8 regions)
     routed = router is not None and router.enabled and not spec.server
     version = router.version if routed else -1
     per_range: list[list[Any]] = []
@@ -268,7 +273,8 @@ def plan_route(store: Store, spec: IndexSpec, ranges: list, router=None) -> Rout
         per_range.append(chosen)
     return Route(len(regions), per_range, routed, by_filter, empty, points, version,
                  tuple(r.id for r in regions),
-                 (len(chosen_servers), len(holding)) if by_server else None)
+                 (len(chosen_servers), len(holding)) if by_server else None,
+                 server_kept=spec.server)
 
 
 def _first(item: tuple) -> bytes:

@@ -30,7 +30,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from .. import codec
+from .. import codec, errors
 from ..store.base import count_settled, decode_count, encode_count  # re-exported: counts
 
 NULL, PRESENT = b"\x00", b"\x01"
@@ -141,14 +141,18 @@ class IndexSpec:
         """The value key of a row's entry from its cells ({column: raw}, or {column: (ts, raw)}
         with `timestamped`), without building the values; None when the row has no entry:
         it lacks the first column (and the index keeps no NULL list, or the row has no cell
-        at all: `cells` must then hold every column of the row). NaN counts as NULL."""
+        at all: `cells` must then hold every column of the row). NaN counts as NULL, and so
+        does a cell that does not parse as its type (another writer's), as queries read it."""
         if not cells:
             return None
         cell_key = codec.cell_key
         parts = [self.alias]
         for i, (col, t) in enumerate(zip(self.columns, self.types)):
             cell = cells.get(col)
-            k = None if cell is None else cell_key(t, cell[1] if timestamped else cell)
+            try:
+                k = None if cell is None else cell_key(t, cell[1] if timestamped else cell)
+            except errors.ValueTypeError:  # another writer's cell that does not parse: NULL
+                k = None
             if i == 0:
                 if k is None:
                     return self.null_alias
@@ -239,15 +243,25 @@ def expiring(spec: IndexSpec, ttls: dict[bytes, int]) -> bool:
     return any(c.split(b":", 1)[0] in ttls for c in spec.needed)
 
 
-def raw_values(spec: IndexSpec, cells: dict[bytes, bytes]) -> list[Any] | None:
+def raw_values(spec: IndexSpec, cells: dict[bytes, bytes], bad: codec.BadCells | None = None,
+               row: bytes = b"") -> list[Any] | None:
     """The index values of a {column: value} row (no timestamps), as scans with with_ts=False
     give; None when the row has no entry. With a NULL list `cells` must hold every column of
     the row (whether any cell is left decides the entry). NaN is unordered, so like the query
-    evaluator the index treats it as NULL."""
+    evaluator the index treats it as NULL; so is a cell that does not parse as its type
+    (another writer's), counted in `bad` (as `row`) when given."""
     out = []
     for col, t in zip(spec.columns, spec.types):
         raw = cells.get(col)
-        v = None if raw is None else codec.decode_cell(t, raw)
+        if raw is None:
+            v = None
+        else:
+            try:
+                v = codec.decode_cell(t, raw)
+            except errors.ValueTypeError:
+                v = None
+                if bad is not None:
+                    bad.add(row, col)
         out.append(None if v != v else v)
     if out[0] is None:
         return spec.null_values() if spec.null_alias is not None and cells else None

@@ -127,13 +127,9 @@ public class IndexBuildJob extends Configured implements Tool {
       byte[] vkey;
       try {
         vkey = HibaseCodec.valueKey(spec.alias, spec.nullAlias, spec.types, cells, st.exists());
-      } catch (HibaseCodec.Malformed e) {  // as the coprocessor: indexed as absent
-        try {
-          vkey = HibaseCodec.valueKey(spec.alias, spec.nullAlias, spec.types,
-              new byte[cells.length][], st.exists());
-        } catch (HibaseCodec.Malformed never) {
-          vkey = null;
-        }
+      } catch (HibaseCodec.Malformed e) {  // as the coprocessor: that cell is NULL
+        vkey = HibaseCodec.valueKeyLenient(spec.alias, spec.nullAlias, spec.types, cells,
+            st.exists());
       }
       if (vkey == null) return;
       byte[] payload = IndexObserver.cat(new byte[] {IndexObserver.VERIFIED},

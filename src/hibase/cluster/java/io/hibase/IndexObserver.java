@@ -542,14 +542,11 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     try {
       return HibaseCodec.valueKey(s.alias, s.nullAlias, s.types, cells, st.exists());
     } catch (HibaseCodec.Malformed e) {
-      // a value hibase would have refused (another client wrote it): indexed as absent
-      LOG.warn("hibase index {}: row {} not indexed: {}", s.name, HibaseCodec.hex(row), e.getMessage());
-      byte[][] none = new byte[cells.length][];
-      try {
-        return HibaseCodec.valueKey(s.alias, s.nullAlias, s.types, none, st.exists());
-      } catch (HibaseCodec.Malformed never) {
-        return null;
-      }
+      // a value hibase would have refused (another client wrote it): that cell is NULL, as
+      // hibase's queries and verify take it; the row's other columns keep their values
+      LOG.warn("hibase index {}: row {}: a cell indexed as NULL: {}", s.name,
+          HibaseCodec.hex(row), e.getMessage());
+      return HibaseCodec.valueKeyLenient(s.alias, s.nullAlias, s.types, cells, st.exists());
     }
   }
 
