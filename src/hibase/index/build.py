@@ -158,9 +158,14 @@ def rebuild_server_kept(store: Store, catalog, spec: IndexSpec, fill: Callable[[
     every write again), then `fill()` hands the rows to the coprocessor, then ready."""
     catalog.set_state(spec, STALE)
     store.wait_lease()
+    # a write batch the coprocessor began while the index was kept still writes its entries
+    # and puts its count cell's totals after the lease: the clear would be undone in part
+    # (issue 37 item 5: bad_counts after a build racing plain writes)
+    store.drain_server_writes(spec.table)
     catalog.clear(spec)
     catalog.set_state(spec, BUILDING)
     store.wait_lease()
+    store.drain_server_writes(spec.table)  # writes that did not keep it have landed
     out = fill()
     catalog.set_state(spec, READY)
     return out
@@ -268,7 +273,10 @@ def verify_index(store: Store, spec: IndexSpec, repair: bool = False, router: An
                   "examples": {"missing": [_rowkey(spec, k) for k in missing[:5]],
                                "extra": [_rowkey(spec, k) for k in extra[:5]]},
                   "ok": not (missing or extra or wrong or bad_counts), "repaired": False}
-        if spec.local and router is not None:
+        # routing filters are client upkeep's: lookups of a server-kept local index visit
+        # every region (local.py), so filters a client built once from the counts and never
+        # updates are not judged (they made verify fail after a foreign write added a value)
+        if spec.local and router is not None and not spec.server:
             routing = router.check(spec.table, spec.alias)
             report["routing"] = routing
             report["ok"] = report["ok"] and routing["false_negatives"] == 0
