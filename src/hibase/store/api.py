@@ -81,6 +81,11 @@ class BaseStore:
     def wait_lease(self) -> None:
         """Wait until every other client has re-read a catalog change: none to wait for."""
 
+    def drain_server_writes(self, table: str) -> None:
+        """Wait until every write the server's coprocessor began on `table` before this call
+        has finished (and later ones read the index definitions afresh): no coprocessor
+        here."""
+
     def follow_splits(self, table: str, force: bool = False) -> int:
         """Catch up with splits made elsewhere; returns how many were applied: none here."""
         return 0
@@ -218,6 +223,8 @@ class Store(KeyValueStore, Protocol):
     def meta_items(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]: ...
     def meta_changed(self, force: bool = False) -> bool: ...
     def wait_lease(self) -> None: ...
+
+    def drain_server_writes(self, table: str) -> None: ...
 
     # rows
     def read_row(self, table: str, row: bytes, columns: list[bytes] | None = None,

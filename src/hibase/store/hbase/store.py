@@ -363,6 +363,19 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
         self._server_kept.add(table)
         return True
 
+    def drain_server_writes(self, table: str) -> None:
+        """A get carrying the attribute hibase.drain on each of `table`'s regions (HBase's,
+        as they are now): each returns once every write batch its coprocessor began before it
+        has finished, and later batches read the index definitions afresh. A rebuild of a
+        server-kept index drains after making it stale (no batch that read it as kept writes
+        after the clear) and after making it building (every write that did not keep it has
+        landed before the build reads rows); a catalog lease alone does not cover a batch
+        still in flight (issue 37 item 5)."""
+        self.table(table)
+        for r in self.layouts.live(table):
+            self.rpc.call("getRowWithColumns", table.encode(), r.start or b"\x00", [],
+                          {b"hibase.drain": b"1"})
+
     def server_writes_seen(self, table: str) -> bool:
         """Whether hibase's coprocessor changed `table`'s index sets since the last check: it
         rewrites the catalog row `ver/<table>` after every batch that changed entries; one get,

@@ -80,6 +80,13 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   /** A get carrying this attribute makes its region run recover() now, as after a dead
    *  server's WAL replay (for leftovers of a crash that left no edits to replay). */
   public static final String RECOVER = "hibase.recover";
+  /** A get carrying this attribute returns once every mini-batch that began in this region
+   *  before it has finished (postBatchMutateIndispensably), and every later one reads the
+   *  index definitions afresh: a rebuild drains the table's regions after making the index
+   *  stale (before it clears it) and after making it building (before it reads rows). */
+  public static final String DRAIN = "hibase.drain";
+  /** How long a drain waits for the batches in flight. */
+  static final long DRAIN_MS = 30_000;
 
   static final byte[] M = b("m"), V = b("v"), C = b("c"), CLOSED = b("closed");
   static final byte VERIFIED = 0x01, UNVERIFIED = 0x00;
@@ -90,6 +97,15 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   private long leaseMs;
   private final ReentrantLock[] stripes = new ReentrantLock[1024];
   private final Map<Object, Pending> pending =
+      Collections.synchronizedMap(new IdentityHashMap<>());
+  /** Mini-batches of this region in flight (from preBatchMutate to
+   *  postBatchMutateIndispensably), counted per drain epoch: a drain starts a new epoch and
+   *  waits for the old one to empty. Every batch of a hibase table counts, also those that
+   *  keep no index (the index stale): their data lands after preBatchMutate. */
+  static final class Flight { int n; }
+  private final Object flights = new Object();
+  private Flight flight = new Flight();
+  private final Map<Object, Flight> flying =
       Collections.synchronizedMap(new IdentityHashMap<>());
   private volatile Catalog catalog;
   private volatile boolean notHibase;
@@ -591,6 +607,15 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   @Override
   public void preGetOp(ObserverContext<RegionCoprocessorEnvironment> c, Get get,
                        List<Cell> result) throws IOException {
+    if (get.getAttribute(DRAIN) != null) {
+      try {
+        Catalog cat = catalog(true);
+        if (cat != null) drain(cat);
+      } catch (RuntimeException e) {
+        throw new DoNotRetryIOException("hibase drain failed: " + e, e);
+      }
+      return;
+    }
     if (get.getAttribute(PROBE) != null || get.getAttribute(RECOVER) != null) {
       try {
         Catalog cat = catalog(true);
@@ -608,12 +633,39 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
   /** What preBatchMutate computed, for postBatchMutateIndispensably: phase 3's entries,
    *  the counts begun (and the cell they began in) and the locks. */
   static final class Pending {
-    final Map<TableName, List<Row>> phase3 = new LinkedHashMap<>();
+    final List<Plan> plans = new ArrayList<>();
     final List<ReentrantLock> locks = new ArrayList<>();
     final Map<TableName, Map<ByteBuffer, long[]>> deltas = new LinkedHashMap<>();
     CountCell cell;
     boolean begun;  // counts begun (phase 1)
     Catalog cat;
+    List<Spec> specs;
+    long ts;  // phase 1 wrote at ts, phase 3 writes at ts + 1
+  }
+
+  /** One row's change in one index as phase 1 predicted it from the mutations (apply()):
+   *  the old entry (and whether it exists: while building, the build may not have written
+   *  it yet) and the predicted new one. Phase 3 compares the prediction with the row as
+   *  HBase reads it after the write and writes what that shows (see finish()). */
+  static final class Plan {
+    final byte[] row, prefix, oldKey, newKey;
+    final Spec spec;
+    final TableName idx;
+    final boolean oldExists, changed;  // changed: phase 1 marked entries, counts begun
+    final List<byte[]> newCov;
+
+    Plan(byte[] row, Spec spec, TableName idx, byte[] prefix, byte[] oldKey, boolean oldExists,
+         byte[] newKey, List<byte[]> newCov, boolean changed) {
+      this.changed = changed;
+      this.row = row;
+      this.spec = spec;
+      this.idx = idx;
+      this.prefix = prefix;
+      this.oldKey = oldKey;
+      this.oldExists = oldExists;
+      this.newKey = newKey;
+      this.newCov = newCov;
+    }
   }
 
   /** Strictly increasing timestamps for index cells, `n` of them (the first returned): an
@@ -707,6 +759,11 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     try {
       Catalog cat = catalog(false);
       if (cat == null) return;
+      synchronized (flights) {
+        Flight f = flight;
+        f.n++;
+        flying.put(mb, f);
+      }
       List<Spec> specs = specs(cat);
       if (specs.isEmpty()) return;
       Map<ByteBuffer, List<Mutation>> byRow = new LinkedHashMap<>();
@@ -750,11 +807,13 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
       Map<ByteBuffer, State> states = byRow.isEmpty() ? Collections.emptyMap()
           : readMany(written, specs, allVersions);
       long ts = stamp(2);  // phase 1 writes at ts, phase 3 at ts + 1
+      p.ts = ts;
+      p.specs = specs;
       for (Map.Entry<ByteBuffer, List<Mutation>> e : byRow.entrySet()) {
         byte[] row = e.getKey().array();
         State before = states.get(e.getKey());
         State after = apply(before, e.getValue(), now);
-        for (Spec s : specs) change(cat, s, row, before, after, ts, phase1, p.phase3, p.deltas);
+        for (Spec s : specs) change(cat, s, row, before, after, ts, phase1, p.plans, p.deltas);
       }
       counts(p.cell, p.deltas, Step.BEGIN, phase1);
       p.begun = true;
@@ -767,9 +826,13 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
       }
     } catch (IOException e) {
       abandon(p);
+      pending.remove(mb);
+      land(mb);
       throw e;
     } catch (RuntimeException e) {  // never abort the region server: fail the batch
       abandon(p);
+      pending.remove(mb);
+      land(mb);
       LOG.error("hibase index upkeep failed", e);
       throw new DoNotRetryIOException("hibase index upkeep failed: " + e, e);
     } finally {
@@ -806,22 +869,29 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     newCell();
   }
 
-  /** The writes one row's change in one index makes: phase 1 (before the data) writes every
-   *  touched entry unverified (0x00 + msgpack([rowkey])) and adds the counts that grow;
-   *  phase 3 (after) writes the new entry verified (0x01 + msgpack(covered values)), deletes
-   *  the old one and takes the counts that shrink. While the index is building, entries of
-   *  rows the build has not reached yet do not exist: the old entry is looked up before it
-   *  is marked and its count taken. */
+  /** The writes one row's change in one index makes before the data (phase 1): every
+   *  touched entry written unverified (0x00 + msgpack([rowkey])), the counts that grow
+   *  added (begun); the plan for phase 3 (finish(): the new entry verified, the old one
+   *  deleted, the counts that shrink taken, all from the row as HBase reads it after the
+   *  write). While the index is building, entries of rows the build has not reached yet do
+   *  not exist: the old entry is looked up before it is marked and its count taken. A plan
+   *  is kept also when the prediction is "no change": HBase may still read the row
+   *  otherwise (a put hidden by a delete marker: the prediction is only the mutations). */
   private void change(Catalog cat, Spec s, byte[] row, State before, State after, long ts,
-                      Map<TableName, List<Row>> phase1, Map<TableName, List<Row>> phase3,
+                      Map<TableName, List<Row>> phase1, List<Plan> plans,
                       Map<TableName, Map<ByteBuffer, long[]>> deltas) throws IOException {
     byte[] oldKey = valueKey(s, before, row);
     byte[] newKey = valueKey(s, after, row);
     List<byte[]> newCov = newKey == null ? null : covered(s, after);
     boolean same = oldKey == null ? newKey == null : Arrays.equals(oldKey, newKey);
-    if (same && (newKey == null || sameCovered(newCov, covered(s, before)))) return;
     byte[] prefix = s.local ? localPrefix(cat, row) : new byte[0];
     TableName idx = cat.kv(s.local ? "__lidx__" : "__idx__");
+    if (same && (newKey == null || sameCovered(newCov, covered(s, before)))) {
+      // predicted unchanged: nothing before the data; phase 3 checks the row as read
+      plans.add(new Plan(row, s, idx, prefix, oldKey, oldKey != null, oldKey,
+          oldKey == null ? null : covered(s, before), false));
+      return;
+    }
     byte[] unverified = cat(new byte[] {UNVERIFIED},
         HibaseCodec.packList(Collections.singletonList(row)));
     boolean oldExists = oldKey != null;
@@ -832,21 +902,77 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     }
     // while building, an old entry the build has not written yet is not marked: an
     // unverified entry the build finds is then always one whose count was taken
-    if (oldExists && !same) {
-      byte[] k = cat(prefix, oldKey, row);
-      add(phase1, idx, new Put(k).addColumn(V, V, ts, unverified));
-      add(phase3, idx, new Delete(k).addColumns(V, V, ts + 1));
-    }
-    if (newKey != null) {
-      byte[] k = cat(prefix, newKey, row);
-      add(phase1, idx, new Put(k).addColumn(V, V, ts, unverified));
-      add(phase3, idx, new Put(k).addColumn(V, V, ts + 1,
-          cat(new byte[] {VERIFIED}, HibaseCodec.packList(newCov))));
-    }
-    // value counts: family c of the index table, row = (region prefix +) value key; a count
-    // is the number of entries that exist with that value
+    if (oldExists && !same) add(phase1, idx, new Put(cat(prefix, oldKey, row))
+        .addColumn(V, V, ts, unverified));
+    if (newKey != null) add(phase1, idx, new Put(cat(prefix, newKey, row))
+        .addColumn(V, V, ts, unverified));
+    plans.add(new Plan(row, s, idx, prefix, oldKey, oldExists, newKey, newCov, true));
+    deltas(deltas, idx, prefix, oldKey, oldExists, newKey);
+  }
+
+  /** The count changes of one row's entry moving from oldKey (existing or not) to newKey:
+   *  value counts are family c of the index table, row = (region prefix +) value key; a
+   *  count is the number of entries that exist with that value. */
+  static void deltas(Map<TableName, Map<ByteBuffer, long[]>> deltas, TableName idx,
+                     byte[] prefix, byte[] oldKey, boolean oldExists, byte[] newKey) {
+    boolean same = oldKey == null ? newKey == null : Arrays.equals(oldKey, newKey);
     if (newKey != null && (!same || !oldExists)) count(deltas, idx, cat(prefix, newKey), 1);
     if (oldExists && !same) count(deltas, idx, cat(prefix, oldKey), -1);
+  }
+
+  /** Phase 3 (after the data, the rows' stripe locks still held, so no other write of these
+   *  rows lands meanwhile): each row is read as HBase's Get reads it now, and each index
+   *  shows that, whatever the mutations said: a put hidden by an older delete marker at or
+   *  above its timestamp (a delete and a put in the same millisecond), a put with an old
+   *  explicit timestamp, an increment or append. Where the row shows the prediction, the
+   *  predicted entry is written verified and the old one deleted; where it does not, the
+   *  entry the row shows is written verified, the old and the predicted ones deleted, and the
+   *  counts land with the row's true change instead of the predicted one. Adds the entry
+   *  writes to `out`; returns the counts' landed deltas. */
+  private Map<TableName, Map<ByteBuffer, long[]>> finish(Pending p, Map<TableName, List<Row>> out)
+      throws IOException {
+    Map<TableName, Map<ByteBuffer, long[]>> landed = new LinkedHashMap<>();
+    if (p.plans.isEmpty()) return landed;
+    List<byte[]> rows = new ArrayList<>();
+    java.util.Set<ByteBuffer> seen = new java.util.HashSet<>();
+    for (Plan pl : p.plans) if (seen.add(ByteBuffer.wrap(pl.row))) rows.add(pl.row);
+    Map<ByteBuffer, State> now = readMany(rows, p.specs, false);
+    long ts = p.ts + 1;
+    for (Plan pl : p.plans) {
+      State st = now.get(ByteBuffer.wrap(pl.row));
+      byte[] key = valueKey(pl.spec, st, pl.row);
+      List<byte[]> cov = key == null ? null : covered(pl.spec, st);
+      boolean asPredicted = key == null ? pl.newKey == null
+          : Arrays.equals(key, pl.newKey) && sameCovered(cov, pl.newCov);
+      boolean predictedSame = Arrays.equals(pl.oldKey, pl.newKey);
+      if (asPredicted) {
+        if (!pl.changed) continue;  // unchanged, as predicted: nothing was marked
+        if (pl.newKey != null) add(out, pl.idx, new Put(cat(pl.prefix, pl.newKey, pl.row))
+            .addColumn(V, V, ts, cat(new byte[] {VERIFIED}, HibaseCodec.packList(pl.newCov))));
+        if (pl.oldExists && !predictedSame) add(out, pl.idx,
+            new Delete(cat(pl.prefix, pl.oldKey, pl.row)).addColumns(V, V, ts));
+        deltas(landed, pl.idx, pl.prefix, pl.oldKey, pl.oldExists, pl.newKey);
+        continue;
+      }
+      // the row reads otherwise than the mutations said: show what it reads
+      boolean oldExists = pl.oldExists;
+      if (!pl.changed && pl.spec.building && pl.oldKey != null) {
+        // not looked up before (no change predicted): the build may not have written it
+        try (Table t = env.getConnection().getTable(pl.idx)) {
+          oldExists = t.exists(new Get(cat(pl.prefix, pl.oldKey, pl.row)).addColumn(V, V));
+        }
+      }
+      if (key != null) add(out, pl.idx, new Put(cat(pl.prefix, key, pl.row))
+          .addColumn(V, V, ts, cat(new byte[] {VERIFIED}, HibaseCodec.packList(cov))));
+      if (oldExists && !Arrays.equals(pl.oldKey, key)) add(out, pl.idx,
+          new Delete(cat(pl.prefix, pl.oldKey, pl.row)).addColumns(V, V, ts));
+      if (pl.changed && pl.newKey != null && !Arrays.equals(pl.newKey, key)
+          && !(oldExists && Arrays.equals(pl.newKey, pl.oldKey))) {
+        add(out, pl.idx, new Delete(cat(pl.prefix, pl.newKey, pl.row)).addColumns(V, V, ts));
+      }
+      deltas(landed, pl.idx, pl.prefix, pl.oldKey, oldExists, key);
+    }
+    return landed;
   }
 
   static void count(Map<TableName, Map<ByteBuffer, long[]>> deltas, TableName t, byte[] key,
@@ -903,6 +1029,49 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
       }
     }
     if (step != Step.BEGIN && into.size > REMEMBERED && into == cell) newCell();
+  }
+
+  /** The counts a mini-batch began (`begun`, phase 1) land with the deltas the rows show
+   *  after the write (`landed`, finish()): each begun value is no longer in flight (its
+   *  growth taken out of the pending part) and each landed delta is settled; one put of the
+   *  cell's state per value. `landed` equals `begun` unless HBase reads a row otherwise than
+   *  the mutations predicted (a hidden put). */
+  private void land(CountCell into, Map<TableName, Map<ByteBuffer, long[]>> begun,
+                    Map<TableName, Map<ByteBuffer, long[]>> landed,
+                    Map<TableName, List<Row>> out) {
+    synchronized (into) {
+      long ts = stamp(1);
+      Map<TableName, java.util.Set<ByteBuffer>> keys = new LinkedHashMap<>();
+      for (Map<TableName, Map<ByteBuffer, long[]>> m : java.util.List.of(begun, landed)) {
+        for (Map.Entry<TableName, Map<ByteBuffer, long[]>> t : m.entrySet()) {
+          keys.computeIfAbsent(t.getKey(), k -> new java.util.LinkedHashSet<>())
+              .addAll(t.getValue().keySet());
+        }
+      }
+      for (Map.Entry<TableName, java.util.Set<ByteBuffer>> t : keys.entrySet()) {
+        Map<ByteBuffer, long[]> mine = into.held.computeIfAbsent(t.getKey(), k -> new HashMap<>());
+        Map<ByteBuffer, long[]> b = begun.getOrDefault(t.getKey(), Collections.emptyMap());
+        Map<ByteBuffer, long[]> l = landed.getOrDefault(t.getKey(), Collections.emptyMap());
+        for (ByteBuffer key : t.getValue()) {
+          long db = b.containsKey(key) ? b.get(key)[0] : 0;
+          long dl = l.containsKey(key) ? l.get(key)[0] : 0;
+          if (db == 0 && dl == 0) continue;
+          long[] h = mine.get(key);
+          if (h == null) {
+            mine.put(key, h = new long[3]);
+            into.size++;
+          }
+          if (db != 0) {  // begun at BEGIN (counts() skips a net 0)
+            h[1]--;
+            h[2] -= Math.max(db, 0);
+          }
+          h[0] += dl;
+          add(out, t.getKey(), new Put(key.array()).addColumn(C, into.qual, ts,
+              countValue(h[0] + h[2], h[1])));
+        }
+      }
+    }
+    if (into.size > REMEMBERED && into == cell) newCell();
   }
 
   /** An entry a build request wants: in index table idx, key = (prefix +) value key + row,
@@ -1020,17 +1189,25 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
                                            MiniBatchOperationInProgress<Mutation> mb,
                                            boolean success) throws IOException {
     Pending p = pending.remove(mb);
-    if (p == null) return;
+    if (p == null) {
+      land(mb);
+      return;
+    }
     try {
-      boolean entries = !p.phase3.isEmpty();
-      Map<TableName, List<Row>> out = success ? p.phase3 : new LinkedHashMap<>();
-      counts(p.cell, p.deltas, success ? Step.LANDED : Step.FAILED, out);
-      if (success && entries) {
-        // the table's index sets changed: clients' hot caches compare this row once per
-        // catalog lease and drop the table's sets when it moved
-        byte[] version = new byte[8];
-        java.util.concurrent.ThreadLocalRandom.current().nextBytes(version);
-        add(p.phase3, p.cat.meta, new Put(b("ver/" + p.cat.table)).addColumn(M, V, version));
+      Map<TableName, List<Row>> out = new LinkedHashMap<>();
+      if (success) {
+        Map<TableName, Map<ByteBuffer, long[]>> landed = finish(p, out);
+        boolean entries = !out.isEmpty();
+        land(p.cell, p.deltas, landed, out);
+        if (entries) {
+          // the table's index sets changed: clients' hot caches compare this row once per
+          // catalog lease and drop the table's sets when it moved
+          byte[] version = new byte[8];
+          java.util.concurrent.ThreadLocalRandom.current().nextBytes(version);
+          add(out, p.cat.meta, new Put(b("ver/" + p.cat.table)).addColumn(M, V, version));
+        }
+      } else {
+        counts(p.cell, p.deltas, Step.FAILED, out);
       }
       // on failure the data did not land: the counts are taken back; the unverified entries
       // stay, readers (which resolve an unverified entry against the data row) skip them, and
@@ -1044,6 +1221,52 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
       leftovers = true;
     } finally {
       unlock(p.locks);
+      land(mb);
+    }
+  }
+
+  /** A mini-batch left flight (finished, or failed in preBatchMutate). */
+  private void land(Object mb) {
+    Flight f = flying.remove(mb);
+    if (f == null) return;
+    synchronized (flights) {
+      if (--f.n == 0) flights.notifyAll();
+    }
+  }
+
+  /** Every mini-batch that began before this call has finished when it returns, and every
+   *  later one reads the index definitions afresh (the catalog's gen row): so a batch that
+   *  read an index as kept (ready, building) writes nothing of it after a rebuild's clear,
+   *  and one that read it stale has landed its data before the build reads rows. Without
+   *  it a batch in flight across the clear (the client waits a catalog lease, 0 in the
+   *  tests, and the coprocessor reads the definitions once per batch, at its start) put its
+   *  count cell's remembered totals back after the clear had offset them (issue 37 item 5:
+   *  bad_counts after a build racing plain writes). */
+  private void drain(Catalog cat) throws IOException {
+    synchronized (cat) {
+      cat.checkedAt = 0;  // a lease on the definitions ends here
+      cat.gen = new byte[0];  // re-read them at the next batch even if gen did not move
+    }
+    Flight old;
+    synchronized (flights) {
+      old = flight;
+      flight = new Flight();
+    }
+    long deadline = System.currentTimeMillis() + DRAIN_MS;
+    synchronized (flights) {
+      while (old.n > 0) {
+        long left = deadline - System.currentTimeMillis();
+        if (left <= 0) {
+          throw new DoNotRetryIOException("hibase: " + old.n + " write batch(es) of region "
+              + env.getRegionInfo().getEncodedName() + " still in flight after "
+              + DRAIN_MS / 1000 + " s");
+        }
+        try {
+          flights.wait(left);
+        } catch (InterruptedException e) {
+          throw new InterruptedIOException("interrupted draining hibase writes");
+        }
+      }
     }
   }
 
