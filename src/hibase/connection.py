@@ -450,7 +450,7 @@ class Connection:
                 if result.kind == "ddl":
                     self._statements.clear()  # bare names may resolve otherwise now
                     return None
-                if result.kind == "explain":
+                if result.kind in ("explain", "select"):  # select: on the SQL engine
                     return result.rows
                 return result.rowcount
             select = parsed.with_(table=self._full(parsed.table))

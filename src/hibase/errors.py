@@ -28,6 +28,7 @@
     └── QueryError
         ├── QuerySyntaxError    malformed SQL (has .position)
         └── QueryPlanError      well-formed SQL hibase cannot answer
+            └── NeedsEngine     beyond the lean path: Connection runs it on DuckDB instead
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ __all__ = [
     "TableDisabled", "AlreadyExists", "TableExists", "IndexExists",
     "InvalidArgument", "ArgumentTypeError", "InvalidRowKey", "SchemaError", "ValueTypeError",
     "FilterError", "FilterSyntaxError", "UnsupportedFilter",
-    "QueryError", "QuerySyntaxError", "QueryPlanError",
+    "QueryError", "QuerySyntaxError", "QueryPlanError", "NeedsEngine",
 ]
 
 
@@ -183,3 +184,10 @@ class QuerySyntaxError(QueryError, InvalidArgument):
 
 class QueryPlanError(QueryError):
     pass
+
+
+class NeedsEngine(QueryPlanError):
+    """A well-formed SELECT the lean query path does not answer (a function, arithmetic, a
+    join, a subquery, UNION, ...): raised by ``hibase.query.parse``, and caught by
+    ``Connection.sql`` / ``execute``, which run the statement on the SQL engine
+    (``hibase.query.duck``) instead. Callers of the parser alone see it as a QueryPlanError."""

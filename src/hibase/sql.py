@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from . import codec, errors
-from .query import engine
+from .query import duck, engine
 from .query.ast import ROWKEY, Agg, Column, Param, Select
 from .query.resolve import DEFAULT_FAMILY, resolve, resolve_name
 from .query.statements import (
     AlterIndex, CreateIndex, CreateTable, Delete, DropIndex, DropTable, Statement, Upsert,
-    parse_statement,
+    is_select, parse_statement,
 )
 from .store.schema import FOREVER
 
@@ -50,9 +50,15 @@ class Result:
         return self.select, self.records
 
 
-def parse(db: Any, sql: str) -> Statement:
-    """The statement of ``sql`` (cached by text)."""
-    return parse_statement(sql, getattr(db, "max_statement", None))
+def parse(db: Any, sql: str) -> "Statement | duck.EngineStatement":
+    """The statement of ``sql`` (cached by text). A SELECT the lean path refuses as beyond it
+    (errors.NeedsEngine: a function, a join, ...) is planned for the SQL engine instead."""
+    try:
+        return parse_statement(sql, getattr(db, "max_statement", None))
+    except errors.NeedsEngine as refusal:
+        if not is_select(sql):
+            raise
+        return duck.plan(sql, str(refusal))
 
 
 def label(col: bytes, schema: Any) -> str:
@@ -162,6 +168,41 @@ def _item_type(item: Any, types: Mapping[bytes, Any]) -> Any:
     if isinstance(item, Agg) and item.func in ("MIN", "MAX") and item.column is not None:
         return "rowkey" if item.column.is_rowkey else types.get(item.column.name)
     return "number"
+
+
+def run_engine(db: Any, stmt: duck.EngineStatement, params: Any, full: Callable[[str], str],
+               range_method: str = "auto", full_scan: bool = False) -> Result:
+    """A SELECT on the SQL engine (hibase.query.duck): rows as tuples, described as the lean
+    path describes its columns (a hibase column by its label and declared type, an expression
+    by its alias or text and the type DuckDB gives it)."""
+    if stmt.explain:
+        text = duck.explain(stmt, params, db.store, db.indexer, full, range_method, full_scan)
+        return Result("explain", [("PLAN", None)], [(line,) for line in text.splitlines()],
+                      -1, text=text)
+    answer = duck.run(stmt, params, db.store, db.indexer, full, range_method, full_scan)
+    description = []
+    for name, use, column, kind in answer.columns:
+        schema = use.schema if use is not None else None
+        if name is None:
+            name = label(column, schema) if column is not None and schema is not None else (
+                "ROWKEY" if column == ROWKEY else (column or b"").decode("utf-8", "replace")
+                .replace(":", ".", 1))
+        if column == ROWKEY:
+            t: Any = "rowkey"
+        elif schema is not None and column in schema.columns:
+            t = schema.columns[column]
+        else:
+            t = _ENGINE_TYPES.get(kind.split("(")[0], "number" if kind != "BLOB" else None)
+        description.append((name, t))
+    return Result("select", description, answer.rows, len(answer.rows), records=answer.rows)
+
+
+_ENGINE_TYPES: dict[str, Any] = {
+    "TINYINT": codec.ColumnType("long"), "SMALLINT": codec.ColumnType("long"),
+    "INTEGER": codec.ColumnType("long"), "BIGINT": codec.ColumnType("long"),
+    "FLOAT": codec.ColumnType("double"), "DOUBLE": codec.ColumnType("double"),
+    "DECIMAL": codec.ColumnType("double"), "VARCHAR": codec.ColumnType("string")}
+"""DuckDB's result types as hibase's (others: "number", BLOB: None, bytes)."""
 
 
 # -- parameters of UPSERT VALUES ---------------------------------------------------------------
@@ -483,6 +524,8 @@ def execute_many(db: Any, statement: Statement, seq_of_params: Any,
 def execute(db: Any, statement: Statement, params: Any, full: Callable[[str], str],
             range_method: str = "auto", full_scan: bool = False) -> Result:
     """Run a parsed statement on Connection ``db`` (``full`` adds its table prefix)."""
+    if isinstance(statement, duck.EngineStatement):
+        return run_engine(db, statement, params, full, range_method, full_scan)
     if isinstance(statement, Select):
         return run_select(db, statement, params, full, range_method, full_scan)
     if isinstance(statement, Upsert):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from ..codec import MAX_LENGTH, ColumnType, parse_type, type_from_name
-from ..errors import QueryError, QueryPlanError, QuerySyntaxError, SchemaError
+from ..errors import NeedsEngine, QueryError, QueryPlanError, QuerySyntaxError, SchemaError
 from .ast import ROWKEY, Param, Select
 from .parse import check_size, parse_select
 
@@ -562,9 +562,12 @@ def is_select(sql: str) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
-def _parse(sql: str) -> Statement:
+def _parse(sql: str) -> "Statement | NeedsEngine":
     if is_select(sql):
-        return parse_select(sql)
+        try:
+            return parse_select(sql)
+        except NeedsEngine as refusal:  # kept with the text: the next call raises it at once
+            return refusal
     m = _EXPLAIN.match(sql)
     explain = m is not None
     p = _Parser(sql, m.end() if m else 0)
@@ -624,4 +627,7 @@ def parse_statement(sql: str, max_statement: int | None = None) -> Statement:
         raise QuerySyntaxError("a statement is a str")
     if max_statement is not None:
         check_size(sql, max_statement)
-    return _parse(sql)
+    statement = _parse(sql)
+    if isinstance(statement, NeedsEngine):
+        raise NeedsEngine(str(statement))
+    return statement
