@@ -500,7 +500,7 @@ def _ddl(db: Any, stmt: Any, full: Callable[[str], str]) -> Result:
     return Result("ddl")
 
 
-def execute_many(db: Any, statement: Statement, seq_of_params: Any,
+def execute_many(db: Any, statement: "Statement | duck.EngineStatement", seq_of_params: Any,
                  full: Callable[[str], str]) -> Result:
     """``execute`` once per parameter set; UPSERT ... VALUES binds every set first and writes
     all rows in one batch (nothing is written if one set is wrong)."""
@@ -521,7 +521,8 @@ def execute_many(db: Any, statement: Statement, seq_of_params: Any,
     return result
 
 
-def execute(db: Any, statement: Statement, params: Any, full: Callable[[str], str],
+def execute(db: Any, statement: "Statement | duck.EngineStatement", params: Any,
+            full: Callable[[str], str],
             range_method: str = "auto", full_scan: bool = False) -> Result:
     """Run a parsed statement on Connection ``db`` (``full`` adds its table prefix)."""
     if isinstance(statement, duck.EngineStatement):

@@ -186,7 +186,7 @@ def _columns(stmt: EngineStatement, tree: exp.Expression, described: list[tuple[
     return out
 
 
-def _first_select(tree: exp.Expression) -> exp.Select:
+def _first_select(tree: Any) -> exp.Select:
     while not isinstance(tree, exp.Select):
         tree = tree.this if isinstance(tree, exp.Subquery) else tree.left
     return tree

@@ -77,7 +77,7 @@ def bind(tree: exp.Expression, schema_of: Callable[[str], Any]) -> dict[str, Tab
     return uses
 
 
-def _query(node: exp.Expression, outer: list[_Scope], ctes: dict[str, frozenset[str]],
+def _query(node: Any, outer: list[_Scope], ctes: dict[str, frozenset[str]],
            uses: dict[str, TableUse], schema_of: Callable[[str], Any]) -> list[str]:
     """Bind one query (a SELECT, a set operation or a parenthesized one); its output names."""
     if isinstance(node, exp.Subquery):
@@ -187,7 +187,7 @@ def _column(col: exp.Column, chain: list[_Scope], aliases: Any) -> None:
         if found is not None and found.table is not None:
             found.table.star = True
         return
-    if db is not None:  # table.family.qualifier
+    if db is not None and family is not None:  # table.family.qualifier
         found = _find_alias(db.name, chain)
         if found is None or found.table is None:
             raise ColumnNotFound(f"no table {db.name!r} for column {col.sql()!r}")

@@ -103,7 +103,7 @@ def _decoded(use: TableUse, column: bytes, rows: list[tuple[bytes, dict]]) -> tu
 def _array(values: list, kind: str) -> Any:
     """A pandas column of ``values`` (None for NULL) holding DuckDB type ``kind``."""
     import numpy as np
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped]
 
     n = len(values)
     dtype = _NUMPY.get(kind)

@@ -18,7 +18,7 @@ Rules, in order, each pinned by tests/test_sql_engine.py:
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from typing import Mapping, cast
 
 import sqlglot
 from sqlglot import exp
@@ -73,7 +73,7 @@ def _parse(sql: str, dialect: type[sqlglot.Dialect]) -> exp.Expression:
         raise QuerySyntaxError(str(e).splitlines()[0]) from None
     if tree is None:  # pragma: no cover - the lean parser refused an empty statement first
         raise QuerySyntaxError("empty query", 0)
-    return tree
+    return cast(exp.Expression, tree)
 
 
 def to_duckdb(tree: exp.Expression, views: Mapping[str, Mapping[str, str]]) -> str:
