@@ -11,12 +11,17 @@ where DuckDB differs (NULL order, CAST truncation, integer division)."""
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
 
 import pytest
 
+from click.testing import CliRunner
+
+import hibase
 from hibase import dbapi
+from hibase.cli import cli
 from hibase import sql as sqlexec
 from hibase.query import duck
 from hibase.errors import ColumnNotFound, HibaseError, QueryPlanError
@@ -469,6 +474,34 @@ def test_functions_like_ilike_case_and_params(t):
     assert t.sql("SELECT k FROM t WHERE UPPER(f.s) = :u", {"u": "BETA"}) == [("k3",)]
 
 
+def test_parameters_stay_parameters(t):
+    """A parameter is DuckDB's $hibase_pN typed by its value (so ? / 2 still truncates) and
+    the pushed-down condition's :hibase_pN, bound by the lean path: no value becomes text."""
+    assert t.sql("SELECT k, f.a / ? FROM t WHERE f.a = ?", (2, 7)) == [("k1", 3)]
+    assert t.sql("SELECT k, ? / 2 FROM t WHERE f.a = ?", (-7, 7)) == [("k1", -3)]
+    plan = t.explain("SELECT UPPER(f.s) FROM t WHERE f.a = ? AND f.s <> ?", (7, "it's"))
+    assert 'PUSHED DOWN ("f:a" = :hibase_p0) AND ("f:s" <> :hibase_p1)' in plan
+    assert "INDEX by_a" in plan and "it's" not in plan and "$hibase_p0" in plan
+    assert t.sql("SELECT UPPER(f.s) FROM t WHERE f.a = ? AND f.s <> ?", (7, "it's")) == [
+        ("ALPHA",)]
+    assert t.sql("SELECT k FROM t WHERE COALESCE(f.a, ?) = 0 ORDER BY k", (0,)) == [("k3",)]
+    assert t.sql("SELECT k FROM t WHERE UPPER(f.s) = ? OR f.a = ?", ("BETA", None)) == [
+        ("k3",)]
+
+
+def test_ctes_derived_tables_and_self_joins(t):
+    """A CTE's and a subquery's columns are theirs (not bound to a table); a table read
+    twice pushes the OR of its references' conditions."""
+    assert t.sql("WITH big AS (SELECT k, f.a FROM t WHERE f.a > 0) "
+                 "SELECT k FROM big WHERE a > 5") == [("k1",)]
+    assert t.sql("SELECT s.k, s.x FROM (SELECT k, f.a * 10 AS x FROM t) AS s "
+                 "WHERE s.x < 0") == [("k2", -70)]
+    sql = ("SELECT a.k, b.k FROM t AS a JOIN t AS b ON a.f.a = -b.f.a "
+           "WHERE a.f.a = 7 AND b.f.a = -7")
+    assert t.sql(sql) == [("k1", "k2")]
+    assert 'PUSHED DOWN (("f:a" = 7)) OR (("f:a" = -7))' in t.explain(sql)
+
+
 def test_result_description_and_dbapi(t):
     r = t.execute("SELECT k, f.a * 2 AS twice, UPPER(f.s), f.d FROM t WHERE f.a = 7")
     assert [name for name, _ in r.description] == ["k", "twice", "UPPER(f.s)", "f.d"]
@@ -495,3 +528,18 @@ def test_undeclared_columns_read_as_text(db):
         b.put(b"r2", {b"c:name": b"Bergen"})
     assert db.sql("SELECT ROWKEY, UPPER(c.name), CAST(c.n AS BIGINT) * 2 FROM u ORDER BY 1") \
         == [(b"r1", "OSLO", 24), (b"r2", "BERGEN", None)]
+
+
+def test_hibase_query_prints_engine_rows(db_path):
+    """`hibase query` runs a statement beyond the lean path too (labels, then values)."""
+    db = hibase.connect(db_path)
+    db.sql("CREATE TABLE t (k VARCHAR PRIMARY KEY, f.a BIGINT)")
+    db.execute_many("UPSERT INTO t (k, f.a) VALUES (?, ?)", [("x", 3), ("y", 4)])
+    db.close()
+    r = CliRunner().invoke(cli, ["query", db_path, "SELECT k, f.a * 2 AS twice FROM t "
+                                 "ORDER BY twice DESC", "--json"])
+    assert r.exit_code == 0, r.output
+    assert [json.loads(line) for line in r.stdout.splitlines()] == [
+        {"k": "y", "twice": 8}, {"k": "x", "twice": 6}]
+    r = CliRunner().invoke(cli, ["query", db_path, "EXPLAIN SELECT UPPER(k) FROM t"])
+    assert r.exit_code == 0 and r.stdout.startswith("ENGINE duckdb"), r.output

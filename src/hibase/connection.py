@@ -419,9 +419,11 @@ class Connection:
         undeclared columns as stored bytes (raw=True: every value as stored bytes, the shape
         before issue 28); queries with aggregates (COUNT, SUM, MIN, MAX, AVG), GROUP BY or
         DISTINCT return a list of tuples of values decoded by the columns' types (None for
-        NULL), in select-list order. `EXPLAIN SELECT ...` (and EXPLAIN DELETE / UPSERT ...
-        SELECT) returns rows too, a 1-tuple per plan line; `db.explain(statement)` returns the
-        plan as one str.
+        NULL), in select-list order. A SELECT beyond the lean path (functions, arithmetic,
+        CASE, JOIN, subqueries, UNION, GROUP BY an expression, ...) runs on DuckDB over
+        hibase's scans (hibase.query.duck) and returns tuples too. `EXPLAIN SELECT ...` (and
+        EXPLAIN DELETE / UPSERT ... SELECT) returns rows too, a 1-tuple per plan line;
+        `db.explain(statement)` returns the plan as one str.
 
         DML returns the number of rows written: `UPSERT INTO t (cols) VALUES (...), ...`,
         `UPSERT INTO t (cols) SELECT ...`, `DELETE FROM t [WHERE ...] [LIMIT n]` (rows found by

@@ -70,10 +70,10 @@ def plan(sql: str, why: str) -> EngineStatement:
 
 
 def _bound(stmt: EngineStatement, params: Any, schema_of: Callable[[str], Any]
-           ) -> tuple[exp.Expression, dict[str, TableUse]]:
+           ) -> tuple[exp.Expression, dict[str, TableUse], dict[str, Any]]:
     tree = stmt.tree.copy()
-    _bind_params(tree, params)
-    return tree, bind(tree, schema_of)
+    values = _bind_params(tree, params)
+    return tree, bind(tree, schema_of), values
 
 
 def run(stmt: EngineStatement, params: Any, store: Any, indexer: Any,
@@ -82,15 +82,15 @@ def run(stmt: EngineStatement, params: Any, store: Any, indexer: Any,
     """Run ``stmt`` (see the module docstring)."""
     import duckdb
 
-    tree, uses = _bound(stmt, params, lambda name: store.schema(full(name)))
+    tree, uses, values = _bound(stmt, params, lambda name: store.schema(full(name)))
     con = _database().cursor()
     try:
         views = {}
         for i, use in enumerate(uses.values()):
-            rows = _read(use, store, indexer, full, range_method, full_scan)
+            rows = _read(use, values, store, indexer, full, range_method, full_scan)
             views[use.name] = register(con, use, rows, i)
         sql = to_duckdb(tree, views)
-        cur = con.execute(sql)
+        cur = con.execute(sql, values) if values else con.execute(sql)
         description = cur.description or []
         rows = [tuple(_value(v) for v in row) for row in cur.fetchall()]
     except duckdb.ParserException as e:
@@ -120,20 +120,21 @@ def _database() -> Any:
     return _db[0]
 
 
-def _read(use: TableUse, store: Any, indexer: Any, full: Callable[[str], str],
-          range_method: str, full_scan: bool) -> list[tuple[bytes, dict]]:
-    """The lean path's rows for ``use``, its conjuncts pushed down; when the lean planner
-    refuses them (a number compared with an undeclared column, ...) the whole table (DuckDB
-    applies the statement's own conditions either way)."""
+def _read(use: TableUse, values: dict[str, Any], store: Any, indexer: Any,
+          full: Callable[[str], str], range_method: str, full_scan: bool
+          ) -> list[tuple[bytes, dict]]:
+    """The lean path's rows for ``use``, its conjuncts pushed down; when the lean path
+    refuses them (a number compared with an undeclared column, a parameter it does not take,
+    ...) the whole table (DuckDB applies the statement's own conditions either way)."""
     table = full(use.name)
     try:
-        return list(engine.run(lean_select(use, table), store, indexer, range_method,
+        return list(engine.run(lean_select(use, table, values), store, indexer, range_method,
                                full_scan))
-    except QueryPlanError:
+    except (QueryPlanError, InvalidArgument):
         if use.pushdown() is None:
             raise
-        return list(engine.run(lean_select(use, table, pushdown=False), store, indexer,
-                               range_method, full_scan))
+        return list(engine.run(lean_select(use, table, values, pushdown=False), store,
+                               indexer, range_method, full_scan))
 
 
 def explain(stmt: EngineStatement, params: Any, store: Any, indexer: Any,
@@ -141,7 +142,7 @@ def explain(stmt: EngineStatement, params: Any, store: Any, indexer: Any,
             full_scan: bool = False) -> str:
     """The engine's plan: ENGINE duckdb, per table what hibase scans (columns, the pushed-down
     condition and the lean plan for it), then the statement DuckDB runs."""
-    tree, uses = _bound(stmt, params, lambda name: store.schema(full(name)))
+    tree, uses, values = _bound(stmt, params, lambda name: store.schema(full(name)))
     lines = [f"ENGINE duckdb (the lean path refused: {stmt.why})"]
     views = {}
     for use in uses.values():
@@ -152,9 +153,9 @@ def explain(stmt: EngineStatement, params: Any, store: Any, indexer: Any,
         lines.append(f"  SCAN {use.name} ({shown})"
                      + (f" PUSHED DOWN {cond}" if cond else " (no condition pushed down)"))
         try:
-            text = engine.explain(lean_select(use, full(use.name)), store, indexer,
+            text = engine.explain(lean_select(use, full(use.name), values), store, indexer,
                                   range_method, full_scan)
-        except QueryPlanError as e:
+        except (QueryPlanError, InvalidArgument) as e:
             text = f"the whole table (the lean planner refused the condition: {e})"
         lines += ["    " + line for line in text.splitlines()]
     lines.append("  DUCKDB " + to_duckdb(tree, views))
@@ -204,16 +205,20 @@ def _message(e: Exception) -> str:
 
 # -- parameters ----------------------------------------------------------------------------
 
-def _bind_params(tree: exp.Expression, params: Any) -> None:
-    """Replace each ``?`` / ``:name`` of ``tree`` by its value as a literal (the lean path's
-    rules: a list / tuple for ``?``, a dict for ``:name``)."""
+def _bind_params(tree: exp.Expression, params: Any) -> dict[str, Any]:
+    """Bind the ``?`` / ``:name`` of ``tree`` (the lean path's rules: a list / tuple for
+    ``?``, a dict for ``:name``): each becomes DuckDB's named parameter ``$hibase_pN`` cast to
+    its value's type (so types are known to the rewrites of duck_sql), a NULL the literal;
+    returns {name: value}. No value becomes SQL text, on DuckDB as on the lean path (the
+    pushed-down conditions carry ``:hibase_pN``, bound by params.bind)."""
     places = list(tree.find_all(exp.Placeholder))
     if not places:
         if params:
             raise InvalidArgument(f"the statement has no parameters but {len(params)} "
                                   "value(s) were given")
-        return
+        return {}
     _number_placeholders(tree)
+    values: dict[str, Any] = {}
     if params is None:
         raise InvalidArgument("the statement has parameters but no values were given")
     for node in places:
@@ -231,26 +236,36 @@ def _bind_params(tree: exp.Expression, params: Any) -> None:
                 raise InvalidArgument(f"the statement has {len(places)} ? parameter(s) but "
                                       f"{len(params)} value(s) were given")
             value = params[p.index]
-        node.replace(_literal(value))
+        value, kind = _typed(value)
+        if kind is None:
+            node.replace(exp.Null())
+            continue
+        name = f"hibase_p{len(values)}"
+        values[name] = value
+        cast = exp.Cast(this=exp.Placeholder(this=name), to=exp.DataType.build(kind))
+        cast.meta["hibase_param"] = name
+        node.replace(cast)
+    return values
 
 
-def _literal(v: Any) -> exp.Expression:
+def _typed(v: Any) -> tuple[Any, str | None]:
+    """A parameter's value and its DuckDB type (None for NULL)."""
     if v is None:
-        return exp.Null()
+        return None, None
     if isinstance(v, bool):
         v = int(v)
     if isinstance(v, int):
-        return exp.Literal.number(v)
+        return v, "BIGINT"
     if isinstance(v, float):
         if math.isnan(v):
-            return exp.Null()
+            return None, None
         if math.isinf(v):
             raise InvalidArgument("a parameter cannot be infinite")
-        return exp.Literal.number(repr(v))
+        return v, "DOUBLE"
     if isinstance(v, str):
-        return exp.Literal.string(v)
+        return v, "VARCHAR"
     if isinstance(v, (bytes, bytearray, memoryview)):
-        return exp.HexString(this=bytes(v).hex())
+        return bytes(v), "BLOB"
     raise InvalidArgument(f"a parameter must be int, float, str, bytes or None, not "
                           f"{type(v).__name__}")
 

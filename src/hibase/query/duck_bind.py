@@ -73,19 +73,22 @@ _ALIAS_CLAUSES = frozenset(("group", "having", "order"))
 def bind(tree: exp.Expression, schema_of: Callable[[str], Any]) -> dict[str, TableUse]:
     """Rewrite ``tree`` in place (see the module docstring); the tables read, by view name."""
     uses: dict[str, TableUse] = {}
-    _query(tree, [], {}, uses, schema_of)
+    _query(tree, [], {}, uses, schema_of, top=True)
     return uses
 
 
 def _query(node: Any, outer: list[_Scope], ctes: dict[str, frozenset[str]],
-           uses: dict[str, TableUse], schema_of: Callable[[str], Any]) -> list[str]:
-    """Bind one query (a SELECT, a set operation or a parenthesized one); its output names."""
+           uses: dict[str, TableUse], schema_of: Callable[[str], Any], top: bool = False
+           ) -> list[str]:
+    """Bind one query (a SELECT, a set operation or a parenthesized one); its output names.
+    In a query other than the statement's own (``top``), a column of the select list is
+    named by its qualifier as written (``f.a`` -> ``a``), as an outer query refers to it."""
     if isinstance(node, exp.Subquery):
-        return _query(node.this, outer, ctes, uses, schema_of)
+        return _query(node.this, outer, ctes, uses, schema_of, top)
     if isinstance(node, exp.SetOperation):
         ctes = _ctes(node, outer, ctes, uses, schema_of)
-        names = _query(node.left, outer, ctes, uses, schema_of)
-        _query(node.right, outer, ctes, uses, schema_of)
+        names = _query(node.left, outer, ctes, uses, schema_of, top)
+        _query(node.right, outer, ctes, uses, schema_of, top)
         return names
     if not isinstance(node, exp.Select):
         raise QueryPlanError(f"the SQL engine does not read {node.key.upper()} here")
@@ -111,6 +114,11 @@ def _query(node: Any, outer: list[_Scope], ctes: dict[str, frozenset[str]],
         if j.args.get("on") is not None:
             _walk(j.args["on"], chain, ctes, uses, schema_of, ())
     _pushdown(node, scope, joins)
+    if not top:
+        for e in list(node.expressions):
+            written = e.meta.get("hibase_written") if isinstance(e, exp.Column) else None
+            if written is not None:
+                e.replace(exp.alias_(e.copy(), written, quoted=True))
     return [e.alias_or_name for e in node.expressions]
 
 
@@ -268,6 +276,7 @@ def _rewrite(col: exp.Column, alias: str, use: TableUse, column: bytes) -> None:
     name = ROWKEY_NAME if column == ROWKEY else column.decode("utf-8")
     new = exp.column(name, table=alias, quoted=True)
     new.meta["hibase_column"] = (use, column)
+    new.meta["hibase_written"] = col.name.rpartition(":")[2]
     col.replace(new)
 
 
@@ -340,6 +349,9 @@ def _lean_text(cond: exp.Expression) -> str | None:
     """The condition spelled for the lean parser (``"f:q" > 3``, ``ROWKEY = 'k'``), or None
     when the lean path cannot answer it."""
     copy = cond.copy()
+    for cast in list(copy.find_all(exp.Cast)):  # a parameter (duck._bind_params)
+        if isinstance(cast.this, exp.Placeholder) and cast.this.name.startswith("hibase_p"):
+            cast.replace(exp.Placeholder(this=cast.this.name))
     for c in list(copy.find_all(exp.Column)):
         c.replace(exp.column(c.name, quoted=c.name != ROWKEY_NAME))
     text = copy.sql()

@@ -13,11 +13,13 @@ BLOB.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import re
+from typing import Any, Iterable, Mapping
 
 from .. import codec
 from ..errors import ValueTypeError
 from .ast import ROWKEY, Select
+from .params import bind
 from .duck_bind import ROWKEY_NAME, TableUse
 from .parse import parse_select
 from .resolve import resolve
@@ -33,12 +35,19 @@ _NUMPY = {"TINYINT": "int8", "SMALLINT": "int16", "INTEGER": "int32", "BIGINT": 
           "FLOAT": "float32", "DOUBLE": "float64"}
 
 
-def lean_select(use: TableUse, table: str, pushdown: bool = True) -> Select:
-    """The lean path's query for ``use`` on hibase table ``table`` (its full name)."""
+_PARAM = re.compile(r":(hibase_p\d+)\b")
+
+
+def lean_select(use: TableUse, table: str, values: Mapping[str, Any] | None = None,
+                pushdown: bool = True) -> Select:
+    """The lean path's query for ``use`` on hibase table ``table`` (its full name), the
+    statement's parameters ``values`` bound into its pushed-down condition."""
     cond = use.pushdown() if pushdown else None
     select = parse_select("SELECT * FROM t" + (f" WHERE {cond}" if cond else ""))
     columns = None if use.star else tuple(sorted(c for c in use.columns if c != ROWKEY))
-    return resolve(select.with_(table=table, columns=columns), use.schema)
+    select = resolve(select.with_(table=table, columns=columns), use.schema)
+    names = set(_PARAM.findall(cond or ""))
+    return bind(select, {n: (values or {})[n] for n in names}) if names else select
 
 
 def view_columns(use: TableUse, found: Iterable[bytes] = ()) -> list[bytes]:
