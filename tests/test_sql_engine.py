@@ -502,6 +502,21 @@ def test_ctes_derived_tables_and_self_joins(t):
     assert 'PUSHED DOWN (("f:a" = 7)) OR (("f:a" = -7))' in t.explain(sql)
 
 
+def test_upsert_select_and_delete_beyond_the_lean_path(t):
+    """UPSERT ... SELECT and DELETE ... WHERE whose SELECT / condition the lean path refuses
+    find their rows on the SQL engine; the writes take the one write path (indexes kept)."""
+    plan = t.explain("UPSERT INTO t (k, f.a, f.s) SELECT k || '-copy', f.a * 10, UPPER(f.s) "
+                     "FROM t WHERE f.a = 7")
+    assert plan.splitlines()[1].strip().startswith("ENGINE duckdb")
+    assert t.sql("UPSERT INTO t (k, f.a, f.s) SELECT k || '-copy', f.a * 10, UPPER(f.s) "
+                 "FROM t WHERE f.a = 7") == 1
+    assert t.execute("SELECT k, f.s FROM t WHERE f.a = 70").rows == [("k1-copy", "ALPHA")]
+    assert "ENGINE duckdb" in t.explain("DELETE FROM t WHERE LENGTH(f.s) >= 5")
+    assert t.sql("DELETE FROM t WHERE LENGTH(f.s) >= 5 AND f.a > 0") == 3
+    assert [r[0] for r in t.execute("SELECT k FROM t ORDER BY k").rows] == ["k2", "k3"]
+    assert t.sql("SELECT COUNT(*) FROM t WHERE f.a = 70") == [(0,)]  # the index followed
+
+
 def test_result_description_and_dbapi(t):
     r = t.execute("SELECT k, f.a * 2 AS twice, UPPER(f.s), f.d FROM t WHERE f.a = 7")
     assert [name for name, _ in r.description] == ["k", "twice", "UPPER(f.s)", "f.d"]

@@ -377,7 +377,16 @@ def _upsert(db: Any, stmt: Upsert, params: Any, full: Callable[[str], str],
     table = full(stmt.table)
     schema = db.store.schema(table)
     targets = _targets(schema, stmt.columns)
-    if stmt.select is None:
+    if stmt.query is not None:  # the SELECT runs on the SQL engine: its rows are values
+        inner = run_engine(db, duck.plan(("EXPLAIN " if stmt.explain else "") + stmt.query,
+                                         stmt.refusal), params, full, range_method, full_scan)
+        if stmt.explain:
+            return _explained(f"UPSERT INTO {stmt.table} SELECT", inner)
+        rows = list(inner.rows)
+        if rows and len(rows[0]) != len(targets):
+            raise errors.InvalidArgument(f"the SELECT returns {len(rows[0])} columns for "
+                                         f"{len(targets)}")
+    elif stmt.select is None:
         rows = _bind_rows(stmt, params)
     else:
         inner = run_select(db, stmt.select.with_(explain=stmt.explain), params, full,
@@ -409,13 +418,21 @@ def _explained(head: str, inner: Result) -> Result:
 
 def _delete(db: Any, stmt: Delete, params: Any, full: Callable[[str], str],
             range_method: str, full_scan: bool) -> Result:
-    inner = run_select(db, stmt.select.with_(explain=stmt.explain), params, full,
-                       range_method, full_scan)
+    if stmt.select is None:  # the condition runs on the SQL engine
+        assert stmt.query is not None
+        inner = run_engine(db, duck.plan(("EXPLAIN " if stmt.explain else "") + stmt.query,
+                                         stmt.refusal), params, full, range_method, full_scan)
+        table = full(stmt.table)
+        keys = [k if isinstance(k, bytes) else str(k).encode("utf-8") for (k,) in inner.rows]
+    else:
+        inner = run_select(db, stmt.select.with_(explain=stmt.explain), params, full,
+                           range_method, full_scan)
+        if not stmt.explain:
+            select, records = inner.selected()
+            table, keys = select.table, [key for key, _ in records]
     if stmt.explain:
         return _explained(f"DELETE FROM {stmt.table} (rows found by the plan below)", inner)
-    select, records = inner.selected()
-    keys = [key for key, _ in records]
-    t = db.table(select.table, use_prefix=False)
+    t = db.table(table, use_prefix=False)
     with t.batch() as b:
         for key in keys:
             b.delete(key)
@@ -525,10 +542,10 @@ def execute(db: Any, statement: "Statement | duck.EngineStatement", params: Any,
             full: Callable[[str], str],
             range_method: str = "auto", full_scan: bool = False) -> Result:
     """Run a parsed statement on Connection ``db`` (``full`` adds its table prefix)."""
-    if isinstance(statement, duck.EngineStatement):
-        return run_engine(db, statement, params, full, range_method, full_scan)
     if isinstance(statement, Select):
         return run_select(db, statement, params, full, range_method, full_scan)
+    if isinstance(statement, duck.EngineStatement):
+        return run_engine(db, statement, params, full, range_method, full_scan)
     if isinstance(statement, Upsert):
         return _upsert(db, statement, params, full, range_method, full_scan)
     if isinstance(statement, Delete):
