@@ -421,9 +421,12 @@ class Connection:
         DISTINCT return a list of tuples of values decoded by the columns' types (None for
         NULL), in select-list order. A cell that does not parse as its declared type (written
         by a client that skips hibase's checks) is None, as queries and indexes treat it, and
-        a hibase.errors.CellTypeWarning says how many and names the first few (row, column). `EXPLAIN SELECT ...` (and EXPLAIN DELETE / UPSERT ...
-        SELECT) returns rows too, a 1-tuple per plan line; `db.explain(statement)` returns the
-        plan as one str.
+        a hibase.errors.CellTypeWarning says how many and names the first few (row, column). A
+        SELECT beyond the lean path (functions, arithmetic, CASE, JOIN, subqueries, UNION,
+        GROUP BY an expression, ...) runs on DuckDB over hibase's scans (hibase.query.duck) and
+        returns tuples too. `EXPLAIN SELECT ...` (and EXPLAIN DELETE / UPSERT ... SELECT)
+        returns rows too, a 1-tuple per plan line; `db.explain(statement)` returns the plan as
+        one str.
 
         DML returns the number of rows written: `UPSERT INTO t (cols) VALUES (...), ...`,
         `UPSERT INTO t (cols) SELECT ...`, `DELETE FROM t [WHERE ...] [LIMIT n]` (rows found by
@@ -452,7 +455,7 @@ class Connection:
                 if result.kind == "ddl":
                     self._statements.clear()  # bare names may resolve otherwise now
                     return None
-                if result.kind == "explain":
+                if result.kind in ("explain", "select"):  # select: on the SQL engine
                     return result.rows
                 return result.rowcount
             select = parsed.with_(table=self._full(parsed.table))

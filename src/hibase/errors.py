@@ -28,6 +28,7 @@
     └── QueryError
         ├── QuerySyntaxError    malformed SQL (has .position)
         └── QueryPlanError      well-formed SQL hibase cannot answer
+            └── NeedsEngine     beyond the lean path: Connection runs it on DuckDB instead
 
 CellTypeWarning (a UserWarning, not an error): cells another writer stored that do not parse
 as their column's declared type were read as NULL (has .count and .examples).
@@ -43,7 +44,7 @@ __all__ = [
     "InvalidArgument", "ArgumentTypeError", "InvalidRowKey", "SchemaError", "ValueTypeError",
     "CellTypeWarning",
     "FilterError", "FilterSyntaxError", "UnsupportedFilter",
-    "QueryError", "QuerySyntaxError", "QueryPlanError",
+    "QueryError", "QuerySyntaxError", "QueryPlanError", "NeedsEngine",
 ]
 
 
@@ -199,3 +200,10 @@ class CellTypeWarning(UserWarning):
         super().__init__(message)
         self.count = count
         self.examples = examples
+
+
+class NeedsEngine(QueryPlanError):
+    """A well-formed SELECT the lean query path does not answer (a function, arithmetic, a
+    join, a subquery, UNION, ...): raised by ``hibase.query.parse``, and caught by
+    ``Connection.sql`` / ``execute``, which run the statement on the SQL engine
+    (``hibase.query.duck``) instead. Callers of the parser alone see it as a QueryPlanError."""

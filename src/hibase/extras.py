@@ -14,7 +14,7 @@ EXTRAS = {
     "hbase": ("thriftpy2", "happybase"),
     "cache": ("redis", "kazoo", "uhashring"),
     "cluster": ("thriftpy2", "happybase", "redis", "kazoo", "uhashring"),
-    "bench": ("matplotlib", "duckdb"),
+    "bench": ("matplotlib",),
 }
 """Each extra and the modules it brings (the import names)."""
 

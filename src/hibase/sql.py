@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from . import codec, errors
-from .query import engine
+from .query import duck, engine
 from .query.ast import ROWKEY, Agg, Column, Param, Select
 from .query.resolve import DEFAULT_FAMILY, resolve, resolve_name
 from .query.statements import (
     AlterIndex, CreateIndex, CreateTable, Delete, DropIndex, DropTable, Statement, Upsert,
-    parse_statement,
+    is_select, parse_statement,
 )
 from .store.schema import FOREVER
 
@@ -53,9 +53,15 @@ class Result:
         return self.select, self.records
 
 
-def parse(db: Any, sql: str) -> Statement:
-    """The statement of ``sql`` (cached by text)."""
-    return parse_statement(sql, getattr(db, "max_statement", None))
+def parse(db: Any, sql: str) -> "Statement | duck.EngineStatement":
+    """The statement of ``sql`` (cached by text). A SELECT the lean path refuses as beyond it
+    (errors.NeedsEngine: a function, a join, ...) is planned for the SQL engine instead."""
+    try:
+        return parse_statement(sql, getattr(db, "max_statement", None))
+    except errors.NeedsEngine as refusal:
+        if not is_select(sql):
+            raise
+        return duck.plan(sql, str(refusal))
 
 
 def label(col: bytes, schema: Any) -> str:
@@ -181,6 +187,41 @@ def _item_type(item: Any, types: Mapping[bytes, Any]) -> Any:
     if isinstance(item, Agg) and item.func in ("MIN", "MAX") and item.column is not None:
         return "rowkey" if item.column.is_rowkey else types.get(item.column.name)
     return "number"
+
+
+def run_engine(db: Any, stmt: duck.EngineStatement, params: Any, full: Callable[[str], str],
+               range_method: str = "auto", full_scan: bool = False) -> Result:
+    """A SELECT on the SQL engine (hibase.query.duck): rows as tuples, described as the lean
+    path describes its columns (a hibase column by its label and declared type, an expression
+    by its alias or text and the type DuckDB gives it)."""
+    if stmt.explain:
+        text = duck.explain(stmt, params, db.store, db.indexer, full, range_method, full_scan)
+        return Result("explain", [("PLAN", None)], [(line,) for line in text.splitlines()],
+                      -1, text=text)
+    answer = duck.run(stmt, params, db.store, db.indexer, full, range_method, full_scan)
+    description = []
+    for name, use, column, kind in answer.columns:
+        schema = use.schema if use is not None else None
+        if name is None:
+            name = label(column, schema) if column is not None and schema is not None else (
+                "ROWKEY" if column == ROWKEY else (column or b"").decode("utf-8", "replace")
+                .replace(":", ".", 1))
+        if column == ROWKEY:
+            t: Any = "rowkey"
+        elif schema is not None and column in schema.columns:
+            t = schema.columns[column]
+        else:
+            t = _ENGINE_TYPES.get(kind.split("(")[0], "number" if kind != "BLOB" else None)
+        description.append((name, t))
+    return Result("select", description, answer.rows, len(answer.rows), records=answer.rows)
+
+
+_ENGINE_TYPES: dict[str, Any] = {
+    "TINYINT": codec.ColumnType("long"), "SMALLINT": codec.ColumnType("long"),
+    "INTEGER": codec.ColumnType("long"), "BIGINT": codec.ColumnType("long"),
+    "FLOAT": codec.ColumnType("double"), "DOUBLE": codec.ColumnType("double"),
+    "DECIMAL": codec.ColumnType("double"), "VARCHAR": codec.ColumnType("string")}
+"""DuckDB's result types as hibase's (others: "number", BLOB: None, bytes)."""
 
 
 # -- parameters of UPSERT VALUES ---------------------------------------------------------------
@@ -355,7 +396,16 @@ def _upsert(db: Any, stmt: Upsert, params: Any, full: Callable[[str], str],
     table = full(stmt.table)
     schema = db.store.schema(table)
     targets = _targets(schema, stmt.columns)
-    if stmt.select is None:
+    if stmt.query is not None:  # the SELECT runs on the SQL engine: its rows are values
+        inner = run_engine(db, duck.plan(("EXPLAIN " if stmt.explain else "") + stmt.query,
+                                         stmt.refusal), params, full, range_method, full_scan)
+        if stmt.explain:
+            return _explained(f"UPSERT INTO {stmt.table} SELECT", inner)
+        rows = list(inner.rows)
+        if rows and len(rows[0]) != len(targets):
+            raise errors.InvalidArgument(f"the SELECT returns {len(rows[0])} columns for "
+                                         f"{len(targets)}")
+    elif stmt.select is None:
         rows = _bind_rows(stmt, params)
     else:
         inner = run_select(db, stmt.select.with_(explain=stmt.explain), params, full,
@@ -387,13 +437,21 @@ def _explained(head: str, inner: Result) -> Result:
 
 def _delete(db: Any, stmt: Delete, params: Any, full: Callable[[str], str],
             range_method: str, full_scan: bool) -> Result:
-    inner = run_select(db, stmt.select.with_(explain=stmt.explain), params, full,
-                       range_method, full_scan)
+    if stmt.select is None:  # the condition runs on the SQL engine
+        assert stmt.query is not None
+        inner = run_engine(db, duck.plan(("EXPLAIN " if stmt.explain else "") + stmt.query,
+                                         stmt.refusal), params, full, range_method, full_scan)
+        table = full(stmt.table)
+        keys = [k if isinstance(k, bytes) else str(k).encode("utf-8") for (k,) in inner.rows]
+    else:
+        inner = run_select(db, stmt.select.with_(explain=stmt.explain), params, full,
+                           range_method, full_scan)
+        if not stmt.explain:
+            select, records = inner.selected()
+            table, keys = select.table, [key for key, _ in records]
     if stmt.explain:
         return _explained(f"DELETE FROM {stmt.table} (rows found by the plan below)", inner)
-    select, records = inner.selected()
-    keys = [key for key, _ in records]
-    t = db.table(select.table, use_prefix=False)
+    t = db.table(table, use_prefix=False)
     with t.batch() as b:
         for key in keys:
             b.delete(key)
@@ -478,7 +536,7 @@ def _ddl(db: Any, stmt: Any, full: Callable[[str], str]) -> Result:
     return Result("ddl")
 
 
-def execute_many(db: Any, statement: Statement, seq_of_params: Any,
+def execute_many(db: Any, statement: "Statement | duck.EngineStatement", seq_of_params: Any,
                  full: Callable[[str], str]) -> Result:
     """``execute`` once per parameter set; UPSERT ... VALUES binds every set first and writes
     all rows in one batch (nothing is written if one set is wrong)."""
@@ -499,11 +557,14 @@ def execute_many(db: Any, statement: Statement, seq_of_params: Any,
     return result
 
 
-def execute(db: Any, statement: Statement, params: Any, full: Callable[[str], str],
+def execute(db: Any, statement: "Statement | duck.EngineStatement", params: Any,
+            full: Callable[[str], str],
             range_method: str = "auto", full_scan: bool = False) -> Result:
     """Run a parsed statement on Connection ``db`` (``full`` adds its table prefix)."""
     if isinstance(statement, Select):
         return run_select(db, statement, params, full, range_method, full_scan)
+    if isinstance(statement, duck.EngineStatement):
+        return run_engine(db, statement, params, full, range_method, full_scan)
     if isinstance(statement, Upsert):
         return _upsert(db, statement, params, full, range_method, full_scan)
     if isinstance(statement, Delete):

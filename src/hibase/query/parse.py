@@ -20,7 +20,7 @@ from sqlglot import exp, tokens
 from sqlglot.errors import ParseError, TokenError
 
 from ..codec import ColumnType, type_from_name
-from ..errors import QueryPlanError, QuerySyntaxError, SchemaError
+from ..errors import NeedsEngine, QueryPlanError, QuerySyntaxError, SchemaError
 from .ast import (
     FALSE, FLIPPED_OP, ROWKEY, SQL_TYPE_NAMES, TRUE, UNKNOWN, Agg, And, Between, Casts, Column, Compare,
     HavingCompare, In, IsNotNull, IsNull, Like, Node, Not, Or, OrderItem, Param, Select, Value,
@@ -80,6 +80,9 @@ def parse_select(sql: str) -> Select:
         raise
     if not isinstance(tree, exp.Select):
         _unknown_statement(sql, offset)
+        if isinstance(tree, exp.Query):  # UNION, INTERSECT, EXCEPT: the engine's
+            _beyond(f"only SELECT statements are supported, not {tree.key.upper()}", tree,
+                    offset)
         _unsupported(f"only SELECT statements are supported, not {tree.key.upper()}", tree, offset)
     for key, val in tree.args.items():
         if val and key not in _SELECT_ARGS:
@@ -87,9 +90,9 @@ def parse_select(sql: str) -> Select:
             found = re.search(r"\b" + name.replace(" ", r"\s+") + r"\b", _mask_quotes(sql),
                               re.IGNORECASE)
             if found:
-                raise QueryPlanError(f"{name} is not supported (at position {found.start()})")
-            _unsupported(f"{name} is not supported", val[0] if isinstance(val, list) else val,
-                         offset)
+                raise NeedsEngine(f"{name} is not supported (at position {found.start()})")
+            _beyond(f"{name} is not supported", val[0] if isinstance(val, list) else val,
+                    offset)
     source = tree.args.get("from_") or tree.args.get("from")
     if source is None:
         raise QuerySyntaxError("SELECT needs FROM <table>", len(sql))
@@ -447,6 +450,13 @@ def _unsupported(message: str, node: Any, offset: int) -> NoReturn:
     raise QueryPlanError(message if pos is None else f"{message} (at position {pos})")
 
 
+def _beyond(message: str, node: Any, offset: int) -> NoReturn:
+    """Refuse a construct the lean path does not answer but the SQL engine does (NeedsEngine:
+    Connection routes the statement to hibase.query.duck)."""
+    pos = _position(node, offset) if isinstance(node, exp.Expression) else None
+    raise NeedsEngine(message if pos is None else f"{message} (at position {pos})")
+
+
 def _syntax(message: str, node: exp.Expression, offset: int) -> NoReturn:
     raise QuerySyntaxError(message, _position(node, offset))
 
@@ -456,7 +466,7 @@ def _syntax(message: str, node: exp.Expression, offset: int) -> NoReturn:
 def _table(node: exp.Expression, offset: int) -> str:
     if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier) \
             or node.args.get("catalog") or node.args.get("alias"):
-        _unsupported("FROM takes a single table name", node, offset)
+        _beyond("FROM takes a single table name", node, offset)
     db = node.args.get("db")
     return f"{db.name}:{node.name}" if db else node.name  # ns.table -> HBase "ns:table"
 
@@ -498,9 +508,13 @@ def _column(node: exp.Expression, offset: int) -> Column:
         column, t = _cast(node, offset)
         return Column(column.name, t)
     if not isinstance(node, exp.Column):
-        if isinstance(node, (exp.Func, exp.Binary, exp.Unary)):
-            _unsupported(f"expressions such as {node.sql()!r} are not supported; "
-                         "name a column as family.qualifier", node, offset)
+        if isinstance(node, (exp.Func, exp.Binary, exp.Unary, exp.Query, exp.Subquery,
+                             exp.Case, exp.Predicate, exp.Window)):
+            _beyond(f"expressions such as {node.sql()!r} are not supported; "
+                    "name a column as family.qualifier", node, offset)
+        if isinstance(node, (exp.Literal, exp.Null, exp.Boolean)):
+            _beyond(f"a literal ({node.sql()}) as a value or group is not supported", node,
+                    offset)
         _syntax(f"expected a column (family.qualifier or ROWKEY), got {node.sql()!r}", node,
                 offset)
     if not isinstance(node.this, exp.Identifier) or node.args.get("db") \
@@ -565,7 +579,7 @@ def _cast(node: exp.Cast, offset: int) -> tuple[Column, ColumnType]:
     while isinstance(inner, exp.Paren):
         inner = inner.this
     if not isinstance(inner, exp.Column):
-        _unsupported(f"CAST takes a column, not {inner.sql()!r}", node, offset)
+        _beyond(f"CAST takes a column, not {inner.sql()!r}", node, offset)
     column = _column(inner, offset)
     if column.is_rowkey:
         _unsupported("ROWKEY is bytes and cannot be CAST; compare it with a 'string' or X'..'",
@@ -596,7 +610,7 @@ def _value(node: exp.Expression, offset: int, parent: exp.Expression) -> Value:
         at = node if _position(node, 0) is not None else parent
         if isinstance(node, exp.Null):
             _unsupported("comparison with NULL is always unknown; use IS [NOT] NULL", at, offset)
-        _unsupported(f"expected a literal (number or 'string'), got {node.sql()!r}", at, offset)
+        _beyond(f"expected a literal (number or 'string'), got {node.sql()!r}", at, offset)
     return v
 
 
@@ -635,7 +649,7 @@ def _condition(node: exp.Expression, offset: int) -> Node:
                        _value(node.args["high"], offset, node))
     if isinstance(node, exp.In):
         if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
-            _unsupported("IN takes a list of literals; subqueries are not supported", node, offset)
+            _beyond("IN takes a list of literals; subqueries are not supported", node, offset)
         if not node.expressions:
             _syntax("IN needs at least one value", node, offset)
         values = node.meta.get("hibase_values")  # a long literal list read by _literal_lists
@@ -660,8 +674,8 @@ def _condition(node: exp.Expression, offset: int) -> Node:
     if isinstance(node, (exp.Column, exp.Literal, exp.Neg)):
         _syntax(f"expected a condition, got {node.sql()!r}", node, offset)
     if isinstance(node, exp.Query) or node.find(exp.Query):
-        _unsupported("subqueries are not supported", node, offset)
-    _unsupported(f"unsupported condition {node.sql()!r}", node, offset)
+        _beyond("subqueries are not supported", node, offset)
+    _beyond(f"unsupported condition {node.sql()!r}", node, offset)
 
 
 def _compare(node: exp.Expression, op: str, offset: int) -> Node:
@@ -671,13 +685,13 @@ def _compare(node: exp.Expression, op: str, offset: int) -> Node:
     if _is_column(right):
         return Compare(_column(right, offset), FLIPPED_OP[op], _value(left, offset, node))
     a, b = _literal(left), _literal(right)
-    if isinstance(a, Param) or isinstance(b, Param):
+    if (isinstance(a, Param) or isinstance(b, Param)) and a is not None and b is not None:
         _unsupported("a parameter must be compared with a column", node, offset)
     for side, v in ((left, a), (right, b)):
         if v is None:
             _column(side, offset)  # raises the specific error for a function, NULL, ...
     if a is None or b is None:
-        _unsupported(f"a comparison needs a column on one side and a literal on the other: "
+        _beyond(f"a comparison needs a column on one side and a literal on the other: "
                      f"{node.sql()!r}", node, offset)
     if isinstance(a, str) != isinstance(b, str):
         _unsupported(f"cannot compare a string with a number: {node.sql()!r}", node, offset)
@@ -695,13 +709,16 @@ _LITERAL_OPS = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": ope
 def _like(node: exp.Like, offset: int) -> Node:
     pattern = _literal(node.expression)
     if isinstance(pattern, Param):
-        _unsupported("LIKE takes a literal pattern, not a parameter", node.expression, offset)
+        _beyond("LIKE takes a literal pattern, not a parameter", node.expression, offset)
+    if pattern is None:
+        _beyond(f"LIKE takes a literal pattern, not {node.expression.sql()!r}",
+                node.expression, offset)
     if not isinstance(pattern, str):
         _unsupported("LIKE takes a string pattern", node.expression, offset)
     column = _column(node.this, offset)
     body = pattern[:-1] if pattern.endswith("%") else pattern
     if "%" in body or "_" in body:
-        _unsupported(f"only prefix LIKE patterns ('prefix%') are supported, not {pattern!r}",
+        _beyond(f"only prefix LIKE patterns ('prefix%') are supported, not {pattern!r}",
                      node.expression, offset)
     if body == pattern:  # no wildcard at all: plain equality
         return Compare(column, "=", pattern)
@@ -710,7 +727,7 @@ def _like(node: exp.Like, offset: int) -> Node:
 
 def _is_null_column(node: exp.Is, offset: int) -> Column:
     if not isinstance(node.expression, exp.Null):
-        _unsupported(f"only IS [NOT] NULL is supported: {node.sql()!r}", node, offset)
+        _beyond(f"only IS [NOT] NULL is supported: {node.sql()!r}", node, offset)
     return _column(node.this, offset)
 
 
@@ -768,7 +785,7 @@ _AGG_NAMES: dict[type[exp.Expression], str] = {
 def _agg(node: exp.Expression, offset: int) -> Agg:
     name = _AGG_NAMES.get(type(node))
     if name is None:
-        _unsupported(f"aggregate {node.sql()!r} is not supported "
+        _beyond(f"aggregate {node.sql()!r} is not supported "
                      "(COUNT, SUM, MIN, MAX, AVG are)", node, offset)
     arg = node.this
     if arg is None:  # COUNT(): sqlglot accepts it
@@ -779,7 +796,7 @@ def _agg(node: exp.Expression, offset: int) -> Agg:
     distinct = isinstance(arg, exp.Distinct)
     if distinct:
         if len(arg.expressions) != 1:
-            _unsupported(f"{name}(DISTINCT ...) takes one column", node, offset)
+            _beyond(f"{name}(DISTINCT ...) takes one column", node, offset)
         arg = arg.expressions[0]
     if isinstance(arg, exp.Star):
         if name != "COUNT" or distinct:
@@ -800,10 +817,10 @@ def _shape(tree: exp.Select, sql: str, offset: int) -> dict[str, Any]:
     having = tree.args.get("having")
     distinct = tree.args.get("distinct")
     if distinct is not None and distinct.args.get("on"):
-        _unsupported("DISTINCT ON is not supported", distinct, offset)
+        _beyond("DISTINCT ON is not supported", distinct, offset)
     if group is not None and (group.args.get("rollup") or group.args.get("cube")
                               or group.args.get("grouping_sets")):
-        _unsupported("ROLLUP, CUBE and GROUPING SETS are not supported", group, offset)
+        _beyond("ROLLUP, CUBE and GROUPING SETS are not supported", group, offset)
     aggregate = (group is not None or having is not None or distinct is not None
                  or any(e.find(exp.AggFunc) for e in tree.expressions))
     items = None
@@ -823,7 +840,8 @@ def _shape(tree: exp.Select, sql: str, offset: int) -> dict[str, Any]:
     order = tree.args.get("order")
     order_by: tuple[OrderItem, ...] = ()
     if order is not None:
-        order_by = _order(order, sql, offset, items)
+        aliases = {e.alias for e in tree.expressions if isinstance(e, exp.Alias)}
+        order_by = _order(order, sql, offset, items, aliases)
     off = tree.args.get("offset")
     out_offset = None
     if off is not None:
@@ -845,7 +863,8 @@ class _NullsLarge(_Dialect):
     NULL_ORDERING = "nulls_are_large"
 
 
-def _order(order: exp.Order, sql: str, offset: int, items) -> tuple[OrderItem, ...]:
+def _order(order: exp.Order, sql: str, offset: int, items,
+           aliases: frozenset[str] | set[str] = frozenset()) -> tuple[OrderItem, ...]:
     explicit = None
     if re.search(r"\bNULLS\s+(FIRST|LAST)\b", _mask_quotes(sql), re.IGNORECASE):
         other = sqlglot.parse_one(_literal_lists(sql[offset:])[0], read=_NullsLarge)
@@ -858,10 +877,14 @@ def _order(order: exp.Order, sql: str, offset: int, items) -> tuple[OrderItem, .
         if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
             pos = int(node.this)  # ORDER BY 2: the second item of the select list
             if items is None or not 1 <= pos <= len(items):
-                _unsupported(f"ORDER BY {pos}: positions name items of an aggregate select "
+                _beyond(f"ORDER BY {pos}: positions name items of an aggregate select "
                              "list", node, offset)
             expr = items[pos - 1]
         else:
+            if isinstance(node, exp.Column) and node.args.get("table") is None \
+                    and node.name in aliases:
+                _beyond(f"ORDER BY a select-list alias ({node.name}) is not supported", node,
+                        offset)
             expr = _expr(node, offset)
         desc = bool(o.args.get("desc"))
         first = bool(o.args.get("nulls_first"))
@@ -891,5 +914,5 @@ def _having(node: exp.Expression, offset: int, items, group_by) -> Node:
         if isinstance(expr, Column) and expr not in group_by:
             raise QueryPlanError(f"HAVING column {expr} must appear in GROUP BY")
         return HavingCompare(expr, op, _value(right, offset, node))
-    _unsupported(f"HAVING supports comparisons of aggregates with literals, combined by "
+    _beyond(f"HAVING supports comparisons of aggregates with literals, combined by "
                  f"AND / OR / NOT; not {node.sql()!r}", node, offset)

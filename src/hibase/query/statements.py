@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from ..codec import MAX_LENGTH, ColumnType, parse_type, type_from_name
-from ..errors import QueryError, QueryPlanError, QuerySyntaxError, SchemaError
+from ..errors import NeedsEngine, QueryError, QueryPlanError, QuerySyntaxError, SchemaError
 from .ast import ROWKEY, Param, Select
 from .parse import check_size, parse_select
 
@@ -95,6 +95,10 @@ class Upsert:
     rows: tuple[tuple[Any, ...], ...] = ()  # literals, None (NULL) and Params
     select: Select | None = None
     explain: bool = False
+    query: str | None = None
+    """The SELECT's text when the lean path refuses it (errors.NeedsEngine, ``refusal``
+    its message): it runs on the SQL engine (hibase.query.duck)."""
+    refusal: str = ""
 
     @property
     def param_count(self) -> int:
@@ -106,8 +110,12 @@ class Delete:
     """``DELETE FROM t [WHERE ...]``: ``select`` finds the rows (its planner, its indexes)."""
 
     table: str
-    select: Select
+    select: Select | None
     explain: bool = False
+    query: str | None = None
+    """``SELECT ROWKEY FROM t WHERE ...`` when the lean path refuses the condition
+    (``refusal`` its message): the rows are found by the SQL engine (hibase.query.duck)."""
+    refusal: str = ""
 
 
 Statement = Union[Select, CreateTable, DropTable, CreateIndex, DropIndex, AlterIndex, Upsert,
@@ -501,7 +509,10 @@ def _upsert(p: _Parser, explain: bool) -> Upsert:
     if p.tok.kind == "op" and p.tok.text == "(":
         columns = p.column_list()
     if p.tok.word == "SELECT":
-        select = _select_at(p.sql, p.tok.pos)
+        try:
+            select = _select_at(p.sql, p.tok.pos)
+        except NeedsEngine as refusal:
+            return Upsert(table, columns, (), None, explain, p.sql[p.tok.pos:], str(refusal))
         if columns is not None and select.names is not None and \
                 len(select.names) != len(columns):
             raise QuerySyntaxError(f"{len(columns)} columns but the SELECT returns "
@@ -542,6 +553,8 @@ def _delete(p: _Parser, explain: bool) -> Delete:
     head = "SELECT ROWKEY FROM "
     try:
         select = parse_select(head + p.sql[start:])
+    except NeedsEngine as refusal:
+        return Delete(table, None, explain, head + p.sql[start:], str(refusal))
     except QueryError as e:
         raise _shifted(e, start - len(head)) from None
     if select.aggregate or select.order_by or select.offset is not None:
@@ -562,9 +575,12 @@ def is_select(sql: str) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
-def _parse(sql: str) -> Statement:
+def _parse(sql: str) -> "Statement | NeedsEngine":
     if is_select(sql):
-        return parse_select(sql)
+        try:
+            return parse_select(sql)
+        except NeedsEngine as refusal:  # kept with the text: the next call raises it at once
+            return refusal
     m = _EXPLAIN.match(sql)
     explain = m is not None
     p = _Parser(sql, m.end() if m else 0)
@@ -624,4 +640,7 @@ def parse_statement(sql: str, max_statement: int | None = None) -> Statement:
         raise QuerySyntaxError("a statement is a str")
     if max_statement is not None:
         check_size(sql, max_statement)
-    return _parse(sql)
+    statement = _parse(sql)
+    if isinstance(statement, NeedsEngine):
+        raise NeedsEngine(str(statement))
+    return statement

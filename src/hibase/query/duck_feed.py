@@ -1,0 +1,155 @@
+"""A hibase table read by hibase's own scan into a typed DuckDB view (hibase.query.duck).
+
+``lean_select`` is the plain query the lean path runs for one ``TableUse``: the columns the
+statement reads (all for a ``*``) and the conjuncts pushed down to it, so indexes, rowkey
+ranges and the native scan do the filtering. ``register`` turns its rows into typed columns
+(a pandas DataFrame of nullable arrays) and makes them a view named after the table: the
+rowkey as ``ROWKEY``, each column as ``"family:qualifier"`` with its declared type
+(``DUCK_TYPES``: long -> BIGINT, double -> DOUBLE, string -> VARCHAR, ...). A cell that does
+not read as its declared type is NULL, as on the lean path; an undeclared column is VARCHAR
+when all its cells are UTF-8 text, else BLOB; the rowkey is VARCHAR when declared so, else
+BLOB.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping
+
+from .. import codec
+from ..errors import ValueTypeError
+from .ast import ROWKEY, Select
+from .params import bind
+from .duck_bind import ROWKEY_NAME, TableUse
+from .parse import parse_select
+from .resolve import resolve
+
+__all__ = ["DUCK_TYPES", "lean_select", "view_columns", "register"]
+
+DUCK_TYPES = {"byte": "TINYINT", "short": "SMALLINT", "int": "INTEGER", "long": "BIGINT",
+              "float": "FLOAT", "double": "DOUBLE", "string": "VARCHAR", "char": "VARCHAR",
+              "bytes": "BLOB"}
+"""Each hibase column type as DuckDB's."""
+
+_NUMPY = {"TINYINT": "int8", "SMALLINT": "int16", "INTEGER": "int32", "BIGINT": "int64",
+          "FLOAT": "float32", "DOUBLE": "float64"}
+
+
+_PARAM = re.compile(r":(hibase_p\d+)\b")
+
+
+def lean_select(use: TableUse, table: str, values: Mapping[str, Any] | None = None,
+                pushdown: bool = True) -> Select:
+    """The lean path's query for ``use`` on hibase table ``table`` (its full name), the
+    statement's parameters ``values`` bound into its pushed-down condition."""
+    cond = use.pushdown() if pushdown else None
+    select = parse_select("SELECT * FROM t" + (f" WHERE {cond}" if cond else ""))
+    columns = None if use.star else tuple(sorted(c for c in use.columns if c != ROWKEY))
+    select = resolve(select.with_(table=table, columns=columns), use.schema)
+    names = set(_PARAM.findall(cond or ""))
+    return bind(select, {n: (values or {})[n] for n in names}) if names else select
+
+
+def view_columns(use: TableUse, found: Iterable[bytes] = ()) -> list[bytes]:
+    """The view's columns in order: the rowkey, the declared columns (schema order), then the
+    undeclared ones by name; for a ``*`` every declared one and those ``found`` in the rows."""
+    schema = use.schema
+    wanted = set(use.columns) | (set(schema.columns) | set(found) if use.star else set())
+    head = [ROWKEY] if ROWKEY in use.columns or (use.star and not schema.rowkey_generated) \
+        else []
+    declared = [c for c in schema.columns if c in wanted]
+    rest = sorted(c for c in wanted if c != ROWKEY and c not in schema.columns)
+    return head + declared + rest
+
+
+def duck_type(use: TableUse, column: bytes, values: list | None = None) -> str:
+    """A view column's DuckDB type (``values``: the undeclared column's cells, if read)."""
+    schema = use.schema
+    if column == ROWKEY:
+        t = schema.rowkey_type
+        return "VARCHAR" if t is not None and t.name == "string" else "BLOB"
+    t = schema.columns.get(column)
+    if t is not None:
+        return DUCK_TYPES[t.name]
+    if values is None:
+        return "VARCHAR"
+    try:
+        for v in values:
+            if v is not None:
+                v.decode("utf-8")
+    except UnicodeDecodeError:
+        return "BLOB"
+    return "VARCHAR"
+
+
+def _decoded(use: TableUse, column: bytes, rows: list[tuple[bytes, dict]]) -> tuple[list, str]:
+    """One column's values (decoded by its declared type) and its DuckDB type."""
+    if column == ROWKEY:
+        keys = [k for k, _ in rows]
+        kind = duck_type(use, ROWKEY)
+        if kind == "VARCHAR":
+            return [k.decode("utf-8", "replace") for k in keys], kind
+        return keys, kind
+    raw = [cells.get(column) for _, cells in rows]
+    t = use.schema.columns.get(column)
+    if t is None:
+        kind = duck_type(use, column, raw)
+        return ([None if v is None else v.decode("utf-8") for v in raw] if kind == "VARCHAR"
+                else raw), kind
+    decode = codec.decode_cell
+    out: list[Any] = []
+    for v in raw:
+        if v is None:
+            out.append(None)
+            continue
+        try:
+            out.append(decode(t, v))
+        except ValueTypeError:  # a cell that does not read as its type is NULL
+            out.append(None)
+    return out, DUCK_TYPES[t.name]
+
+
+def _array(values: list, kind: str) -> Any:
+    """A pandas column of ``values`` (None for NULL) holding DuckDB type ``kind``."""
+    import numpy as np
+    import pandas as pd  # type: ignore[import-untyped]
+
+    n = len(values)
+    dtype = _NUMPY.get(kind)
+    if dtype is None:
+        return np.array(values, dtype=object) if n else np.empty(0, dtype=object)
+    mask = np.fromiter((v is None or v != v for v in values), bool, n)
+    data = np.fromiter((0 if m else v for v, m in zip(values, mask)), dtype, n)
+    if dtype.startswith("float"):
+        return pd.arrays.FloatingArray(data, mask)
+    return pd.arrays.IntegerArray(data, mask)
+
+
+def register(con: Any, use: TableUse, rows: list[tuple[bytes, dict]], index: int
+             ) -> dict[str, str]:
+    """Make ``rows`` (the lean path's (rowkey, {column: cell})) the view ``use.name`` on
+    DuckDB connection ``con``; returns the view's {column name: DuckDB type}."""
+    import pandas as pd
+
+    found = {c for _, cells in rows for c in cells} if use.star else ()
+    columns = view_columns(use, found)
+    frame, types = {}, {}
+    for i, column in enumerate(columns):
+        values, kind = _decoded(use, column, rows)
+        frame[f"c{i}"] = _array(values, kind)
+        types[_name(column)] = kind
+    source = f"__hibase_{index}"
+    con.register(source, pd.DataFrame(frame, index=None) if frame else
+                 pd.DataFrame({"c": [0] * len(rows)}))
+    items = ", ".join(f'CAST(c{i} AS {types[_name(c)]}) AS {_quoted(_name(c))}'
+                      for i, c in enumerate(columns)) or "NULL AS __hibase_none"
+    con.execute(f"CREATE TEMP VIEW {_quoted(use.name)} AS SELECT {items} FROM {source}")
+    return types
+
+
+def _name(column: bytes) -> str:
+    return ROWKEY_NAME if column == ROWKEY else column.decode("utf-8")
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
