@@ -151,6 +151,9 @@ def cities(db):
     ("SELECT c.name, COUNT(*) FROM cities GROUP BY c.name HAVING MAX(c.zzz) > 1", "no column c.zzz"),
     ("SELECT CAST(c.nmae AS VARCHAR) FROM cities", "did you mean c.name"),
     ("SELECT c.zzz FROM cities", "its columns: c.Island, c.name, c.pop"),
+    # statements the SQL engine (DuckDB) answers check their columns the same way
+    ("SELECT UPPER(c.nmae) FROM cities", "did you mean c.name"),
+    ("SELECT c.pop * 2 FROM cities WHERE LENGTH(c.nmae) > 2", "did you mean c.name"),
 ])
 def test_unknown_columns_are_errors(cities, sql, hint):
     with pytest.raises(ColumnNotFound, match=hint):

@@ -45,7 +45,9 @@ def lean_select(use: TableUse, table: str, values: Mapping[str, Any] | None = No
     cond = use.pushdown() if pushdown else None
     select = parse_select("SELECT * FROM t" + (f" WHERE {cond}" if cond else ""))
     columns = None if use.star else tuple(sorted(c for c in use.columns if c != ROWKEY))
-    select = resolve(select.with_(table=table, columns=columns), use.schema)
+    # names: an SQL select list, so prepare checks each column is the table's (a misspelt
+    # column in an engine statement must fail as in a lean one, never read as NULL)
+    select = resolve(select.with_(table=table, columns=columns, names=columns), use.schema)
     names = set(_PARAM.findall(cond or ""))
     return bind(select, {n: (values or {})[n] for n in names}) if names else select
 
