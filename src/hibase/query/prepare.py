@@ -64,7 +64,9 @@ def _indexed(indexer, table: str, col: bytes) -> bool:
     """Does an index of the table name the column (indexed or covered)?"""
     if indexer is None:
         return False
-    return any(col in s.columns or col in s.covering for s in indexer.specs(table))
+    # fresh: another client may have made the index since this one cached the catalog (only
+    # a column about to be refused pays the read)
+    return any(col in s.columns or col in s.covering for s in indexer.specs(table, fresh=True))
 
 
 def _unknown_column(schema, col: bytes, declared) -> str:
