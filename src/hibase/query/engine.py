@@ -21,12 +21,18 @@ __all__ = ["parse_select", "parse_condition", "parse_where", "check_size", "MAX_
 
 def run(select: Select, store, indexer, range_method: str = "auto", full_scan: bool = False
         ) -> Iterator[tuple[bytes, dict]]:
-    select = resolve_casts(select, store.schema(select.table))
+    select = _resolved(select, store)
     if select.computed:
         return _computed(select, store, run(_fetching_sources(select), store, indexer,
                                              range_method, full_scan))
     plan, conjuncts = prepare(select, store, indexer, range_method, full_scan)
     return execute(plan, indexer, types_of(select, store), conjuncts)
+
+
+def _resolved(select: Select, store) -> Select:
+    """``select`` with its casts resolved against the schema; a statement without casts (the
+    lean path's common case) skips the schema lookup."""
+    return resolve_casts(select, store.schema(select.table)) if select.casts else select
 
 
 def _fetching_sources(select: Select) -> Select:
@@ -61,7 +67,7 @@ def run_select(select: Select, store, indexer, range_method: str = "auto",
                full_scan: bool = False) -> list:
     """All result rows of a query: (rowkey, {column: value}) for plain queries (also with
     ORDER BY / OFFSET), tuples of decoded values for aggregate, GROUP BY and DISTINCT ones."""
-    select = resolve_casts(select, store.schema(select.table))
+    select = _resolved(select, store)
     if _shaped(select):
         if select.computed:
             return list(_computed(select, store, aggregate.run(
@@ -73,7 +79,7 @@ def run_select(select: Select, store, indexer, range_method: str = "auto",
 def explain(select: Select, store, indexer, range_method: str = "auto",
             full_scan: bool = False) -> str:
     """The plan of a query as text (EXPLAIN)."""
-    select = resolve_casts(select, store.schema(select.table))
+    select = _resolved(select, store)
     if select.computed:
         select = _fetching_sources(select)
     if _shaped(select):
