@@ -72,7 +72,7 @@ def _indexed(indexer, table: str, col: bytes) -> bool:
 def _unknown_column(schema, col: bytes, declared) -> str:
     """"no column c.nmae in cities; did you mean c.name?" (the closest declared names)."""
     def sql(c: bytes) -> str:
-        return c.decode("utf-8", "replace").replace(":", ".", 1)
+        return Column(c).sql
 
     names = {sql(c).lower(): sql(c) for c in declared}
     close = difflib.get_close_matches(sql(col).lower(), list(names), n=2, cutoff=0.75)
