@@ -32,7 +32,7 @@ def connect(path: str, *, create: bool = True, read_only: bool = False,
             cache: str | None = DEFAULT_CACHE, cache_policy: str | None = DEFAULT_POLICY,
             cache_capacity: int | None = None, hotscore_alpha: float | None = None,
             count_period: int | None = None, max_statement: int = engine.MAX_STATEMENT,
-            **options: Any) -> "Connection":
+            cache_staleness_ms: int = 0, **options: Any) -> "Connection":
     """Open (creating if missing) the store at `path`: a folder for the embedded store, or
     "thrift://host:9090[?transport=framed&protocol=compact&timeout=ms&pool_size=n&retries=n
     &catalog_lease_ms=n&thrift2_port=n]" for HBase through its Thrift1 gateway (thrifts://, or
@@ -48,6 +48,11 @@ def connect(path: str, *, create: bool = True, read_only: bool = False,
     "hotscore-per-record", "lru" or None (no cache);
     `cache_capacity` in records (index entries; default 100,000); `hotscore_alpha` and
     `count_period` tune the heat (window-heat, hotscore). `db.cache_stats()` reports hits, misses, evictions...
+    On HBase, sets of indexes the region servers keep (hibase's coprocessor: every writer's puts
+    change them) answer only while the table's server write version is the one read at the
+    lookup (one get per lookup), so every answer reflects every acknowledged write, whoever wrote;
+    `cache_staleness_ms=n` (opt-in, default 0) trusts a version read less than n ms ago instead:
+    a hot hit then makes no HBase call, and may miss other programs' writes of the last n ms.
 
     `create` (default True) makes a missing embedded store, else BackendUnavailable; `read_only`
     opens alongside a writer and refuses writes; `durability` says what an acknowledged write
@@ -72,6 +77,9 @@ def connect(path: str, *, create: bool = True, read_only: bool = False,
     if not isinstance(max_statement, int) or isinstance(max_statement, bool) \
             or max_statement < 1:
         raise errors.InvalidArgument("max_statement must be a positive int (bytes)")
+    if not isinstance(cache_staleness_ms, int) or isinstance(cache_staleness_ms, bool) \
+            or cache_staleness_ms < 0:
+        raise errors.InvalidArgument("cache_staleness_ms must be an int >= 0 (milliseconds)")
     hot = open_cache(cache, cache_policy, cache_capacity, hotscore_alpha, count_period)
     try:
         store = open_store(path, create=create, read_only=read_only, durability=durability,
@@ -81,7 +89,8 @@ def connect(path: str, *, create: bool = True, read_only: bool = False,
             hot.close()
         raise
     db = Connection(store, table_prefix=table_prefix,
-                    table_prefix_separator=table_prefix_separator, cache=hot)
+                    table_prefix_separator=table_prefix_separator, cache=hot,
+                    cache_staleness_ms=cache_staleness_ms)
     db.max_statement = max_statement
     return db
 
@@ -106,10 +115,11 @@ class Connection:
     """A connection to one store, shaped like happybase.Connection."""
 
     def __init__(self, store: Store, table_prefix: str | None = None,
-                 table_prefix_separator: str = "_", cache: Any = None):
+                 table_prefix_separator: str = "_", cache: Any = None,
+                 cache_staleness_ms: int = 0):
         self.store = store
         self.cache = cache  # hibase.cache.HotCache or None
-        self.indexer = IndexManager(store, cache)
+        self.indexer = IndexManager(store, cache, cache_staleness_ms)
         self.table_prefix = table_prefix
         self.table_prefix_separator = table_prefix_separator
         self._statements: dict[str, Select] = {}  # sql() text -> parsed query (immutable)

@@ -78,7 +78,7 @@ class _Recorder:
     def __init__(self) -> None:
         self.trace: list[tuple[bytes, int]] = []
 
-    def read(self, spec: Any, vkey: bytes, loader: Callable[[], list]) -> list:
+    def read(self, spec: Any, vkey: bytes, loader: Callable[[], list], tag: bytes = b"") -> list:
         entries = loader()
         self.trace.append((cache_key(spec.table, vkey), len(entries)))
         return entries

@@ -5,10 +5,16 @@ the key ``table 0x00 alias | encoded value`` (:func:`cache_key`). A backend only
 and drops sets; which sets belong in the cache is the policy's business (cache/layer.py runs it,
 or for ``zk://`` the cache-node services do).
 
-Coherence rests on *tokens*. ``get`` returns with a miss a token naming the key's write version;
+Coherence with this client's own writes rests on *tokens*. ``get`` returns with a miss a token naming the key's write version;
 ``patch`` (a write's index changes) bumps the version of every key it touches, cached or not;
 ``fill`` stores a loaded set only while the version still equals the token. A load that raced a
 write is therefore never stored, and a write whose patch lands after a fill updates the stored set.
+
+Coherence with writes this client never sees (other programs' puts, kept by hibase's coprocessor
+inside HBase) rests on *tags*: a set is stored with the tag its reader passed (the table's server
+write version, read from HBase at the lookup: index/manager.py), and ``get`` answers only a set
+stored under the same tag; a set stored under another tag is a miss (and is overwritten by the
+fill that follows).
 
 >>> b = MemoryBackend()
 >>> miss = b.get(b"k")
@@ -95,12 +101,13 @@ class Backend:
     local = False
     node_managed = False  # True when cache-node services run the policy (zk://)
 
-    def get(self, key: bytes) -> Lookup:
+    def get(self, key: bytes, tag: bytes = b"") -> Lookup:
+        """`key`'s set if it is stored under `tag`, else a miss with its fill token."""
         raise NotImplementedError
 
-    def fill(self, key: bytes, token: Any, entries: list, mode: str) -> bool:
-        """Store the loaded `entries` as `key`'s set if `mode` allows and no write touched the
-        key since `token` was issued; True if stored."""
+    def fill(self, key: bytes, token: Any, entries: list, mode: str, tag: bytes = b"") -> bool:
+        """Store the loaded `entries` as `key`'s set, under `tag`, if `mode` allows and no write
+        touched the key since `token` was issued; True if stored."""
         raise NotImplementedError
 
     def delete(self, keys: Iterable[bytes]) -> None:
@@ -138,30 +145,36 @@ class MemoryBackend(Backend):
 
     def __init__(self, max_versions: int = 100_000) -> None:
         self._sets: dict[bytes, dict[bytes, list]] = {}
+        self._tags: dict[bytes, bytes] = {}  # a set's tag, when not b""
         self._unsorted: set[bytes] = set()
         self._versions: dict[bytes, int] = {}
         self._floor = 0
         self._max_versions = max_versions
 
-    def get(self, key: bytes) -> Lookup:
+    def get(self, key: bytes, tag: bytes = b"") -> Lookup:
         members = self._sets.get(key)
-        if members is None:
+        if members is None or self._tags.get(key, b"") != tag:
             return Lookup(None, self._versions.get(key, self._floor))
         if key in self._unsorted:  # a write appended rows: restore rowkey order once
             members = self._sets[key] = dict(sorted(members.items()))
             self._unsorted.discard(key)
         return Lookup(list(members.items()))
 
-    def fill(self, key: bytes, token: Any, entries: list, mode: str) -> bool:
+    def fill(self, key: bytes, token: Any, entries: list, mode: str, tag: bytes = b"") -> bool:
         if mode != STORE or token is None or self._versions.get(key, self._floor) != token:
             return False
         self._sets[key] = dict(entries)
+        if tag:
+            self._tags[key] = tag
+        else:
+            self._tags.pop(key, None)
         self._unsorted.discard(key)
         return True
 
     def delete(self, keys: Iterable[bytes]) -> None:
         for key in keys:
             self._sets.pop(key, None)
+            self._tags.pop(key, None)
             self._unsorted.discard(key)
 
     def _bump(self, key: bytes) -> None:
@@ -191,6 +204,7 @@ class MemoryBackend(Backend):
     def invalidate(self, prefix: bytes = b"") -> None:
         for key in [k for k in self._sets if k.startswith(prefix)]:
             del self._sets[key]
+            self._tags.pop(key, None)
             self._unsorted.discard(key)
         self._floor = max([self._floor, *self._versions.values()]) + 1
         self._versions.clear()

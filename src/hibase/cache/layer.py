@@ -59,14 +59,16 @@ class HotCache:
         return self._lock if self._local else nullcontext()
 
     # -- the lookup path ----------------------------------------------------------------------
-    def read(self, spec: Any, vkey: bytes, loader: Callable[[], list]) -> list:
-        """The set of one index value: from the cache, else `loader()` (then maybe cached)."""
+    def read(self, spec: Any, vkey: bytes, loader: Callable[[], list], tag: bytes = b"") -> list:
+        """The set of one index value: from the cache, else `loader()` (then maybe cached).
+        `tag` names the index's state the caller reads (backend.py: a set stored under another
+        tag is a miss)."""
         if self._broken:
             return loader()
         key = cache_key(spec.table, vkey)
         try:
             with self._io():
-                found = self.backend.get(key)
+                found = self.backend.get(key, tag)
                 if found.entries is not None:
                     self._hit(key, found.entries)
                     return found.entries
@@ -76,7 +78,7 @@ class HotCache:
             return loader()
         entries = loader()
         try:
-            self._miss(key, found.token, entries, found.garbage)
+            self._miss(key, found.token, entries, found.garbage, tag)
         except Exception:  # pragma: no cover
             log.exception("cache fill failed")
             self._errors += 1
@@ -97,7 +99,7 @@ class HotCache:
         if evict:
             self.backend.delete(evict)
 
-    def _miss(self, key: bytes, token: Any, entries: list, garbage: bool) -> None:
+    def _miss(self, key: bytes, token: Any, entries: list, garbage: bool, tag: bytes) -> None:
         evict: list = []
         with self._lock:
             self._misses += 1
@@ -113,11 +115,11 @@ class HotCache:
             if self._local:
                 if evict:
                     self.backend.delete(evict)
-                stored = self.backend.fill(key, token, entries, mode)
+                stored = self.backend.fill(key, token, entries, mode, tag)
         if not self._local:
             if evict:
                 self.backend.delete(evict)
-            stored = self.backend.fill(key, token, entries, mode) if token is not None \
+            stored = self.backend.fill(key, token, entries, mode, tag) if token is not None \
                 else False
         with self._lock:
             if stored:

@@ -2,7 +2,8 @@
 
 Per set, on the node that owns its key (cache/ring.py)::
 
-    hb:d:<key>   hash   marker field "" = FORMAT, then rowkey -> CRC-32 + msgpack(covered)
+    hb:d:<key>   hash   marker field "" = FORMAT (or FORMAT|tag for a set stored under a tag:
+                        backend.py), then rowkey -> CRC-32 + msgpack(covered)
     hb:v:<key>   string write version (INCR by every write touching the key; expires after
                         VERSION_TTL s: fills older than half of it are never stored)
 
@@ -76,12 +77,18 @@ local function log_visit(entry)
 end
 """
 
-# KEYS: data, version, gen, visits   ARGV: log (0/1), key
+# KEYS: data, version, gen, visits   ARGV: log (0/1), key, marker (FORMAT or FORMAT|tag)
+# A set stored under another tag is a miss (kind 0: the fill overwrites it), not garbage.
 _READ = _LOG_VISIT + """
 local gen = redis.call('GET', KEYS[3]) or '0'
 local ver = redis.call('GET', KEYS[2]) or '0'
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t == 'hash' then
+  local marker = redis.call('HGET', KEYS[1], '')
+  if marker and marker ~= ARGV[3]
+      and string.sub(marker, 1, #'""" + FORMAT.decode() + """') == '""" + FORMAT.decode() + """' then
+    return {0, gen, ver}
+  end
   local data = redis.call('HGETALL', KEYS[1])
   if ARGV[1] == '1' then log_visit('h ' .. (#data / 2 - 1) .. ' ' .. ARGV[2]) end
   return {1, gen, ver, data}
@@ -90,7 +97,7 @@ return {t == 'none' and 0 or 2, gen, ver}
 """
 
 # KEYS: data, version, gen, allow, free, fill limit, visits
-# ARGV: version, gen, mode, size, cost, log, key, purge, row1, entry1, ...
+# ARGV: version, gen, mode, size, cost, log, key, purge, marker, row1, entry1, ...
 _FILL = _LOG_VISIT + """
 local stored = 0
 if (redis.call('GET', KEYS[2]) or '0') == ARGV[1]
@@ -107,8 +114,8 @@ if (redis.call('GET', KEYS[2]) or '0') == ARGV[1]
   end
   if ok then
     redis.call('DEL', KEYS[1])
-    redis.call('HSET', KEYS[1], '', '""" + FORMAT.decode() + """')
-    for i = 9, #ARGV, 2000 do
+    redis.call('HSET', KEYS[1], '', ARGV[9])
+    for i = 10, #ARGV, 2000 do
       redis.call('HSET', KEYS[1], unpack(ARGV, i, math.min(i + 1999, #ARGV)))
     end
     stored = 1
@@ -125,7 +132,8 @@ redis.call('INCR', KEYS[2])
 redis.call('EXPIRE', KEYS[2], """ + str(VERSION_TTL) + """)
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t == 'none' then return -1 end
-if t ~= 'hash' or redis.call('HGET', KEYS[1], '') ~= '""" + FORMAT.decode() + """' then
+if t ~= 'hash' or string.sub(redis.call('HGET', KEYS[1], '') or '', 1, #'""" + FORMAT.decode() \
+    + """') ~= '""" + FORMAT.decode() + """' then
   redis.call('DEL', KEYS[1])
   return -2
 end
@@ -348,13 +356,14 @@ class RedisBackend(Backend):
             log.info("cache node %s is back", node.url)
 
     # -- the Backend interface ----------------------------------------------------------------
-    def get(self, key: bytes) -> Lookup:
+    def get(self, key: bytes, tag: bytes = b"") -> Lookup:
         node = self._usable(self.owner(key))
         if node is None:
             return Lookup(None, None)
+        marker = _marker(tag)
         try:
             reply = run_scripts(node.client, [(READ, [DATA + key, VERSION + key, GEN, VISITS],
-                                               [self._log, key])])[0]
+                                               [self._log, key, marker])])[0]
             if isinstance(reply, ResponseError):
                 raise reply
         except ResponseError:  # something not ours broke the script: heal, treat as a miss
@@ -366,13 +375,13 @@ class RedisBackend(Backend):
         kind, gen, version = reply[0], reply[1], reply[2]
         started = time.monotonic()
         if kind == 1:
-            entries = _decode(reply[3])
+            entries = _decode(reply[3], marker)
             if entries is not None:
                 return Lookup(entries)
         garbage = kind != 0
         return Lookup(None, _Token(node.url, version, gen, started, garbage), garbage)
 
-    def fill(self, key: bytes, token: Any, entries: list, mode: str) -> bool:
+    def fill(self, key: bytes, token: Any, entries: list, mode: str, tag: bytes = b"") -> bool:
         if token is None:
             return False
         if mode == SKIP and not token.garbage and not self.node_managed:
@@ -387,7 +396,7 @@ class RedisBackend(Backend):
             return False
         size = len(entries)
         args: list = [token.version, token.gen, mode, size, max(size, 1), self._log, key,
-                      b"1" if token.garbage else b"0"]
+                      b"1" if token.garbage else b"0", _marker(tag)]
         if mode != SKIP:
             for row, covered in entries:
                 args += (row, pack_entry(row, covered))
@@ -544,8 +553,14 @@ def _purge(client: Any, pattern: bytes) -> int:
     return n
 
 
-def _decode(flat: list) -> list | None:
-    """A Redis hash (flat field/value list) as a sorted set of entries; None if not ours."""
+def _marker(tag: bytes) -> bytes:
+    """The marker field's value of a set stored under `tag`."""
+    return FORMAT + b"|" + tag if tag else FORMAT
+
+
+def _decode(flat: list, marker: bytes = FORMAT) -> list | None:
+    """A Redis hash (flat field/value list) as a sorted set of entries; None if not ours (or
+    not stored under `marker`)."""
     if len(flat) % 2:
         return None
     entries = []
@@ -554,7 +569,7 @@ def _decode(flat: list) -> list | None:
         for i in range(0, len(flat), 2):
             row, raw = flat[i], flat[i + 1]
             if not row:
-                marked = raw == FORMAT
+                marked = raw == marker
                 continue
             entries.append((row, unpack_entry(row, raw)))
     except (ValueError, TypeError):

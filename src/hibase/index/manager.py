@@ -23,7 +23,7 @@ class IndexManager:
     """Keeps a store's global and local indexes exact; every write of the Connection goes
     through write()."""
 
-    def __init__(self, store: Store, cache: Any = None):
+    def __init__(self, store: Store, cache: Any = None, cache_staleness_ms: int = 0):
         self.store = store
         self.catalog = IndexCatalog(store)
         # SCBF routing of local-index lookups; local rows follow region splits (_on_split)
@@ -37,6 +37,9 @@ class IndexManager:
         # The hot-index cache (cache layer), or None. It offers read(spec, vkey, loader) ->
         # entries and apply(changes), called under the write lock right after each commit.
         self.cache = cache
+        # how old a server write version may be when the cache answers a server-kept index
+        # (cache_tag): 0, the default, reads it at every lookup; more is the user's opt-in
+        self.cache_staleness_s = cache_staleness_ms / 1000
         # a store other clients write too (HBase): the index catalog is re-checked (one get)
         # before a write or query plan once its lease ran out (catalog_lease_ms); changes to
         # definitions wait a lease before relying on every client knowing them (_wait_lease)
@@ -49,16 +52,28 @@ class IndexManager:
         for table in self.catalog.refresh():
             self._invalidate_cache(table)
 
-    def read_value(self, spec: IndexSpec, vkey: bytes) -> list[tuple[bytes, list]]:
+    def cache_tag(self, spec: IndexSpec) -> bytes:
+        """The tag under which the hot cache answers `spec`'s sets (cache/backend.py): for an
+        index the region server keeps (other programs' writes change it without this client
+        knowing), and on any store other processes write (their writes patch only their own
+        in-process caches), the table's write version, read from the store (one get, or none
+        within cache_staleness_ms of the last); b"" on a store only this process writes (its
+        writes patch the cache)."""
+        if not (spec.server or self.shared):
+            return b""
+        return self.store.index_version(spec.table, self.cache_staleness_s)
+
+    def read_value(self, spec: IndexSpec, vkey: bytes,
+                   tag: bytes | None = None) -> list[tuple[bytes, list]]:
         """Every entry (rowkey, covered values) of one full index value: HiBase's point
-        lookup, answered by the hot cache when it holds the set."""
+        lookup, answered by the hot cache when it holds the set under `tag` (cache_tag(spec)
+        unless given: a lookup of many values reads it once)."""
         if self.cache is None:
             return lookup.entries_for_value(self.store, spec, vkey)
-        if spec.server and self.store.server_writes_seen(spec.table):
-            # another client's write changed the table's sets (seen once per catalog lease)
-            self._invalidate_cache(spec.table)
+        if tag is None:
+            tag = self.cache_tag(spec)
         return self.cache.read(spec, vkey, lambda: lookup.entries_for_value(self.store, spec,
-                                                                            vkey))
+                                                                            vkey), tag)
 
     def specs(self, table: str, fresh: bool = False) -> list[IndexSpec]:
         """The table's indexes; `fresh` first picks up other clients' changes (shared stores)."""
@@ -125,11 +140,15 @@ class IndexManager:
         try:
             return self._write(mutations, specs)
         finally:
-            # the region server changed index sets this process may have cached: its own
-            # writes drop them, fills in flight included (other clients' writes:
-            # docs/architecture.md, "Index upkeep inside HBase")
+            # other processes may cache the sets this write changed: on a shared store the
+            # table's write version moves before the write returns (cache_tag), by the region
+            # server for the indexes it keeps, here for the others; the next lookup here
+            # reads it afresh even within cache_staleness_ms (this client reads its writes)
+            if self.shared:
+                for t in {s.table for s in specs if not s.local}:
+                    self.store.bump_index_version(t)
             for t in server_kept:
-                self._invalidate_cache(t)
+                self.store.forget_index_version(t)
 
     def _write(self, mutations: list[Mutation], specs: list[IndexSpec]) -> list[Change]:
         if not specs:

@@ -31,10 +31,13 @@ def _lookup_rows(indexer, lk: IndexLookup) -> Iterator[tuple[bytes, list]]:
     if lk.method == "merge":  # a long IN list: one scan from its smallest to largest value
         yield from scan_points(store, spec, [rng.start for rng in lk.ranges])
         return
+    # the cache answers a server-kept index only under the table's write version as of this
+    # lookup: read once here (one get) for all of the lookup's values
+    tag = indexer.cache_tag(spec) if indexer.cache is not None else None
     if lk.method != "walk":
         for rng in lk.ranges:
             if is_point(spec, rng):
-                yield from indexer.read_value(spec, rng.start)
+                yield from indexer.read_value(spec, rng.start, tag)
             else:
                 yield from scan_entries(store, spec, rng)
         return
@@ -47,9 +50,9 @@ def _lookup_rows(indexer, lk: IndexLookup) -> Iterator[tuple[bytes, list]]:
     # without a cache the point lookups go to the store in parallel
     if len(vkeys) <= 1 or (indexer.cache is not None and not indexer.cache.parallel):
         for vkey in vkeys:
-            yield from indexer.read_value(spec, vkey)
+            yield from indexer.read_value(spec, vkey, tag)
         return
-    for entries in _walk_pool().map(lambda v: indexer.read_value(spec, v), vkeys):
+    for entries in _walk_pool().map(lambda v: indexer.read_value(spec, v, tag), vkeys):
         yield from entries
 
 

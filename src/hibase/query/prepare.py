@@ -12,7 +12,7 @@ from .ast import ROWKEY, Column, Select, walk
 from .columns import statement_types, usable_specs
 from .evaluate import referenced_columns
 from .normalize import normalize, typed
-from .plan import Plan, plan_query
+from .plan import IndexLookup, Intersect, Plan, plan_query
 from .cast import result_type
 from .resolve import declared, resolve_casts
 
@@ -136,4 +136,32 @@ def prepare(select: Select, store, indexer, range_method: str = "auto",
     plan = plan_query(select, conjuncts, store, types, specs,
                       range_method, where, cached=indexer.cache is not None,
                       router=indexer.router)
+    if indexer.cache is not None and indexer.shared:
+        plan.notes += cache_notes(plan, indexer)
     return plan, conjuncts
+
+
+def cache_notes(plan: Plan, indexer) -> list[str]:
+    """EXPLAIN's word on the hot cache of a store other processes write, once per index whose
+    point lookups it may answer: how fresh a cached answer is (in a store only this process
+    writes, the cache is patched by every write)."""
+    out = []
+    seen = set()
+    for step in plan.steps:
+        path = step.path
+        for lk in (path.lookups if isinstance(path, Intersect) else [path]):
+            if not isinstance(lk, IndexLookup) or lk.spec.local or lk.method == "merge" \
+                    or lk.spec.name in seen:
+                continue
+            seen.add(lk.spec.name)
+            name = lk.spec.name
+            if indexer.cache_staleness_s > 0:
+                out.append(f"hot cache may answer index {name}'s point lookups, trusting the "
+                           "table's index write version for up to "
+                           f"{indexer.cache_staleness_s * 1000:g} ms (cache_staleness_ms): an "
+                           "answer may miss other programs' writes of that long")
+            else:
+                out.append(f"hot cache may answer index {name}'s point lookups, checked against "
+                           "the table's index write version read at the lookup (one get): "
+                           "every write acknowledged before the statement is in the answer")
+    return out

@@ -69,10 +69,16 @@ class BaseStore:
         """Whether a coprocessor in the server keeps `table`'s indexes: never here."""
         return False
 
-    def server_writes_seen(self, table: str) -> bool:
-        """Whether the server changed `table`'s server-kept index sets since this was last
-        asked (checked at most once per catalog lease): never here."""
-        return False
+    def index_version(self, table: str, max_age_s: float = 0.0) -> bytes:
+        """The write version of `table`'s server-kept index sets (changed by the server after
+        every write that changed them): nothing changes them here."""
+        return b""
+
+    def bump_index_version(self, table: str) -> None:
+        """This client changed index sets of `table` others may cache: nobody else here."""
+
+    def forget_index_version(self, table: str) -> None:
+        """This client wrote `table`: the next index_version is read afresh (nothing here)."""
 
     def meta_changed(self, force: bool = False) -> bool:
         """Whether another client changed the catalog since this one read it: never here."""
@@ -269,7 +275,11 @@ class Store(KeyValueStore, Protocol):
 
     # indexes kept by the server (Capabilities.server_index_upkeep)
     def server_upkeep(self, table: str) -> bool: ...
-    def server_writes_seen(self, table: str) -> bool: ...
+    def index_version(self, table: str, max_age_s: float = 0.0) -> bytes: ...
+
+    def bump_index_version(self, table: str) -> None: ...
+
+    def forget_index_version(self, table: str) -> None: ...
     def reindex(self, table: str, alias: bytes, progress: Any = None) -> int: ...
 
 

@@ -116,7 +116,7 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
         self._tables: dict[str, _HTable] = {}
         self._server_kept: set[str] = set()  # tables hibase's coprocessor runs on (seen)
         # per table: (monotonic time of the last check, the version row's value then)
-        self._server_versions: dict[str, tuple[float, bytes]] = {}
+        self._index_versions: dict[str, tuple[float, bytes]] = {}
         self._kv: dict[str, str | None] = {}
         self._meta: dict[bytes, bytes] = {}
         self._gen = b""
@@ -327,7 +327,7 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
             for row in incarnations:
                 self._meta_put(row, None)
             self._server_kept.discard(name)
-            self._server_versions.pop(name, None)
+            self._index_versions.pop(name, None)
             self._meta_put(b"table/" + name.encode(), None)
             del self._tables[name]
 
@@ -376,19 +376,35 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
             self.rpc.call("getRowWithColumns", table.encode(), r.start or b"\x00", [],
                           {b"hibase.drain": b"1"})
 
-    def server_writes_seen(self, table: str) -> bool:
-        """Whether hibase's coprocessor changed `table`'s index sets since the last check: it
-        rewrites the catalog row `ver/<table>` after every batch that changed entries; one get,
-        at most once per catalog lease (within it the answer is False), so a hot cache is
-        as fresh as the index definitions."""
-        now = time.monotonic()
-        last = self._server_versions.get(table)
-        if last is not None and now - last[0] < self.lease_s:
-            return False
+    def index_version(self, table: str, max_age_s: float = 0.0) -> bytes:
+        """The write version of `table`'s index sets: the catalog row `ver/<table>` (random
+        bytes), which hibase's coprocessor rewrites after every write batch that changed the
+        indexes it keeps, before the batch is acknowledged (and a client after each write
+        that changed the indexes it keeps: bump_index_version). One get, unless a version read less than
+        `max_age_s` ago is at hand (a user's opt-in bounded staleness: cache_staleness_ms).
+        Hot-cache sets of those indexes are stored under it and answer only while it holds
+        (cache/backend.py, tags), so no reader trusts a set from before a write it could see."""
+        if max_age_s > 0:
+            last = self._index_versions.get(table)
+            if last is not None and time.monotonic() - last[0] < max_age_s:
+                return last[1]
+        now = time.monotonic()  # taken before the read: the version is at least this fresh
         got = self.rpc.get_raw(META_TABLE, [b"ver/" + table.encode()], [META_COL])[0]
         version = got[META_COL][1] if got else b""
-        self._server_versions[table] = (now, version)
-        return last is not None and last[1] != version
+        self._index_versions[table] = (now, version)
+        return version
+
+    def bump_index_version(self, table: str) -> None:
+        """This client changed index sets of `table` that other processes may have cached:
+        rewrite `ver/<table>` (one put), after the changes landed."""
+        self._check_writable()
+        self._meta_put(b"ver/" + table.encode(), os.urandom(8))
+        self._index_versions.pop(table, None)
+
+    def forget_index_version(self, table: str) -> None:
+        """This client wrote `table` (the coprocessor moved its version): the next
+        index_version reads it again, whatever staleness was allowed."""
+        self._index_versions.pop(table, None)
 
     def put_meta(self, key: bytes, value: bytes | None) -> None:
         with self._lock:

@@ -1193,19 +1193,13 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
       land(mb);
       return;
     }
+    boolean entries = false;
     try {
       Map<TableName, List<Row>> out = new LinkedHashMap<>();
       if (success) {
         Map<TableName, Map<ByteBuffer, long[]>> landed = finish(p, out);
-        boolean entries = !out.isEmpty();
+        entries = !out.isEmpty();
         land(p.cell, p.deltas, landed, out);
-        if (entries) {
-          // the table's index sets changed: clients' hot caches compare this row once per
-          // catalog lease and drop the table's sets when it moved
-          byte[] version = new byte[8];
-          java.util.concurrent.ThreadLocalRandom.current().nextBytes(version);
-          add(out, p.cat.meta, new Put(b("ver/" + p.cat.table)).addColumn(M, V, version));
-        }
       } else {
         counts(p.cell, p.deltas, Step.FAILED, out);
       }
@@ -1219,10 +1213,30 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
       // recovery or verify --repair
       LOG.error("hibase index upkeep: verifying entries after the data failed", e);
       leftovers = true;
+      entries = success;  // what landed of the entries is not known: the sets may have moved
     } finally {
-      unlock(p.locks);
-      land(mb);
+      try {
+        if (entries) bumpVersion(p.cat);
+      } finally {
+        unlock(p.locks);
+        land(mb);
+      }
     }
+  }
+
+  /** The table's index sets changed: rewrite the catalog row ver/<table> with new random
+   *  bytes, after every index write of the batch has landed and before the batch is
+   *  acknowledged. Clients' hot caches store a set under the version they read before
+   *  loading it and answer from it only while the row still holds that version
+   *  (hibase/cache/backend.py, tags), so no reader, in any process, is answered from a set
+   *  loaded before an acknowledged write. A failure here fails the batch's acknowledgement
+   *  (the data landed; a retried put is idempotent): a cached set must not outlive it. */
+  private void bumpVersion(Catalog cat) throws IOException {
+    byte[] version = new byte[8];
+    java.util.concurrent.ThreadLocalRandom.current().nextBytes(version);
+    Map<TableName, List<Row>> ver = new LinkedHashMap<>();
+    add(ver, cat.meta, new Put(b("ver/" + cat.table)).addColumn(M, V, version));
+    send(ver);
   }
 
   /** A mini-batch left flight (finished, or failed in preBatchMutate). */
