@@ -98,6 +98,8 @@ def test_integrity_error_through_dbapi(t):
         cur.executemany("INSERT INTO t (k, f.a) VALUES (?, ?)", [("q", 1), ("q", 2)])
     cur.execute("INSERT INTO t (k, f.a) VALUES (?, ?)", ("q", 7))
     assert cur.rowcount == 1
+    with pytest.raises(dbapi.Error):
+        cur.fetchall()  # an INSERT gives no rows
 
 
 # -- UPDATE ------------------------------------------------------------------------------------
