@@ -23,7 +23,8 @@ LITE_DDL = "CREATE TABLE {t} (k TEXT PRIMARY KEY, a INTEGER, b TEXT, c REAL)"
 def conn(db):
     c = dbapi.connect(db)
     yield c
-    c.close()
+    if not c.closed:  # a second close() raises (PEP 249 compliance suite)
+        c.close()
 
 
 def test_module_globals():
@@ -157,3 +158,37 @@ def test_cursor_rows_equal_sqlite(conn, rows, data, indexed):
             assert len(cur.description) == len(lite.description)
     finally:
         cur.execute(f"DROP TABLE {t}")
+
+
+def test_pep249_rules_and_date_parameters(conn):
+    """Fetching with no result set, a closed cursor, a second close() raise Error; PEP 249's
+    date constructors are datetime values, written as ISO 8601 text (no date types yet)."""
+    import datetime
+    import time
+
+    cur = conn.cursor()
+    with pytest.raises(dbapi.ProgrammingError, match="execute a statement first"):
+        cur.fetchone()
+    cur.execute("CREATE TABLE d (k VARCHAR PRIMARY KEY, v VARCHAR)")
+    with pytest.raises(dbapi.Error, match="no result set"):
+        cur.fetchall()
+    assert dbapi.Date(2002, 12, 25) == datetime.date(2002, 12, 25)
+    ticks = time.mktime((2002, 12, 25, 13, 45, 30, 0, 0, -1))
+    assert dbapi.TimestampFromTicks(ticks) == dbapi.Timestamp(2002, 12, 25, 13, 45, 30)
+    assert dbapi.DateFromTicks(ticks) == dbapi.Date(2002, 12, 25)
+    assert dbapi.TimeFromTicks(ticks) == dbapi.Time(13, 45, 30)
+    cur.executemany("INSERT INTO d VALUES (?, ?)", [
+        ("date", dbapi.Date(2002, 12, 25)), ("time", dbapi.Time(13, 45, 30)),
+        ("ts", dbapi.Timestamp(2002, 12, 25, 13, 45, 30))])
+    cur.execute("SELECT k FROM d WHERE v = :v", {"v": dbapi.Date(2002, 12, 25)})
+    assert cur.fetchall() == [("date",)]
+    cur.execute("SELECT * FROM d")
+    assert cur.fetchall() == [("date", "2002-12-25"), ("time", "13:45:30"),
+                              ("ts", "2002-12-25 13:45:30")]
+    assert "DATE" == dbapi.DATETIME and "TIMESTAMP" == dbapi.DATETIME
+    cur.close()
+    with pytest.raises(dbapi.Error):
+        cur.fetchall()
+    conn.close()
+    with pytest.raises(dbapi.Error):
+        conn.close()

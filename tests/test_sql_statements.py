@@ -78,7 +78,9 @@ def test_parse_shapes():
     ("DELETE FROM t WHERE f.a = = 2", 26),
     ("UPSERT INTO t (k, f.a) SELECT k FROM", 32),
     ("DROP INDEX i", 12),
-    ("INSERT INTO t VALUES (1)", 0),
+    ("INSERT INTO t VALUES (1", 23),
+    ("UPDATE t SET f.a = 1 WHERE f.a = = 2", 33),
+    ("UPDATE t SET f.a = (1, f.b = 2", 30),
 ])
 def test_bad_statements_have_positions(sql, position):
     with pytest.raises(QuerySyntaxError) as e:

@@ -439,8 +439,10 @@ class Connection:
         one str.
 
         DML returns the number of rows written: `UPSERT INTO t (cols) VALUES (...), ...`,
-        `UPSERT INTO t (cols) SELECT ...`, `DELETE FROM t [WHERE ...] [LIMIT n]` (rows found by
-        the SELECT planner, indexes included). DDL returns None: `CREATE TABLE [IF NOT EXISTS]
+        `UPSERT INTO t (cols) SELECT ...`, `INSERT INTO t ...` (VALUES or SELECT, as UPSERT but
+        a rowkey that exists already or comes twice is errors.RowExists and nothing is
+        written), `UPDATE t SET col = expr, ... [WHERE ...] [LIMIT n]` and `DELETE FROM t
+        [WHERE ...] [LIMIT n]` (rows found by the SELECT planner, indexes included). DDL returns None: `CREATE TABLE [IF NOT EXISTS]
         t (k VARCHAR PRIMARY KEY, f.a INTEGER, ...) [VERSIONS=1, TTL=..., ...]`, `DROP TABLE
         [IF EXISTS] t`, `CREATE [LOCAL] INDEX [IF NOT EXISTS] n ON t (cols) [INCLUDE (cols)]
         [ASYNC]`, `DROP INDEX [IF EXISTS] n ON t`, `ALTER INDEX n ON t REBUILD`

@@ -1,6 +1,6 @@
 """hibase as a PEP 249 (DB-API 2.0) database: ``connect``, Connection, Cursor, type objects and
 exceptions, over ``hibase.Connection.execute`` (SQL in Phoenix's spelling: SELECT, UPSERT,
-DELETE, CREATE/DROP TABLE and INDEX, ALTER INDEX ... REBUILD).
+INSERT, UPDATE, DELETE, CREATE/DROP TABLE and INDEX, ALTER INDEX ... REBUILD).
 
     import hibase.dbapi
     with hibase.dbapi.connect("data/") as conn:
@@ -13,6 +13,10 @@ DELETE, CREATE/DROP TABLE and INDEX, ALTER INDEX ... REBUILD).
 What it promises:
 
 - ``paramstyle`` is "qmark" (``?``); ``:name`` with a dict works too (named).
+- ``INSERT INTO t ... VALUES / SELECT`` refuses a rowkey that exists already (or comes twice)
+  with IntegrityError, writing nothing; ``UPSERT`` writes over it. A table created without a
+  PRIMARY KEY (``CREATE TABLE t (name VARCHAR(20))``) has a generated rowkey, as SQLite's
+  tables have a rowid: each INSERT adds rows, ``SELECT *`` leaves the key out.
 - Writes are applied when ``execute`` returns (each statement in one atomic batch with its
   index rows); there are no transactions: ``commit()`` does nothing, ``rollback()`` raises
   NotSupportedError (nothing can be undone).
@@ -33,11 +37,23 @@ What it promises:
   columns / indexes, wrong parameters -> ProgrammingError; values that do not fit their
   column's type, bad rowkeys -> DataError; existing tables / indexes -> IntegrityError;
   backend failures, disabled tables -> OperationalError; corrupted stores -> InternalError.
+  Using a closed connection or cursor, closing a connection twice, and fetching when the last
+  statement gave no rows (or none ran yet) raise ProgrammingError, as PEP 249 asks an Error.
+- ``Date``, ``Time``, ``Timestamp`` and their ``...FromTicks`` forms make ``datetime`` values
+  (PEP 249's constructors); hibase has no date or time column types yet, so as parameters they
+  are written as ISO 8601 text (``'2002-12-25'``, ``'13:45:30'``, ``'2002-12-25 13:45:30'``, as
+  sqlite3 stores them), fit for a VARCHAR column. ``DATETIME`` compares equal to the type codes
+  DATE, TIME and TIMESTAMP.
+- ``nextset`` is not defined (PEP 249 makes it optional: hibase has no stored procedures nor
+  statements with several result sets); ``setinputsizes`` / ``setoutputsize`` are the
+  documented no-ops; ``callproc`` is not defined.
 """
 
 from __future__ import annotations
 
+import datetime
 import functools
+import time
 from typing import Any, Iterator, Sequence, cast
 
 from . import errors as _errors
@@ -164,7 +180,7 @@ class _TypeObject:
 STRING = _TypeObject("VARCHAR", "CHAR", "PLAN")
 BINARY = _TypeObject("VARBINARY")
 NUMBER = _TypeObject("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "FLOAT", "DOUBLE", "NUMBER")
-DATETIME = _TypeObject()
+DATETIME = _TypeObject("DATE", "TIME", "TIMESTAMP")
 ROWID = _TypeObject("ROWKEY")
 
 
@@ -172,11 +188,43 @@ def Binary(value: Any) -> bytes:  # noqa: N802 - PEP 249's name
     return bytes(value)
 
 
-def _no_dates(*_: Any) -> Any:
-    raise NotSupportedError("hibase has no date or time types")
+Date = datetime.date
+Time = datetime.time
+Timestamp = datetime.datetime
 
 
-Date = Time = Timestamp = DateFromTicks = TimeFromTicks = TimestampFromTicks = _no_dates
+def DateFromTicks(ticks: float) -> datetime.date:  # noqa: N802 - PEP 249's names
+    """The local date of ``ticks`` (seconds since the epoch, as time.time())."""
+    return Date(*time.localtime(ticks)[:3])
+
+
+def TimeFromTicks(ticks: float) -> datetime.time:  # noqa: N802
+    """The local time of day of ``ticks``."""
+    return Time(*time.localtime(ticks)[3:6])
+
+
+def TimestampFromTicks(ticks: float) -> datetime.datetime:  # noqa: N802
+    """The local date and time of ``ticks``."""
+    return Timestamp(*time.localtime(ticks)[:6])
+
+
+def _param(v: Any) -> Any:
+    """A parameter as hibase takes it: a date, time or datetime as its ISO 8601 text."""
+    if isinstance(v, datetime.datetime):
+        return v.isoformat(" ")
+    if isinstance(v, (datetime.date, datetime.time)):
+        return v.isoformat()
+    return v
+
+
+def _params(p: Any) -> Any:
+    if p is None:
+        return None
+    if isinstance(p, dict):
+        return {k: _param(v) for k, v in p.items()}
+    if not isinstance(p, (list, tuple)):
+        p = list(p)
+    return [_param(v) for v in p]
 
 
 def _type_code(t: Any) -> str:
@@ -235,16 +283,19 @@ class Connection:
                                 "execute() returns, so there is nothing to roll back")
 
     def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            if self._owned:
-                _run(self.db.close)
+        """Close the connection (and the hibase Connection when connect() opened it); a
+        second close() raises ProgrammingError, as the DB-API compliance suite expects."""
+        self._check()
+        self.closed = True
+        if self._owned:
+            _run(self.db.close)
 
     def __enter__(self) -> "Connection":
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.close()
+        if not self.closed:
+            self.close()
 
 
 class Cursor:
@@ -256,8 +307,9 @@ class Cursor:
         self.description: list[tuple] | None = None
         self.rowcount = -1
         self.lastrowid = None
-        self._rows: list[tuple] = []
+        self._rows: list[tuple] | None = None  # None: the last statement gave no result set
         self._pos = 0
+        self._executed = False
         self.closed = False
         self.messages: list[tuple[type, str]] = []  # PEP 249 extension, see _take
 
@@ -273,7 +325,7 @@ class Cursor:
                                 for name, t in result.description]
         else:
             self.description = None
-        self._rows = list(result.rows)
+        self._rows = list(result.rows) if self.description is not None else None
         self._pos = 0
         self.rowcount = result.rowcount
         # PEP 249's optional .messages: cells read as NULL (not of their declared type); the
@@ -283,40 +335,50 @@ class Cursor:
     def execute(self, operation: str, parameters: Any = None) -> "Cursor":
         """Run one statement; ``?`` parameters from a sequence, ``:name`` ones from a dict."""
         self._check()
-        if parameters is not None and not isinstance(parameters, dict) and \
-                not isinstance(parameters, (list, tuple)):
-            parameters = list(parameters)
-        self._take(_run(self.connection.db.execute, operation, parameters or None))
+        self._rows, self.description, self.rowcount = None, None, -1
+        self._executed = True
+        self._take(_run(self.connection.db.execute, operation, _params(parameters) or None))
         return self
 
     def executemany(self, operation: str, seq_of_parameters: Any) -> "Cursor":
         """Run one statement per parameter set (UPSERT VALUES: all rows in one batch)."""
         self._check()
-        seq = [p if isinstance(p, (dict, list, tuple)) else list(p) for p in seq_of_parameters]
+        self._rows, self.description, self.rowcount = None, None, -1
+        self._executed = True
+        seq = [_params(p) for p in seq_of_parameters]
         self._take(_run(self.connection.db.execute_many, operation, seq))
         self.description = None
+        self._rows = None
         return self
 
-    def fetchone(self) -> tuple | None:
+    def _result(self) -> list[tuple]:
         self._check()
-        if self._pos >= len(self._rows):
+        if self._rows is None:
+            raise ProgrammingError("no rows to fetch: the last statement gave no result set"
+                                   if self._executed else
+                                   "no rows to fetch: execute a statement first")
+        return self._rows
+
+    def fetchone(self) -> tuple | None:
+        rows = self._result()
+        if self._pos >= len(rows):
             return None
-        row = self._rows[self._pos]
+        row = rows[self._pos]
         self._pos += 1
         return row
 
     def fetchmany(self, size: int | None = None) -> list[tuple]:
-        self._check()
+        rows = self._result()
         n = self.arraysize if size is None else size
-        rows = self._rows[self._pos:self._pos + n]
-        self._pos += len(rows)
-        return rows
+        out = rows[self._pos:self._pos + n]
+        self._pos += len(out)
+        return out
 
     def fetchall(self) -> list[tuple]:
-        self._check()
-        rows = self._rows[self._pos:]
-        self._pos = len(self._rows)
-        return rows
+        rows = self._result()
+        out = rows[self._pos:]
+        self._pos = len(rows)
+        return out
 
     def __iter__(self) -> Iterator[tuple]:
         while True:
@@ -333,7 +395,7 @@ class Cursor:
 
     def close(self) -> None:
         self.closed = True
-        self._rows = []
+        self._rows = None
 
     def __enter__(self) -> "Cursor":
         return self

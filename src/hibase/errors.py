@@ -16,7 +16,8 @@
     ├── TableDisabled           the table is disabled (enable_table() it first)
     ├── AlreadyExists
     │   ├── TableExists
-    │   └── IndexExists
+    │   ├── IndexExists
+    │   └── RowExists           INSERT of a rowkey that exists (hibase.dbapi: IntegrityError)
     ├── InvalidArgument         bad argument shape or value (also a ValueError)
     │   ├── ArgumentTypeError   an argument of the wrong type (also a TypeError, as happybase)
     │   ├── InvalidRowKey       empty, too long, not bytes
@@ -40,7 +41,7 @@ __all__ = [
     "HibaseError", "BackendError", "BackendUnavailable", "StoreLocked", "MissingExtra",
     "StoreFull", "StoreReadOnly", "StoreCorrupted",
     "NotFound", "TableNotFound", "FamilyNotFound", "ColumnNotFound", "IndexNotFound",
-    "TableDisabled", "AlreadyExists", "TableExists", "IndexExists",
+    "TableDisabled", "AlreadyExists", "TableExists", "IndexExists", "RowExists",
     "InvalidArgument", "ArgumentTypeError", "InvalidRowKey", "SchemaError", "ValueTypeError",
     "CellTypeWarning",
     "FilterError", "FilterSyntaxError", "UnsupportedFilter",
@@ -130,6 +131,11 @@ class TableExists(AlreadyExists):
 
 class IndexExists(AlreadyExists):
     pass
+
+
+class RowExists(AlreadyExists):
+    """INSERT of a row whose rowkey exists already (or that the statement gives twice):
+    nothing was written (hibase.dbapi: IntegrityError)."""
 
 
 class InvalidArgument(HibaseError, ValueError):

@@ -14,6 +14,7 @@ that order; ``rowcount`` the rows written (DML), returned (SELECT) or -1 (DDL); 
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import os
 import time
@@ -25,8 +26,8 @@ from .query import duck, engine
 from .query.ast import ROWKEY, Agg, Column, Param, Select
 from .query.resolve import DEFAULT_FAMILY, resolve, resolve_name
 from .query.statements import (
-    AlterIndex, CreateIndex, CreateTable, Delete, DropIndex, DropTable, Statement, Upsert,
-    is_select, parse_statement,
+    AlterIndex, CreateIndex, CreateTable, Delete, DropIndex, DropTable, Statement, Update,
+    Upsert, is_select, parse_statement,
 )
 from .store.schema import FOREVER
 
@@ -251,12 +252,17 @@ def _value(v: Any, what: str) -> Any:
 
 
 def _bind_rows(stmt: Upsert, params: Any) -> list[tuple]:
-    found = [v for r in stmt.rows for v in r if isinstance(v, Param)]
+    return _bind(stmt.rows, params)
+
+
+def _bind(rows: Sequence[tuple], params: Any) -> list[tuple]:
+    """``rows`` of literals and Params with the Params' values from ``params``."""
+    found = [v for r in rows for v in r if isinstance(v, Param)]
     if not found:
         if params:
             raise errors.InvalidArgument(f"the statement has no parameters but {len(params)} "
                                          "value(s) were given")
-        return list(stmt.rows)
+        return list(rows)
     if params is None:
         raise errors.InvalidArgument("the statement has parameters but no values were given")
     if found[0].name is not None:
@@ -279,7 +285,7 @@ def _bind_rows(stmt: Upsert, params: Any) -> list[tuple]:
                                          f"{len(params)} value(s) were given")
         values = {p: _value(params[p.index], str(p.index + 1))
                   for p in found if p.index is not None}
-    return [tuple(values[v] if isinstance(v, Param) else v for v in r) for r in stmt.rows]
+    return [tuple(values[v] if isinstance(v, Param) else v for v in r) for r in rows]
 
 
 # -- writes ------------------------------------------------------------------------------------
@@ -355,11 +361,14 @@ def _cell(schema: Any, col: bytes, v: Any) -> bytes:
     return repr(v).encode() if isinstance(v, float) else str(v).encode()
 
 
-def _write(db: Any, table: str, schema: Any, targets: list[bytes], rows: list[tuple]) -> int:
+def _write(db: Any, table: str, schema: Any, targets: list[bytes], rows: list[tuple],
+           insert: bool = False) -> int:
+    """Write ``rows`` (values for ``targets``) in one batch; ``insert``: refuse, with
+    errors.RowExists and nothing written, a rowkey that has cells already or comes twice."""
     if ROWKEY not in targets and not schema.rowkey_generated:
         raise errors.InvalidArgument(
-            f"UPSERT INTO {table} needs the rowkey column ({schema.rowkey or 'ROWKEY'}) among "
-            "its columns")
+            f"{'INSERT' if insert else 'UPSERT'} INTO {table} needs the rowkey column "
+            f"({schema.rowkey or 'ROWKEY'}) among its columns")
     k = targets.index(ROWKEY) if ROWKEY in targets else None
     writes = []
     for row in rows:
@@ -382,13 +391,47 @@ def _write(db: Any, table: str, schema: Any, targets: list[bytes], rows: list[tu
                 cells[col] = _cell(schema, col, v)
         writes.append((key, cells, nulls))
     t = db.table(table, use_prefix=False)
+    if insert and k is not None:
+        with db.store.write_lock():  # the check and the write, as one (Connection.mutate
+            _check_new(t, schema, [key for key, _, _ in writes])  # takes it again)
+            _send(t, writes)
+    else:
+        _send(t, writes)
+    return len(writes)
+
+
+def _send(t: Any, writes: list[tuple[bytes, dict, list]]) -> None:
     with t.batch() as b:  # one atomic write with the index upkeep (Connection.mutate)
         for key, cells, nulls in writes:
             if cells:
                 b.put(key, cells)
             if nulls:
                 b.delete(key, columns=nulls)
-    return len(writes)
+
+
+def _check_new(t: Any, schema: Any, keys: list[bytes]) -> None:
+    """Refuse (errors.RowExists) a rowkey given twice or that has cells already. Run under
+    the store's writer lock with the write that follows, so no writer of this process comes
+    between (the embedded store has one writing process; on HBase, as Phoenix without its
+    coprocessors, a writer in another process is not serialized: hibase has no
+    transactions)."""
+    seen: set[bytes] = set()
+    for key in keys:
+        if key in seen:
+            raise errors.RowExists(f"INSERT gives rowkey {_shown(schema, key)} twice; nothing "
+                                   "was written")
+        seen.add(key)
+    found = t.rows(keys) if keys else []
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise errors.RowExists(f"a row with rowkey {_shown(schema, found[0][0])} exists "
+                               f"already{more}: INSERT adds new rows (UPSERT, or UPDATE, "
+                               "changes existing ones); nothing was written")
+
+
+def _shown(schema: Any, key: bytes) -> str:
+    name = schema.rowkey or "ROWKEY"
+    return f"{name} = {codec.sql_literal(decode_key(schema, key))}"
 
 
 def _upsert(db: Any, stmt: Upsert, params: Any, full: Callable[[str], str],
@@ -400,8 +443,8 @@ def _upsert(db: Any, stmt: Upsert, params: Any, full: Callable[[str], str],
         inner = run_engine(db, duck.plan(("EXPLAIN " if stmt.explain else "") + stmt.query,
                                          stmt.refusal), params, full, range_method, full_scan)
         if stmt.explain:
-            return _explained(f"UPSERT INTO {stmt.table} SELECT", inner)
-        rows = list(inner.rows)
+            return _explained(f"{stmt.verb} INTO {stmt.table} SELECT", inner)
+        rows = [tuple(_engine_value(v) for v in row) for row in inner.rows]
         if rows and len(rows[0]) != len(targets):
             raise errors.InvalidArgument(f"the SELECT returns {len(rows[0])} columns for "
                                          f"{len(targets)}")
@@ -411,7 +454,7 @@ def _upsert(db: Any, stmt: Upsert, params: Any, full: Callable[[str], str],
         inner = run_select(db, stmt.select.with_(explain=stmt.explain), params, full,
                            range_method, full_scan)
         if stmt.explain:
-            return _explained(f"UPSERT INTO {stmt.table} SELECT", inner)
+            return _explained(f"{stmt.verb} INTO {stmt.table} SELECT", inner)
         select, records = inner.selected()
         src = db.store.schema(select.table)
         if select.aggregate:
@@ -425,8 +468,76 @@ def _upsert(db: Any, stmt: Upsert, params: Any, full: Callable[[str], str],
         if rows and len(rows[0]) != len(targets):
             raise errors.InvalidArgument(f"the SELECT returns {len(rows[0])} columns for "
                                          f"{len(targets)}")
-    n = _write(db, table, schema, targets, rows)
+    n = _write(db, table, schema, targets, rows, stmt.insert)
     return Result("dml", rowcount=n)
+
+
+def _engine_value(v: Any) -> Any:
+    """A value the SQL engine computed, as a cell is written: a bool as 1 / 0, a date or time
+    as its ISO text (hibase has no date types yet), the rest as it is."""
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, (datetime.date, datetime.time)):
+        return v.isoformat(" ") if isinstance(v, datetime.datetime) else v.isoformat()
+    return v
+
+
+def _update(db: Any, stmt: Update, params: Any, full: Callable[[str], str],
+            range_method: str, full_scan: bool) -> Result:
+    """UPDATE: the rows (and, unless the new values are all literals or parameters, the
+    values) from a SELECT on the normal query path, written back through the one write
+    path (the indexes kept)."""
+    table = full(stmt.table)
+    schema = db.store.schema(table)
+    targets = _targets(schema, stmt.columns)
+    if ROWKEY in targets:
+        name = schema.rowkey or "ROWKEY"
+        raise errors.InvalidArgument(f"UPDATE cannot change the rowkey ({name}): DELETE the "
+                                     "row and INSERT it under the new one")
+    values: tuple | None = None
+    if stmt.values is not None:
+        set_params, params = _split_params(stmt, params)
+        if not stmt.explain:  # EXPLAIN shows how the rows are found: the values may be unbound
+            values = _bind([stmt.values], set_params)[0]
+    explain = "EXPLAIN " if stmt.explain else ""
+    if stmt.select is None:
+        assert stmt.query is not None
+        inner = run_engine(db, duck.plan(explain + stmt.query, stmt.refusal), params, full,
+                           range_method, full_scan)
+        if not stmt.explain:
+            found = [(k if isinstance(k, bytes) else str(k).encode("utf-8"),
+                      tuple(_engine_value(v) for v in rest)) for k, *rest in inner.rows]
+    else:
+        inner = run_select(db, stmt.select.with_(explain=stmt.explain), params, full,
+                           range_method, full_scan)
+        if not stmt.explain:
+            _, records = inner.selected()
+            found = [(key, row[1:]) for (key, _), row in zip(records, inner.rows)]
+    if stmt.explain:
+        return _explained(f"UPDATE {stmt.table} (rows found by the plan below)", inner)
+    rows = [(key,) + (values if values is not None else new) for key, new in found]
+    n = _write(db, table, schema, [ROWKEY] + targets, rows) if rows else 0
+    return Result("dml", rowcount=n)
+
+
+def _split_params(stmt: Update, params: Any) -> tuple[Any, Any]:
+    """An UPDATE's parameters as (those of its SET values, those of its WHERE)."""
+    assert stmt.values is not None
+    used = [v for v in stmt.values if isinstance(v, Param)]
+    if params is None or not used:
+        return None, params
+    if used[0].name is not None:
+        if not isinstance(params, Mapping):
+            raise errors.InvalidArgument("named parameters (:name) take a dict of values")
+        names = {p.name for p in used}
+        unknown = sorted(set(params) - names - set(stmt.where_params))
+        if unknown:
+            raise errors.InvalidArgument(f"unknown parameter(s) {', '.join(map(str, unknown))}")
+        where = {k: v for k, v in params.items() if k in stmt.where_params}
+        return {k: v for k, v in params.items() if k in names}, where or None
+    if isinstance(params, (Mapping, str, bytes)) or not isinstance(params, Sequence):
+        raise errors.InvalidArgument("? parameters take a list or tuple of values")
+    return list(params[:len(used)]), list(params[len(used):]) or None
 
 
 def _explained(head: str, inner: Result) -> Result:
@@ -547,7 +658,8 @@ def execute_many(db: Any, statement: "Statement | duck.EngineStatement", seq_of_
         schema = db.store.schema(table)
         targets = _targets(schema, statement.columns)
         rows = [r for params in seq_of_params for r in _bind_rows(statement, params)]
-        return Result("dml", rowcount=_write(db, table, schema, targets, rows) if rows else 0)
+        return Result("dml", rowcount=_write(db, table, schema, targets, rows, statement.insert)
+                      if rows else 0)
     result, total = Result("dml", rowcount=0), 0
     for params in seq_of_params:
         result = execute(db, statement, params, full)
@@ -569,6 +681,8 @@ def execute(db: Any, statement: "Statement | duck.EngineStatement", params: Any,
         return _upsert(db, statement, params, full, range_method, full_scan)
     if isinstance(statement, Delete):
         return _delete(db, statement, params, full, range_method, full_scan)
+    if isinstance(statement, Update):
+        return _update(db, statement, params, full, range_method, full_scan)
     if params:
         raise errors.InvalidArgument("DDL statements take no parameters")
     return _ddl(db, statement, full)

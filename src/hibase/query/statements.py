@@ -8,8 +8,10 @@
     ALTER INDEX [IF EXISTS] n ON t REBUILD
     UPSERT INTO t [(k, f.a, ...)] VALUES (v, ...)[, (v, ...)...]
     UPSERT INTO t [(k, f.a, ...)] SELECT ...
+    INSERT INTO t [(k, f.a, ...)] VALUES (...) / SELECT ...   (an existing rowkey is refused)
+    UPDATE t SET f.a = expr [, ...] [WHERE ...] [LIMIT n]
     DELETE FROM t [WHERE ...] [LIMIT n]
-    EXPLAIN DELETE ... / EXPLAIN UPSERT ... SELECT ...
+    EXPLAIN DELETE ... / EXPLAIN UPSERT (or INSERT) ... SELECT ... / EXPLAIN UPDATE ...
 
 SELECT (and the SELECT inside UPSERT SELECT and the WHERE of DELETE) is parsed by
 ``parse.parse_select``; the rest by a small tokenizer and recursive descent here (sqlglot
@@ -32,7 +34,7 @@ from .ast import ROWKEY, Param, Select
 from .parse import check_size, parse_select
 
 __all__ = ["CreateTable", "DropTable", "CreateIndex", "DropIndex", "AlterIndex", "Upsert",
-           "Delete", "Statement", "parse_statement", "ColumnDef"]
+           "Delete", "Update", "Statement", "parse_statement", "ColumnDef"]
 
 
 @dataclass(frozen=True)
@@ -99,10 +101,17 @@ class Upsert:
     """The SELECT's text when the lean path refuses it (errors.NeedsEngine, ``refusal``
     its message): it runs on the SQL engine (hibase.query.duck)."""
     refusal: str = ""
+    insert: bool = False
+    """INSERT rather than UPSERT: a row whose rowkey exists already (or comes twice) is
+    refused with errors.RowExists and nothing is written."""
 
     @property
     def param_count(self) -> int:
         return sum(isinstance(v, Param) for r in self.rows for v in r)
+
+    @property
+    def verb(self) -> str:
+        return "INSERT" if self.insert else "UPSERT"
 
 
 @dataclass(frozen=True)
@@ -118,8 +127,31 @@ class Delete:
     refusal: str = ""
 
 
+@dataclass(frozen=True)
+class Update:
+    """``UPDATE t SET c = expr, ... [WHERE ...] [LIMIT n]``: the rows are found by a SELECT
+    through the normal query path (its planner and indexes; the SQL engine when the lean path
+    refuses it), and the new values written through the one write path (indexes kept).
+
+    ``columns`` are the SET targets as written. When every new value is a literal or a
+    parameter, ``values`` holds them and the SELECT is ``SELECT ROWKEY FROM t WHERE ...``
+    (``select``, or ``query`` for the engine); otherwise ``values`` is None and the SELECT is
+    ``SELECT ROWKEY, expr, ... FROM t WHERE ...``, so the engine computes the values."""
+
+    table: str
+    columns: tuple[bytes, ...]
+    values: tuple[Any, ...] | None
+    select: Select | None
+    explain: bool = False
+    query: str | None = None
+    refusal: str = ""
+    where_params: tuple[str, ...] = ()
+    """With ``values``: the :names the WHERE uses (a named parameter only the SET uses is not
+    passed on to the SELECT, which refuses unknown names)."""
+
+
 Statement = Union[Select, CreateTable, DropTable, CreateIndex, DropIndex, AlterIndex, Upsert,
-                  Delete]
+                  Delete, Update]
 
 # -- tokens ------------------------------------------------------------------------------------
 
@@ -502,7 +534,7 @@ def _shifted(e: QueryError, delta: int) -> QueryError:
     return type(e)(_AT.sub(lambda m: f"(at position {int(m.group(1)) + delta})", str(e)))
 
 
-def _upsert(p: _Parser, explain: bool) -> Upsert:
+def _upsert(p: _Parser, explain: bool, insert: bool = False) -> Upsert:
     p.expect("INTO")
     table = p.table()
     columns = None
@@ -512,7 +544,8 @@ def _upsert(p: _Parser, explain: bool) -> Upsert:
         try:
             select = _select_at(p.sql, p.tok.pos)
         except NeedsEngine as refusal:
-            return Upsert(table, columns, (), None, explain, p.sql[p.tok.pos:], str(refusal))
+            return Upsert(table, columns, (), None, explain, p.sql[p.tok.pos:], str(refusal),
+                          insert)
         if columns is not None and select.names is not None and \
                 len(select.names) != len(columns):
             raise QuerySyntaxError(f"{len(columns)} columns but the SELECT returns "
@@ -521,9 +554,10 @@ def _upsert(p: _Parser, explain: bool) -> Upsert:
                 len(select.items) != len(columns):
             raise QuerySyntaxError(f"{len(columns)} columns but the SELECT returns "
                                    f"{len(select.items)}", p.tok.pos)
-        return Upsert(table, columns, (), select.with_(explain=False), explain)
+        return Upsert(table, columns, (), select.with_(explain=False), explain, insert=insert)
+    verb = "INSERT" if insert else "UPSERT"
     if explain:
-        raise p.fail("EXPLAIN UPSERT takes UPSERT ... SELECT (VALUES has no plan)")
+        raise p.fail(f"EXPLAIN {verb} takes {verb} ... SELECT (VALUES has no plan)")
     p.expect("VALUES")
     rows: list[tuple[Any, ...]] = []
     while True:
@@ -541,7 +575,122 @@ def _upsert(p: _Parser, explain: bool) -> Upsert:
         if not p.op(","):
             break
     p.end()
-    return Upsert(table, columns, tuple(rows), None, explain)
+    return Upsert(table, columns, tuple(rows), None, explain, insert=insert)
+
+
+class _Spliced:
+    """A statement's text made of pieces, some copied from the original (their offset there):
+    a position in the made text maps back to one in the original, for error messages."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.pieces: list[tuple[int, int | None]] = []  # (start here, start in the original)
+
+    def add(self, text: str, original: int | None = None) -> "_Spliced":
+        self.pieces.append((len(self.text), original))
+        self.text += text
+        return self
+
+    def position(self, pos: int) -> int:
+        """``pos`` in the original; in a made-up piece, the end of the copied one before."""
+        ends = [start for start, _ in self.pieces[1:]] + [len(self.text)]
+        found = 0
+        for (start, original), end in zip(self.pieces, ends):
+            if original is not None and start <= pos:
+                found = original + min(pos, end) - start
+        return found
+
+    def shifted(self, e: QueryError) -> QueryError:
+        if isinstance(e, QuerySyntaxError):
+            message = _AT.sub("", str(e)).rstrip()
+            return QuerySyntaxError(message, None if e.position is None
+                                    else self.position(e.position))
+        return type(e)(_AT.sub(lambda m: f"(at position {self.position(int(m.group(1)))})",
+                               str(e)))
+
+
+_SET_END = ("WHERE", "LIMIT")
+
+
+def _update(p: _Parser, explain: bool) -> Update:
+    table_at = p.tok.pos
+    table = p.table()
+    table_end = p.tok.pos
+    p.expect("SET")
+    columns: list[bytes] = []
+    texts: list[tuple[int, str]] = []  # each new value's text and its position
+    values: list[Any] | None = []
+    while True:
+        column, pos = p.column()
+        if column == ROWKEY:
+            raise QuerySyntaxError("UPDATE cannot change the rowkey: DELETE the row and INSERT "
+                                   "it under the new one", pos)
+        if column in columns:
+            raise QuerySyntaxError(f"column {column.decode(errors='replace')!r} is SET twice",
+                                   pos)
+        columns.append(column)
+        p.expect_op("=")
+        start = p.tok
+        if start.kind == "end" or start.word in _SET_END or (
+                start.kind == "op" and start.text in (",", ";")):
+            raise p.unexpected("a value")
+        if values is not None:  # a literal or parameter, if that is all the value is
+            mark = (p.i, p.params, p.named)
+            try:
+                v = p.value()
+                if p.tok.kind == "end" or p.tok.word in _SET_END or (
+                        p.tok.kind == "op" and p.tok.text in (",", ";")):
+                    values.append(v)
+                else:
+                    values = None
+            except QuerySyntaxError:
+                values = None
+            if values is None:
+                p.i, p.params, p.named = mark
+        depth = 0  # the value's text: up to a ',', WHERE or LIMIT outside parentheses
+        while True:
+            t = p.tok
+            if t.kind == "end" or (depth == 0 and (
+                    t.word in _SET_END or (t.kind == "op" and t.text in (",", ";")))):
+                break
+            if t.kind == "op" and t.text == "(":
+                depth += 1
+            elif t.kind == "op" and t.text == ")":
+                depth -= 1
+                if depth < 0:
+                    raise p.unexpected("a value")
+            p.next()
+        texts.append((start.pos, p.sql[start.pos:p.tok.pos].rstrip()))
+        if not p.op(","):
+            break
+    rest = p.tok.pos
+    if not (p.tok.kind == "end" or p.tok.word in _SET_END or p.tok.text == ";"):
+        raise p.unexpected("',', WHERE or the end of the statement")
+    named = [t.text[1:] for t in p.toks if t.kind == "param" and t.pos >= rest and t.text != "?"]
+    if values is not None:
+        mixed = [t for t in p.toks if t.kind == "param" and t.pos >= rest
+                 and (t.text == "?") == p.named]
+        if mixed:
+            raise QueryPlanError("use either ? or :name parameters in one statement, not both "
+                                 f"(at position {mixed[0].pos})")
+    text = _Spliced().add("SELECT ")
+    text.add("ROWKEY")
+    if values is None:
+        for pos, value in texts:
+            text.add(", ").add(value, pos)
+    text.add(" FROM ").add(p.sql[table_at:table_end], table_at).add(" ").add(p.sql[rest:], rest)
+    try:
+        select = parse_select(text.text)
+    except NeedsEngine as refusal:
+        return Update(table, tuple(columns), None if values is None else tuple(values), None,
+                      explain, text.text, str(refusal), tuple(named))
+    except QueryError as e:
+        raise text.shifted(e) from None
+    if select.aggregate or select.order_by or select.offset is not None:
+        raise QueryPlanError("UPDATE takes t SET column = value, ... [WHERE condition] "
+                             "[LIMIT n], the values of the row's own columns")
+    return Update(table, tuple(columns), None if values is None else tuple(values), select,
+                  explain, where_params=tuple(named))
 
 
 def _delete(p: _Parser, explain: bool) -> Delete:
@@ -586,11 +735,10 @@ def _parse(sql: str) -> "Statement | NeedsEngine":
     p = _Parser(sql, m.end() if m else 0)
     first = p.tok
     word = first.word
-    if word in ("INSERT", "UPDATE"):
-        raise p.fail(f"{word} is not Phoenix's SQL: write UPSERT INTO t (cols) VALUES (...)")
     p.next()
-    if explain and word not in ("UPSERT", "DELETE"):
-        raise p.fail("EXPLAIN takes SELECT, UPSERT ... SELECT or DELETE", first)
+    if explain and word not in ("UPSERT", "INSERT", "DELETE", "UPDATE"):
+        raise p.fail("EXPLAIN takes SELECT, UPSERT / INSERT ... SELECT, UPDATE or DELETE",
+                     first)
     if word == "CREATE":
         if p.accept("TABLE"):
             return _create_table(p)
@@ -628,6 +776,10 @@ def _parse(sql: str) -> "Statement | NeedsEngine":
         raise p.unexpected("INDEX")
     if word == "UPSERT":
         return _upsert(p, explain)
+    if word == "INSERT":
+        return _upsert(p, explain, insert=True)
+    if word == "UPDATE":
+        return _update(p, explain)
     if word == "DELETE":
         return _delete(p, explain)
     raise p.fail(f"unknown statement {first.text!r}", first)  # pragma: no cover
