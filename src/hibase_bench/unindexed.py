@@ -42,7 +42,7 @@ QUERIES = [
 TARGET_RATIO = 4.0
 
 
-def _norm(rows: list) -> list:
+def _norm(rows: Any) -> list:
     out = []
     for r in rows:
         if isinstance(r, tuple) and len(r) == 2 and isinstance(r[1], dict):
@@ -102,7 +102,7 @@ def run(rows: int = 300_000, repeats: int = 5, seed: int = 38, workdir: str | No
             cold_s = time.perf_counter() - t
             warm_s, warm = _median(lambda: db.sql(hq), repeats)
             want_n = _norm(want)
-            q = {"query": name, "hibase_sql": hq, "sqlite_sql": lq, "rows_returned": len(want),
+            q: dict[str, Any] = {"query": name, "hibase_sql": hq, "sqlite_sql": lq, "rows_returned": len(want),
                  "path": "columnar" if "COLUMNAR" in db.explain(hq) else "lean",
                  "lean_s": lean_s, "cold_s": cold_s, "warm_s": warm_s, "sqlite_s": sl,
                  "lean_ratio": lean_s / sl, "cold_ratio": cold_s / sl,
