@@ -505,6 +505,33 @@ def bench_scan(rows: int, repeats: int, seed: int, workdir: str | None, as_json:
     finish_bench(report, as_json, output, mod.summary)
 
 
+@bench.command("unindexed")
+@click.option("--rows", type=click.IntRange(min=1), default=300_000, show_default=True,
+              help="Rows loaded into hibase and SQLite.")
+@click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Timed runs of the warm path and SQLite (the median is reported).")
+@click.option("--seed", type=click.IntRange(min=0), default=38, show_default=True)
+@click.option("--workdir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Put (and keep) the stores under DIR (default: a temporary folder).")
+@bench_options
+def bench_unindexed(rows: int, repeats: int, seed: int, workdir: str | None, as_json: bool,
+                    output: str | None, progress: bool) -> None:
+    """Queries no index answers (issue 38): a filtered scan, MAX, SUM, GROUP BY and ORDER BY
+    an unindexed column LIMIT 3, on hibase's lean path, on the columnar feed (cold: scanned
+    afresh; warm: kept since the last write) and on SQLite, in one run.
+
+    Example:
+
+    \b
+        hibase bench unindexed --rows 300000 -o benchmarks/unindexed_300k.json
+    """
+    from hibase_bench import unindexed as mod
+
+    report = mod.run(rows=rows, repeats=repeats, seed=seed, workdir=workdir,
+                     progress=progress)
+    finish_bench(report, as_json, output, mod.summary)
+
+
 @bench.command("gateway")
 @click.option("--idle", type=click.IntRange(min=0), default=1000, show_default=True,
               help="Idle connections opened (and left open) during the second round.")

@@ -286,6 +286,13 @@ def _index_walk(select: Select, base: Plan, conjuncts, specs) -> _Shaped | None:
 def run(select: Select, store, indexer, range_method: str = "auto", full_scan: bool = False
         ) -> list:
     shaped = _prepare(select, store, indexer, range_method, full_scan)
+    if shaped.how == "stream":  # no index answers it: the columnar feed may (query/fast.py)
+        from . import fast
+        route = fast.routable(select, store, shaped.base)
+        if route is not None:
+            answer = fast.run(select, store, route)
+            if answer is not None:
+                return answer
     types = types_of(select, store)
     if not select.aggregate:
         return _ordered_rows(shaped, store, indexer, types)
@@ -600,6 +607,12 @@ def explain(select: Select, store, indexer, range_method: str = "auto",
                      + ("; then rows with NULL by the plan below if too few" if
                         shaped.nulls_after else ""))
     else:
+        from . import fast
+        route = fast.routable(select, store, shaped.base) if shaped.how == "stream" else None
+        if route is not None:
+            lines += fast.describe(route)
+            lines.append("  (below: the lean plan, taken when the feed has NaN in a floating "
+                         "column)")
         lines += shaped.plan.explain().splitlines()[1:]
         if select.aggregate:
             lines.append("  STREAMING AGGREGATE of those rows (one accumulator per group)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from . import aggregate
+from . import aggregate, fast
 from .ast import Select
 from .execute import execute
 from .params import bind
@@ -73,6 +73,15 @@ def run_select(select: Select, store, indexer, range_method: str = "auto",
             return list(_computed(select, store, aggregate.run(
                 _fetching_sources(select), store, indexer, range_method, full_scan)))
         return aggregate.run(select, store, indexer, range_method, full_scan)
+    if select.where is not None and not select.computed and fast.ENABLED:
+        # a filtered scan runs on the columnar feed (query/fast.py) when no index answers
+        plan, conjuncts = prepare(select, store, indexer, range_method, full_scan)
+        route = fast.routable(select, store, plan)
+        if route is not None:
+            rows = fast.run(select, store, route)
+            if rows is not None:
+                return rows
+        return list(execute(plan, indexer, types_of(select, store), conjuncts))
     return list(run(select, store, indexer, range_method, full_scan))
 
 
@@ -84,4 +93,8 @@ def explain(select: Select, store, indexer, range_method: str = "auto",
         select = _fetching_sources(select)
     if _shaped(select):
         return aggregate.explain(select, store, indexer, range_method, full_scan)
-    return prepare(select, store, indexer, range_method, full_scan)[0].explain()
+    plan = prepare(select, store, indexer, range_method, full_scan)[0]
+    route = fast.routable(select, store, plan) if select.where is not None else None
+    text = plan.explain()
+    return text if route is None else "\n".join([text.splitlines()[0]] + fast.describe(route)
+                                                 + text.splitlines()[1:])
