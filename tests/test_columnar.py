@@ -74,7 +74,7 @@ def _queries(rng: random.Random) -> list[str]:
     num = ["a", "i", "h", "b"]
     flt = ["d", "r"]
     out = []
-    for _ in range(40):
+    for _ in range(15):
         c = rng.choice(num)
         x = rng.choice(num + flt + ["s", "g"])
         lit = {"s": "'ab'", "g": "'y'"}.get(x, str(rng.randint(-60, 60)))
@@ -126,7 +126,7 @@ def test_feed_answers_equal_the_lean_path(tmp_path, seed):
     rng = random.Random(seed)
     db = hibase.connect(str(tmp_path / "db"))
     try:
-        _load(db, rng, 600 if seed != 3 else 2500, versions=1 if seed == 1 else 3)
+        _load(db, rng, 600 if seed != 3 else 1500, versions=1 if seed == 1 else 3)
         routed = 0
         for q in _queries(rng):
             lean = _answer(db, q, False)
@@ -134,7 +134,7 @@ def test_feed_answers_equal_the_lean_path(tmp_path, seed):
             assert _same(lean[0], feed[0]), q
             assert lean[1] == feed[1], q  # the same CellTypeWarnings
             routed += "COLUMNAR" in db.explain(q)
-        assert routed > 200  # most statements took the feed
+        assert routed > 75  # most statements took the feed
     finally:
         db.close()
 
@@ -204,6 +204,11 @@ def test_index_lookups_keep_the_lean_path(tmp_path):
         for q in ("SELECT * FROM t WHERE f.a = 3", "SELECT * FROM t WHERE k = 'r3'",
                   "SELECT COUNT(*) FROM t WHERE f.a > 10"):
             assert "COLUMNAR" not in db.explain(q), q
+        # a filtered scan takes the feed once one is kept (no write since); cold, the lean
+        # fast scan (cheaper than decoding the whole table for one filter)
+        assert "COLUMNAR" not in db.explain("SELECT * FROM t WHERE f.s = 'x'")
+        assert "COLUMNAR" in db.explain("SELECT MAX(f.s) FROM t")
+        db.sql("SELECT MAX(f.s) FROM t")
         assert "COLUMNAR" in db.explain("SELECT * FROM t WHERE f.s = 'x'")
         assert db.sql("SELECT * FROM t WHERE f.a = 3") == [(b"r3", {b"f:a": 3, b"f:s": "x"})]
     finally:

@@ -34,9 +34,9 @@ from .. import codec
 from ..errors import ValueTypeError
 from ..store import cells as C
 
-__all__ = ["Feed", "supported", "feed", "CACHE_BYTES"]
+__all__ = ["Feed", "supported", "feed", "kept", "CACHE_BYTES"]
 
-CACHE_BYTES = 512 << 20
+CACHE_BYTES = 128 << 20
 """Feeds whose raw cells are larger than this are not kept between statements."""
 
 _MAX_SEQ_KEY = b"\xff" * 8
@@ -57,6 +57,19 @@ def supported(store: Any, table: str) -> bool:
 
 def _seq(store: Any) -> int:
     return int(store._db.latest_sequence_number())
+
+
+def kept(store: Any, table: str) -> bool:
+    """Whether the table's feed from an earlier statement is kept and still current (no write
+    since): a statement over it costs no scan."""
+    try:
+        t = store.table(table)
+        seq = _seq(store)
+    except Exception:
+        return False
+    with _lock:
+        got = _cache.get(store, {}).get(table)
+    return got is not None and got[0] is t and got[1] == seq
 
 
 def feed(store: Any, table: str) -> "Feed":

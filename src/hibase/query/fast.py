@@ -211,6 +211,12 @@ def routable(select: Select, store: Any, plan: Plan | None) -> tuple | None:
     if not ENABLED or not full_scan_plan(plan) or select.computed or select.dynamic \
             or select.casts or not columnar.supported(store, select.table):
         return None
+    if select.where is not None and not columnar.kept(store, select.table):
+        # a filtered statement over a table written since the last feed: the lean fast scan
+        # (checks inline, no decode of what fails them) beats a fresh feed's full decode
+        # (300k rows, bench unindexed: filtered MAX 1.1 s lean against 2.7 s cold feed);
+        # unfiltered aggregates, GROUP BY and ORDER BY gain even cold (MAX 8.4 s -> 2.3 s)
+        return None
     return translate(select, store.schema(select.table))
 
 
