@@ -86,7 +86,7 @@ def build_distributed(indexer, table: str, name: str, job: BuildJob, *,
         if progress:
             progress(regions, regions)
     finally:
-        indexer._invalidate_cache(table)
+        indexer._entries_changed(table)
     rows, values = counted(store, spec)
     for t in report["tasks"]:
         t["rows_per_s"] = round(t["rows"] / (t["ms"] / 1000), 1) if t["ms"] else None

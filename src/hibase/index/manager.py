@@ -204,7 +204,7 @@ class IndexManager:
             self._follow_splits(table, [spec], force=True)
             return build_index(self.store, self.catalog, spec, processes, progress, self.router)
         finally:
-            self._invalidate_cache(table)
+            self._entries_changed(table)
 
     @contextmanager
     def bulk(self, table: str, processes: int | None = None,
@@ -234,12 +234,20 @@ class IndexManager:
             return verify_index(self.store, spec, repair, self.router)
         finally:
             if repair:
-                self._invalidate_cache(table)
+                self._entries_changed(table)
 
     def _invalidate_cache(self, table: str) -> None:
         """Index entries changed outside write(): cached sets of `table` may be stale."""
         if self.cache is not None:
             self.cache.invalidate(table)
+
+    def _entries_changed(self, table: str) -> None:
+        """Index entries of `table` changed outside write() (a build, a repair): this
+        process's cached sets go, and other processes' caches (which answer only under the
+        table's index write version: cache_tag) stop answering from theirs."""
+        self._invalidate_cache(table)
+        if self.shared and not self.store.read_only:
+            self.store.bump_index_version(table)
 
     def _wait_lease(self) -> None:
         """Shared stores that trust their index definitions for a lease (HBase's
