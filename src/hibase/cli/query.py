@@ -21,7 +21,7 @@ from ..table import Table
 from ..query import engine
 from ..query.ast import ROWKEY
 from ..query.resolve import resolve
-from ..query.statements import is_select
+from ..query.statements import first_word, is_select
 from ..sql import result_columns
 from .base import (HibaseGroup, cell_json, cell_text, emit, note, open_store, output_options,
                    show_bytes, store_argument, table_argument, value_json, value_text)
@@ -471,15 +471,23 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
     if explain and not _EXPLAIN.match(statement):
         statement = "EXPLAIN " + statement
     if not is_select(statement):  # DDL / DML (issue 28): a writable store, the count or plan
-        db = open_store(dir, create=statement.lstrip()[:6].upper() == "CREATE")
+        word = first_word(statement)
+        shows = word in ("SHOW", "DESCRIBE", "DESC")  # SHOW TABLES, DESCRIBE t: reads
+        db = open_store(dir, read_only=shows, create=word == "CREATE")
         t0 = time.perf_counter()
-        result = db.sql(statement, _cli_params(params, named), range_method=range_method,
-                        full_scan=full_scan)
-        if isinstance(result, list):  # EXPLAIN DELETE / UPSERT ... SELECT
-            click.echo("\n".join(line for (line,) in result))
+        result = db.execute(statement, _cli_params(params, named), range_method=range_method,
+                            full_scan=full_scan)
+        ms = f"{(time.perf_counter() - t0) * 1e3:.1f} ms"
+        if result.kind == "explain":  # EXPLAIN DELETE / UPSERT ... SELECT
+            click.echo("\n".join(line for (line,) in result.rows))
+        elif result.kind == "select":
+            heads = [name for name, _ in result.description or ()]
+            emit(fmt, heads, result.rows, lambda r: [[value_text(v) for v in r]],
+                 lambda r: dict(zip(heads, map(value_json, r))))
+            note(f"{len(result.rows)} row(s) in {ms}")
         else:
-            note(("OK" if result is None else f"{result} row(s) written")
-                 + f" in {(time.perf_counter() - t0) * 1e3:.1f} ms")
+            note(("OK" if result.kind == "ddl" else f"{result.rowcount} row(s) {result.verb}")
+                 + f" in {ms}")
         return
     if cache is None:
         db = open_store(dir, read_only=True)
