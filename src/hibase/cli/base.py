@@ -148,8 +148,12 @@ def output_options(f: Callable) -> Callable:
             ("table", "Print an aligned text table (the default)."),
             ("json", "Print JSON lines, one object per row."),
             ("csv", "Print CSV with a header row.")]):
-        f = click.option(f"--{flag}", "fmt", flag_value=flag, default=(flag == "table"),
-                         help=help_)(f)
+        # only --table has a default: with click 8.2+ a flag's default=False became the
+        # string "False" as fmt when no flag was given
+        if flag == "table":
+            f = click.option(f"--{flag}", "fmt", flag_value=flag, default=True, help=help_)(f)
+        else:
+            f = click.option(f"--{flag}", "fmt", flag_value=flag, help=help_)(f)
     return f
 
 
