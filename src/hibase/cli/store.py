@@ -1,8 +1,9 @@
-"""Store commands: tables, create-table, alter-table, drop-table, put, get, scan, load, regions,
-split."""
+"""Store commands: tables, describe, create-table, alter-table, drop-table, put, get, scan, load,
+regions, split."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -21,6 +22,7 @@ from ..table import Table
 from ..load import (FORMATS, ON_DUPLICATE, ROWKEY_AUTO, LoadError, cell_column, cell_types,
                     check_text, detect_types, load_file, text_to_cell)
 from ..store.schema import FOREVER, FamilyOptions
+from ..sql import describe_rows, user_tables
 from .base import (cell_json, cell_text, columns_option, durability_option, emit, note,
                    open_store, output_options, parse_bytes, show_bytes, store_argument,
                    table_argument)
@@ -32,7 +34,9 @@ from .base import (cell_json, cell_text, columns_option, durability_option, emit
 @store_argument
 @output_options
 def tables(dir: str, fmt: str) -> None:
-    """List the tables of a store: families, declared columns, regions.
+    """List the tables of a store: families, declared columns, indexes, regions (the table
+    counts a table's columns and indexes, `hibase describe DIR TABLE` lists them; --json and
+    --csv give every declared column with its type).
 
     Example:
 
@@ -41,15 +45,67 @@ def tables(dir: str, fmt: str) -> None:
         hibase tables data/ --json
     """
     db = open_store(dir, read_only=True)
-    names = db.tables()
-    if "://" not in dir:  # the catalog `hibase serve` publishes for thrift:// clients
-        names = [n for n in names if n != b"hibase_meta" and not n.startswith(b"hibase_kv")]
-    docs = ({**db.table(n).schema.to_json(), "regions": len(db.store.regions(n.decode()))}
-            for n in names)
+    names = [n.encode() for n in user_tables(db)] if "://" not in dir else db.tables()
+    docs = ({**db.table(n).schema.to_json(), "regions": len(db.store.regions(n.decode())),
+             "indexes": [i["name"] for i in db.indexes(n)]} for n in names)
+    if fmt == "table":
+        emit(fmt, ["table", "families", "columns", "indexes", "regions"], docs,
+             lambda d: [[d["name"], ",".join(d["families"]), len(d["columns"]),
+                         ",".join(d["indexes"]) or "-", d["regions"]]])
+        return
     emit(fmt, ["table", "families", "columns", "regions"], docs,
          lambda d: [[d["name"], ",".join(d["families"]),
                      " ".join(f"{c}={t}" for c, t in d["columns"].items()), d["regions"]]],
          lambda d: {"table": d["name"], **{k: v for k, v in d.items() if k != "name"}})
+
+
+_FAMILY_DEFAULTS = {k: f.default for k, f in FamilyOptions.__dataclass_fields__.items()}
+
+
+@click.command()
+@store_argument
+@table_argument
+@output_options
+def describe(dir: str, table: str, fmt: str) -> None:
+    """Describe a table: its rowkey and columns (as SQL's DESCRIBE: family.qualifier and SQL
+    type; a family with no declared column as family.*), then its indexes and the families'
+    options that differ from the defaults. --json prints one object: the schema (as `hibase
+    tables --json`), "describe" (the column rows) and "indexes".
+
+    Example:
+
+    \b
+        hibase describe data/ flights
+        hibase describe data/ flights --json
+    """
+    db = open_store(dir, read_only=True)
+    t = db.table(table)  # an unknown table: one line
+    rows = describe_rows(t.schema)
+    indexes = db.indexes(table)
+    if fmt == "json":
+        doc = t.schema.to_json()
+        click.echo(json.dumps({"table": doc.pop("name"), **doc,
+                               "describe": [dict(zip(("column", "type", "note"), r))
+                                            for r in rows],
+                               "indexes": indexes,
+                               "regions": len(db.store.regions(t.name.decode()))},
+                              ensure_ascii=False))
+        return
+    emit(fmt, ["COLUMN_NAME", "TYPE_NAME", "NOTE"], rows)
+    if fmt == "csv":
+        return
+    if indexes:
+        click.echo("")
+        emit(fmt, ["INDEX", "COLUMNS", "INCLUDE", "LOCAL", "STATE"],
+             [(i["name"], ", ".join(i["columns"]), ", ".join(i["covering"]),
+               "yes" if i["local"] else "no", i["state"]) for i in indexes])
+    options = [(fam, ", ".join(f"{k}={v}" for k, v in opts.items()
+                               if _FAMILY_DEFAULTS.get(k) != v))
+               for fam, opts in t.schema.to_json()["families"].items()]
+    if any(o for _, o in options):
+        click.echo("")
+        emit(fmt, ["FAMILY", "OPTIONS (other than the defaults)"],
+             [(fam, o or "-") for fam, o in options])
 
 
 # -- create-table / drop-table ---------------------------------------------------------------
