@@ -17,9 +17,10 @@ from .. import codec
 from ..codec import ColumnType
 from ..connection import Connection
 from ..errors import NeedsEngine
+from ..index.catalog import close_columns
 from ..table import Table
 from ..query import engine
-from ..query.ast import ROWKEY
+from ..query.ast import ROWKEY, Between, Compare, In, Param, walk
 from ..query.resolve import resolve
 from ..query.statements import first_word, is_select
 from ..sql import result_columns
@@ -153,6 +154,12 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
     for col in columns:
         fam = col.partition(":")[0].encode()
         if fam in schema.families and col.encode() not in schema.columns:
+            near = close_columns(col.encode(), schema.columns)
+            if near:
+                raise click.ClickException(
+                    f"cannot index {col!r}: {table} declares no such column; did you mean "
+                    f"{' or '.join(near)}? (declared: "
+                    f"{', '.join(c.decode('utf-8', 'backslashreplace') for c in schema.columns)})")
             raise click.ClickException(
                 f"cannot index {col!r}: only declared columns can be indexed; declare it "
                 f"first: hibase alter-table {shlex.quote(dir)} {shlex.quote(table)} -c "
