@@ -391,7 +391,33 @@ def _engine_query(db: Connection, statement: str, bound: Any, range_method: str,
     note(f"{len(result.rows)} row(s) in {elapsed * 1e3:.1f} ms")
 
 
-def _cli_params(params: tuple[str, ...], named: tuple[str, ...]) -> Any:
+def _text_params(select: Any, schema: Any) -> set[Param]:
+    """The placeholders of a (resolved) SELECT's condition that meet a text column (VARCHAR,
+    CHAR, VARBINARY, undeclared, a VARCHAR or bytes rowkey): their -p / -P values stay text,
+    so `-p 2010` finds f.year = '2010' where f.year is VARCHAR."""
+    out: set[Param] = set()
+    for n in walk(select.where):
+        if not isinstance(n, (Compare, Between, In)):
+            continue
+        col = n.column
+        ctype = col.cast if col.cast is not None else (
+            schema.rowkey_type if col.name == ROWKEY else schema.columns.get(col.name))
+        if ctype is None or ctype.name in ("string", "char", "bytes"):
+            values = ((n.value,) if isinstance(n, Compare) else (n.low, n.high)
+                      if isinstance(n, Between) else n.values)
+            out.update(v for v in values if isinstance(v, Param))
+    return out
+
+
+def _cli_params(params: tuple[str, ...], named: tuple[str, ...],
+                text: set[Param] | frozenset[Param] = frozenset()) -> Any:
+    """-p / -P values: numbers when they read as one (_number), except for the placeholders
+    in `text`, which meet a text column: their values stay text ('quoted' or not)."""
+    def typed(p: Param, v: str) -> Any:
+        if p in text:
+            return v[1:-1] if len(v) >= 2 and v[0] == v[-1] == "'" else v
+        return _number(v)
+
     if params and named:
         raise click.UsageError("use either -p (for ?) or -P (for :name), not both")
     if named:
@@ -400,9 +426,9 @@ def _cli_params(params: tuple[str, ...], named: tuple[str, ...]) -> Any:
             name, sep, value = item.partition("=")
             if not sep or not name:
                 raise click.UsageError(f"-P takes NAME=VALUE, got {item!r}")
-            out[name] = _number(value)
+            out[name] = typed(Param(name=name), value)
         return out
-    return [_number(p) for p in params] or None
+    return [typed(Param(index=i), p) for i, p in enumerate(params)] or None
 
 
 def _headers(select: Any, schema: Any, rows: list) -> list[bytes]:
@@ -417,9 +443,10 @@ def _headers(select: Any, schema: Any, rows: list) -> list[bytes]:
 @store_argument
 @click.argument("statement", metavar='"SELECT ..."')
 @click.option("--param", "-p", "params", multiple=True, metavar="VALUE",
-              help="A value for the next ? placeholder, in order (repeat the option): a "
-                   "number, or text ('quoted' to keep a number as text). Values are bound, "
-                   "never pasted into the SQL.")
+              help="A value for the next ? placeholder, in order (repeat the option), typed "
+                   "by the column it meets: text for a VARCHAR, CHAR, binary or undeclared "
+                   "column (-p 2010 finds '2010'), else a number when it reads as one "
+                   "('quoted' keeps it text). Values are bound, never pasted into the SQL.")
 @click.option("--named", "-P", "named", multiple=True, metavar="NAME=VALUE",
               help="A value for the :NAME placeholder (repeat the option).")
 @click.option("--explain", is_flag=True, help="Print the plan instead of running the query "
@@ -505,18 +532,18 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
                         cache_capacity=cache_capacity)
     if explain and not _EXPLAIN.match(statement):
         statement = "EXPLAIN " + statement
-    bound = _cli_params(params, named)
     engine.check_size(statement, db.max_statement)
     try:
         select = engine.parse_select(statement)
     except NeedsEngine:  # beyond the lean path: the SQL engine's tuples (hibase.query.duck)
-        _engine_query(db, statement, bound, range_method, full_scan, fmt)
-        return
-    if select.explain:
-        click.echo(db.explain(statement, bound, range_method=range_method, full_scan=full_scan))
+        _engine_query(db, statement, _cli_params(params, named), range_method, full_scan, fmt)
         return
     t: Table = db.table(select.table)
     select = resolve(select, t.schema)  # the rowkey's name, bare qualifiers
+    bound = _cli_params(params, named, _text_params(select, t.schema))
+    if select.explain:
+        click.echo(db.explain(statement, bound, range_method=range_method, full_scan=full_scan))
+        return
     t0 = time.perf_counter()
     rows = db.sql(statement, bound, range_method=range_method, full_scan=full_scan,
                   raw=True)  # printed by cell_text, which decodes the stored bytes
