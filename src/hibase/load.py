@@ -912,8 +912,8 @@ def detect_types(path: str, format: str | None = None, *, delimiter: str = ",",
                             col.add(raw, text=not number)
         except (EOFError, lzma.LZMAError, zlib.error, OSError) as exc:  # truncated, corrupt
             raise LoadError(f"cannot read {path} after line {stats.get('lines', 0)} while "
-                            f"detecting the column types: {exc}; nothing was written (the table was "
-                            "not created)") from None
+                            f"detecting the column types: {exc}; nothing was written (the "
+                            "table was not created)") from None
         finally:
             if counter.bar is not None:
                 counter.bar.close()

@@ -25,8 +25,8 @@ from .base import cli, main, parse_bytes, show_bytes
 __all__ = ["cli", "main", "parse_bytes", "show_bytes", "COMMANDS"]
 
 COMMANDS = (
-    store.tables, store.describe, store.create_table, store.alter_table, store.drop_table, store.put, store.get,
-    store.delete, store.scan, store.load, store.regions, store.split,
+    store.tables, store.describe, store.create_table, store.alter_table, store.drop_table,
+    store.put, store.get, store.delete, store.scan, store.load, store.regions, store.split,
     dump.dump, dump.restore,
     query.index, query.query, sql.sql_shell,
     cache.cache_node,
