@@ -237,6 +237,10 @@ def test_errors_comments_several_statements_and_ctrl_c_in_a_terminal(store, tmp_
         sh.read("")
         out = sh.send("WHERE f.a = 4;", "Error:")  # not the end of the dropped SELECT
         assert "k0004" not in out
+        # Ctrl-C at an empty prompt: a fresh prompt, the shell stays (as sqlite3)
+        os.write(sh.fd, b"\x03")
+        assert sh.read("").endswith("hibase> ")
+        assert "k0004" in sh.send("SELECT k FROM t WHERE f.a = 4;", "1 row(s) selected")
         # Ctrl-C during a long statement cancels it and the prompt comes back (on DuckDB: a
         # cross join of 2000^4 rows would run for hours)
         os.write(sh.fd, b"SELECT COUNT(*) FROM t a, t b, t c, t d;\r")
