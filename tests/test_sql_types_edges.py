@@ -171,7 +171,7 @@ def test_describe_shows_char_and_varchar_lengths(tmp_path):
     VARCHAR(50) (before: CHAR and VARCHAR, the lengths lost)."""
     script = ("CREATE TABLE t (k VARCHAR PRIMARY KEY, f.lang CHAR(3), f.name VARCHAR(50));\n"
               "!describe t\n")
-    r = subprocess.run([sys.executable, "-m", "hibase", "sql", str(tmp_path / "s")],
+    r = subprocess.run([sys.executable, "-m", "hibase", "sql", "--create", str(tmp_path / "s")],
                        input=script, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     rows = [line.split() for line in r.stdout.splitlines()]

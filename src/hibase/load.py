@@ -423,7 +423,8 @@ def _run_on(taken: list[tuple[int, str]], delimiter: str) -> str | None:
             f"line {first + 1}")
 
 
-def _csv_records(lines: Iterator[str], delimiter: str) -> tuple[list[str], Iterator[tuple]]:
+def _csv_records(lines: Iterator[str], delimiter: str,
+                 null_string: str | None = None) -> tuple[list[str], Iterator[tuple]]:
     src = _LineSource(lines)
     reader = csv.reader(src, delimiter=delimiter)
     try:
@@ -471,7 +472,8 @@ def _csv_records(lines: Iterator[str], delimiter: str) -> tuple[list[str], Itera
             if len(fields) != width:
                 yield line, None, f"{len(fields)} fields, the header has {width}"
                 continue
-            yield line, {n: f.encode("utf-8", "surrogateescape") if f else None
+            yield line, {n: f.encode("utf-8", "surrogateescape")
+                         if f and f != null_string else None
                          for n, f in zip(names, fields)}, None
 
     return names, records()
@@ -513,7 +515,8 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
               family: str | None = None, strict: bool = False, delimiter: str = ",",
               on_reject: Callable[[int, str], None] | None = None,
               rowkey_auto: str | None = None, unescape: bool = False,
-              on_duplicate: str = "replace") -> dict:
+              on_duplicate: str = "replace", null_string: str | None = None,
+              stats: dict | None = None) -> dict:
     """Load a CSV or JSON-lines file (``"-"``: stdin) into `table` (a hibase Table).
 
     Exactly one of `rowkey` (a template such as ``"{mdn}:{ts}"``), `rowkey_column` and
@@ -523,7 +526,10 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
     reads ``\\xNN``, ``\\t``, ``\\n``, ``\\r`` and ``\\\\`` in values (and the rowkey) as
     the bytes they stand for, as the command line prints bytes (hibase.dump.parse_bytes).
     `on_duplicate` says what a record whose rowkey is already taken does (``"replace"``,
-    ``"skip"``, ``"error"``: see the module's doc).
+    ``"skip"``, ``"error"``: see the module's doc). A CSV value equal to `null_string`
+    (e.g. ``"NA"``) is NULL, as an empty field is: no cell. `stats`, when given, is the dict
+    the counts are kept in as the load goes (and returned): what was written when the load
+    stops on an exception that carries no counts (KeyboardInterrupt).
 
     Returns ``{"records", "rows", "replaced", "skipped", "rejected", "empty", "lines", "bytes",
     "seconds", "rows_per_second", "errors", "on_duplicate"}``: every record read lands in
@@ -582,10 +588,10 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
             resolved[name] = col
         return col
 
-    stats: dict[str, Any] = {"records": 0, "rows": 0, "replaced": 0, "skipped": 0,
-                             "rejected": 0, "empty": 0, "lines": 0, "bytes": 0,
-                             "seconds": 0.0, "rows_per_second": 0.0, "errors": [],
-                             "on_duplicate": on_duplicate}
+    stats = {} if stats is None else stats
+    stats.update({"records": 0, "rows": 0, "replaced": 0, "skipped": 0, "rejected": 0,
+                  "empty": 0, "lines": 0, "bytes": 0, "seconds": 0.0, "rows_per_second": 0.0,
+                  "errors": [], "on_duplicate": on_duplicate})
     started = time.perf_counter()
 
     def finish() -> dict:
@@ -710,7 +716,7 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
                 raise LoadError(f"standard input is not CSV or JSON-lines text ({reason})")
         lines = _lines(fh, counter)
         if fmt == "csv":
-            names, records = _csv_records(lines, delimiter)
+            names, records = _csv_records(lines, delimiter, null_string)
             missing = [f for f in key.fields if f not in names]
             if missing:
                 raise LoadError(f"rowkey column(s) {', '.join(missing)} not in the CSV header "
@@ -761,13 +767,16 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
                     pending_cells += len(data)
                     if pending_cells >= batch_size or len(pending) >= batch_size:
                         flush(batch)
-            except (EOFError, lzma.LZMAError, zlib.error, OSError):
-                flush(batch)  # the rows read before a truncated or corrupt part are written
+            except (EOFError, lzma.LZMAError, zlib.error, OSError, KeyboardInterrupt):
+                # the rows read before a truncated or corrupt part, or a Ctrl-C, are written
+                flush(batch)
                 raise
             flush(batch)
     except (EOFError, lzma.LZMAError, zlib.error, OSError) as exc:  # a truncated or corrupt
         raise LoadError(f"cannot read {'standard input' if stdin else path} after line "
-                        f"{stats['lines']}: {exc}", None, finish()) from None
+                        f"{stats['lines']}: {exc}; the {stats['rows'] + stats['replaced']} "
+                        "row(s) read before it are written (loading the whole file again "
+                        "rewrites them)", None, finish()) from None
     finally:
         if counter.bar is not None:
             counter.flush()
@@ -832,7 +841,8 @@ class _Seen:
 
 
 def detect_types(path: str, format: str | None = None, *, delimiter: str = ",",
-                 progress: bool = False) -> dict[str, codec.ColumnType | None]:
+                 progress: bool = False, null_string: str | None = None
+                 ) -> dict[str, codec.ColumnType | None]:
     """The type of each input column of a CSV or JSON-lines file, from every value in it (one
     pass over the whole file, so the type fits every row the load will write), keyed by input
     column name in the order first seen; None for a column with no value at all.
@@ -849,7 +859,9 @@ def detect_types(path: str, format: str | None = None, *, delimiter: str = ",",
     by the text the load stores for them (``1`` long, ``1.0`` double); JSON strings, booleans,
     objects and arrays are text (``"42"`` is a string). Rows the load would reject (wrong
     number of CSV fields, a line that is not a JSON object) are skipped. `progress` draws a
-    bar on stderr once the pass takes more than a second. The file cannot be stdin ("-")."""
+    bar on stderr once the pass takes more than a second. The file cannot be stdin ("-").
+    CSV values equal to `null_string` are NULL (not looked at), as in load_file. A file that
+    cannot be read to its end (a truncated or corrupt gzip...) raises LoadError."""
     if path == "-":
         raise errors.InvalidArgument("type detection reads the file before the load; it "
                                      "cannot read stdin twice (save it to a file)")
@@ -870,15 +882,17 @@ def detect_types(path: str, format: str | None = None, *, delimiter: str = ",",
         try:
             lines = _lines(fh, counter)
             if fmt == "csv":
-                names, records = _csv_records(lines, delimiter)
+                names, records = _csv_records(lines, delimiter, null_string)
                 seen = {n: _Seen() for n in names}
-                for _, record, _ in records:
+                for line, record, _ in records:
+                    stats["lines"] = line
                     if record is not None:
                         for name, raw in record.items():
                             if raw is not None:
                                 seen[name].add(raw)
             else:
-                for text in lines:
+                for at, text in enumerate(lines, 1):
+                    stats["lines"] = at
                     if not text.strip():
                         continue
                     try:
@@ -896,6 +910,10 @@ def detect_types(path: str, format: str | None = None, *, delimiter: str = ",",
                             number = isinstance(value, (int, float)) and \
                                 not isinstance(value, bool)
                             col.add(raw, text=not number)
+        except (EOFError, lzma.LZMAError, zlib.error, OSError) as exc:  # truncated, corrupt
+            raise LoadError(f"cannot read {path} after line {stats.get('lines', 0)} while "
+                            f"detecting the column types: {exc}; nothing was written (the "
+                            "table was not created)") from None
         finally:
             if counter.bar is not None:
                 counter.bar.close()

@@ -26,13 +26,13 @@ from .query import duck, engine
 from .query.ast import ROWKEY, Agg, Column, Param, Select
 from .query.resolve import DEFAULT_FAMILY, resolve, resolve_name
 from .query.statements import (
-    AlterIndex, CreateIndex, CreateTable, Delete, DropIndex, DropTable, Statement, Update,
-    Upsert, is_select, parse_statement,
+    AlterIndex, CreateIndex, CreateTable, Delete, Describe, DropIndex, DropTable, ShowTables,
+    Statement, Update, Upsert, is_select, parse_statement,
 )
 from .store.schema import FOREVER
 
 __all__ = ["Result", "execute", "execute_many", "parse", "label", "decode_row", "generated_rowkey",
-           "result_columns", "warn_bad_cells"]
+           "result_columns", "warn_bad_cells", "describe_rows", "user_tables"]
 
 
 @dataclass
@@ -41,6 +41,7 @@ class Result:
     description: list[tuple[str, Any]] | None = None
     rows: list[tuple] = field(default_factory=list)
     rowcount: int = -1
+    verb: str = "written"  # DML: what happened to the rowcount's rows ("written", "deleted")
     records: list | None = None  # SELECT: the engine's rows ((rowkey, {col: raw}) or tuples)
     select: Select | None = None
     text: str | None = None  # EXPLAIN: the plan as text
@@ -566,7 +567,48 @@ def _delete(db: Any, stmt: Delete, params: Any, full: Callable[[str], str],
     with t.batch() as b:
         for key in keys:
             b.delete(key)
-    return Result("dml", rowcount=len(keys))
+    return Result("dml", rowcount=len(keys), verb="deleted")
+
+
+# -- SHOW TABLES, DESCRIBE ---------------------------------------------------------------------
+
+_TEXT = codec.ColumnType("string")
+
+
+def user_tables(db: Any) -> list[str]:
+    """The table names SHOW TABLES and `hibase tables` list: an embedded store's copy of the
+    catalog `hibase serve` publishes for thrift:// clients (hibase_meta, hibase_kv*) left out."""
+    names = [n.decode() for n in db.tables()]
+    if db.store.kind == "embedded":
+        names = [n for n in names if n != "hibase_meta" and not n.startswith("hibase_kv")]
+    return names
+
+
+def describe_rows(schema: Any) -> list[tuple[str, str, str]]:
+    """(COLUMN, TYPE, NOTE) rows of a table: its rowkey (unless generated), its declared
+    columns (family.qualifier, their SQL types) and each family without a declared column
+    (family.*, undeclared: VARBINARY cells)."""
+    rows = []
+    if not schema.rowkey_generated:
+        rows.append((schema.rowkey or "ROWKEY", "VARCHAR" if schema.rowkey_type and
+                     schema.rowkey_type.name == "string" else "VARBINARY", "rowkey"))
+    for col, t in schema.columns.items():
+        rows.append((col.decode("utf-8", "backslashreplace").replace(":", ".", 1),
+                     codec.sql_type_name(t), ""))
+    for fam in schema.families:
+        if not any(c.startswith(fam + b":") for c in schema.columns):
+            rows.append((fam.decode("utf-8", "backslashreplace") + ".*", "VARBINARY",
+                         "undeclared"))
+    return rows
+
+
+def _show(db: Any, stmt: "ShowTables | Describe", full: Callable[[str], str]) -> Result:
+    if isinstance(stmt, ShowTables):
+        names = [(n,) for n in user_tables(db)]
+        return Result("select", [("TABLE_NAME", _TEXT)], names, len(names))
+    rows = describe_rows(db.store.schema(full(stmt.table)))
+    return Result("select", [("COLUMN_NAME", _TEXT), ("TYPE_NAME", _TEXT), ("NOTE", _TEXT)],
+                  rows, len(rows))
 
 
 # -- DDL ---------------------------------------------------------------------------------------
@@ -683,6 +725,10 @@ def execute(db: Any, statement: "Statement | duck.EngineStatement", params: Any,
         return _delete(db, statement, params, full, range_method, full_scan)
     if isinstance(statement, Update):
         return _update(db, statement, params, full, range_method, full_scan)
+    if isinstance(statement, (ShowTables, Describe)):
+        if params:
+            raise errors.InvalidArgument("SHOW TABLES and DESCRIBE take no parameters")
+        return _show(db, statement, full)
     if params:
         raise errors.InvalidArgument("DDL statements take no parameters")
     return _ddl(db, statement, full)

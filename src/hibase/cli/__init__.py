@@ -3,7 +3,7 @@
 One module per command group, each defining plain click commands on top of `base` (the root
 group `cli`, `main`, and the shared arguments, output formats and error handling):
 
-    store   tables, create-table, alter-table, drop-table, put, get, delete, scan, load,
+    store   tables, describe, create-table, alter-table, drop-table, put, get, delete, scan, load,
             regions, split
     dump    dump, restore
     query   index create/build/list/drop/verify, query
@@ -25,8 +25,8 @@ from .base import cli, main, parse_bytes, show_bytes
 __all__ = ["cli", "main", "parse_bytes", "show_bytes", "COMMANDS"]
 
 COMMANDS = (
-    store.tables, store.create_table, store.alter_table, store.drop_table, store.put, store.get,
-    store.delete, store.scan, store.load, store.regions, store.split,
+    store.tables, store.describe, store.create_table, store.alter_table, store.drop_table,
+    store.put, store.get, store.delete, store.scan, store.load, store.regions, store.split,
     dump.dump, dump.restore,
     query.index, query.query, sql.sql_shell,
     cache.cache_node,

@@ -148,8 +148,12 @@ def output_options(f: Callable) -> Callable:
             ("table", "Print an aligned text table (the default)."),
             ("json", "Print JSON lines, one object per row."),
             ("csv", "Print CSV with a header row.")]):
-        f = click.option(f"--{flag}", "fmt", flag_value=flag, default=(flag == "table"),
-                         help=help_)(f)
+        # only --table has a default: with click 8.2+ a flag's default=False became the
+        # string "False" as fmt when no flag was given
+        if flag == "table":
+            f = click.option(f"--{flag}", "fmt", flag_value=flag, default=True, help=help_)(f)
+        else:
+            f = click.option(f"--{flag}", "fmt", flag_value=flag, help=help_)(f)
     return f
 
 
@@ -193,11 +197,13 @@ _LOCKED_HINT = ("stop it first; reading commands (query, scan, get, tables, chec
                 "alongside it")
 
 
-def check_store_folder(path: str, *, create: bool = False, read_only: bool = False) -> None:
+def check_store_folder(path: str, *, create: bool = False, read_only: bool = False,
+                       create_hint: str | None = None) -> None:
     """Refuse, as one line and before anything is written, a folder that is not a hibase store
     (missing, a file, empty, or holding other files; with `create` a missing or empty folder is
     fine) and a store another process has open for writing (naming its pid). thrift:// URLs
-    pass through."""
+    pass through. `create_hint` ends the message for a folder that is not a store (default:
+    how other commands make one)."""
     if "://" in path:
         return
     if os.path.exists(path) and not os.path.isdir(path):
@@ -209,7 +215,7 @@ def check_store_folder(path: str, *, create: bool = False, read_only: bool = Fal
         what = ("no such folder" if not os.path.exists(path) else
                 "the folder is empty" if not os.listdir(path) else
                 "the folder holds other files")
-        hint = ("" if create else
+        hint = ("" if create else create_hint if create_hint is not None else
                 " (create one with `hibase create-table` or `hibase load --create`)")
         raise errors.BackendUnavailable(f"{path!r} is not a hibase store: {what}{hint}")
     if not read_only:
@@ -220,7 +226,8 @@ def check_store_folder(path: str, *, create: bool = False, read_only: bool = Fal
 
 
 def open_store(path: str, *, read_only: bool = False, create: bool = False,
-               cache: str | None = None, **options: Any) -> Connection:
+               cache: str | None = None, create_hint: str | None = None,
+               **options: Any) -> Connection:
     """Connect to the store folder (or thrift:// URL) for the running command; closed when the
     command ends. The one way commands open a store.
 
@@ -229,8 +236,9 @@ def open_store(path: str, *, read_only: bool = False, create: bool = False,
     process writes is refused naming that process, unless read_only (reads alongside a
     writer). `cache` is connect()'s hot-cache option; by default None (no cache): an in-process
     cache dies with the command, so it would only cost (and steer range queries to value-table
-    walks). Other `options` go to connect()."""
-    check_store_folder(path, create=create and not read_only, read_only=read_only)
+    walks). `create_hint` as in check_store_folder. Other `options` go to connect()."""
+    check_store_folder(path, create=create and not read_only, read_only=read_only,
+                       create_hint=create_hint)
     try:
         db = connect(path, create=create and not read_only, read_only=read_only, cache=cache,
                      **options)

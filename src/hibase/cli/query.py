@@ -17,11 +17,12 @@ from .. import codec
 from ..codec import ColumnType
 from ..connection import Connection
 from ..errors import NeedsEngine
+from ..index.catalog import close_columns
 from ..table import Table
 from ..query import engine
-from ..query.ast import ROWKEY
+from ..query.ast import ROWKEY, Between, Compare, In, Param, walk
 from ..query.resolve import resolve
-from ..query.statements import is_select
+from ..query.statements import first_word, is_select
 from ..sql import result_columns
 from .base import (HibaseGroup, cell_json, cell_text, emit, note, open_store, output_options,
                    show_bytes, store_argument, table_argument, value_json, value_text)
@@ -153,6 +154,12 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
     for col in columns:
         fam = col.partition(":")[0].encode()
         if fam in schema.families and col.encode() not in schema.columns:
+            near = close_columns(col.encode(), schema.columns)
+            if near:
+                raise click.ClickException(
+                    f"cannot index {col!r}: {table} declares no such column; did you mean "
+                    f"{' or '.join(near)}? (declared: "
+                    f"{', '.join(c.decode('utf-8', 'backslashreplace') for c in schema.columns)})")
             raise click.ClickException(
                 f"cannot index {col!r}: only declared columns can be indexed; declare it "
                 f"first: hibase alter-table {shlex.quote(dir)} {shlex.quote(table)} -c "
@@ -384,7 +391,33 @@ def _engine_query(db: Connection, statement: str, bound: Any, range_method: str,
     note(f"{len(result.rows)} row(s) in {elapsed * 1e3:.1f} ms")
 
 
-def _cli_params(params: tuple[str, ...], named: tuple[str, ...]) -> Any:
+def _text_params(select: Any, schema: Any) -> set[Param]:
+    """The placeholders of a (resolved) SELECT's condition that meet a text column (VARCHAR,
+    CHAR, VARBINARY, undeclared, a VARCHAR or bytes rowkey): their -p / -P values stay text,
+    so `-p 2010` finds f.year = '2010' where f.year is VARCHAR."""
+    out: set[Param] = set()
+    for n in walk(select.where):
+        if not isinstance(n, (Compare, Between, In)):
+            continue
+        col = n.column
+        ctype = col.cast if col.cast is not None else (
+            schema.rowkey_type if col.name == ROWKEY else schema.columns.get(col.name))
+        if ctype is None or ctype.name in ("string", "char", "bytes"):
+            values = ((n.value,) if isinstance(n, Compare) else (n.low, n.high)
+                      if isinstance(n, Between) else n.values)
+            out.update(v for v in values if isinstance(v, Param))
+    return out
+
+
+def _cli_params(params: tuple[str, ...], named: tuple[str, ...],
+                text: set[Param] | frozenset[Param] = frozenset()) -> Any:
+    """-p / -P values: numbers when they read as one (_number), except for the placeholders
+    in `text`, which meet a text column: their values stay text ('quoted' or not)."""
+    def typed(p: Param, v: str) -> Any:
+        if p in text:
+            return v[1:-1] if len(v) >= 2 and v[0] == v[-1] == "'" else v
+        return _number(v)
+
     if params and named:
         raise click.UsageError("use either -p (for ?) or -P (for :name), not both")
     if named:
@@ -393,9 +426,9 @@ def _cli_params(params: tuple[str, ...], named: tuple[str, ...]) -> Any:
             name, sep, value = item.partition("=")
             if not sep or not name:
                 raise click.UsageError(f"-P takes NAME=VALUE, got {item!r}")
-            out[name] = _number(value)
+            out[name] = typed(Param(name=name), value)
         return out
-    return [_number(p) for p in params] or None
+    return [typed(Param(index=i), p) for i, p in enumerate(params)] or None
 
 
 def _headers(select: Any, schema: Any, rows: list) -> list[bytes]:
@@ -410,9 +443,10 @@ def _headers(select: Any, schema: Any, rows: list) -> list[bytes]:
 @store_argument
 @click.argument("statement", metavar='"SELECT ..."')
 @click.option("--param", "-p", "params", multiple=True, metavar="VALUE",
-              help="A value for the next ? placeholder, in order (repeat the option): a "
-                   "number, or text ('quoted' to keep a number as text). Values are bound, "
-                   "never pasted into the SQL.")
+              help="A value for the next ? placeholder, in order (repeat the option), typed "
+                   "by the column it meets: text for a VARCHAR, CHAR, binary or undeclared "
+                   "column (-p 2010 finds '2010'), else a number when it reads as one "
+                   "('quoted' keeps it text). Values are bound, never pasted into the SQL.")
 @click.option("--named", "-P", "named", multiple=True, metavar="NAME=VALUE",
               help="A value for the :NAME placeholder (repeat the option).")
 @click.option("--explain", is_flag=True, help="Print the plan instead of running the query "
@@ -471,15 +505,23 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
     if explain and not _EXPLAIN.match(statement):
         statement = "EXPLAIN " + statement
     if not is_select(statement):  # DDL / DML (issue 28): a writable store, the count or plan
-        db = open_store(dir, create=statement.lstrip()[:6].upper() == "CREATE")
+        word = first_word(statement)
+        shows = word in ("SHOW", "DESCRIBE", "DESC")  # SHOW TABLES, DESCRIBE t: reads
+        db = open_store(dir, read_only=shows, create=word == "CREATE")
         t0 = time.perf_counter()
-        result = db.sql(statement, _cli_params(params, named), range_method=range_method,
-                        full_scan=full_scan)
-        if isinstance(result, list):  # EXPLAIN DELETE / UPSERT ... SELECT
-            click.echo("\n".join(line for (line,) in result))
+        result = db.execute(statement, _cli_params(params, named), range_method=range_method,
+                            full_scan=full_scan)
+        ms = f"{(time.perf_counter() - t0) * 1e3:.1f} ms"
+        if result.kind == "explain":  # EXPLAIN DELETE / UPSERT ... SELECT
+            click.echo("\n".join(line for (line,) in result.rows))
+        elif result.kind == "select":
+            heads = [name for name, _ in result.description or ()]
+            emit(fmt, heads, result.rows, lambda r: [[value_text(v) for v in r]],
+                 lambda r: dict(zip(heads, map(value_json, r))))
+            note(f"{len(result.rows)} row(s) in {ms}")
         else:
-            note(("OK" if result is None else f"{result} row(s) written")
-                 + f" in {(time.perf_counter() - t0) * 1e3:.1f} ms")
+            note(("OK" if result.kind == "ddl" else f"{result.rowcount} row(s) {result.verb}")
+                 + f" in {ms}")
         return
     if cache is None:
         db = open_store(dir, read_only=True)
@@ -490,18 +532,18 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
                         cache_capacity=cache_capacity)
     if explain and not _EXPLAIN.match(statement):
         statement = "EXPLAIN " + statement
-    bound = _cli_params(params, named)
     engine.check_size(statement, db.max_statement)
     try:
         select = engine.parse_select(statement)
     except NeedsEngine:  # beyond the lean path: the SQL engine's tuples (hibase.query.duck)
-        _engine_query(db, statement, bound, range_method, full_scan, fmt)
-        return
-    if select.explain:
-        click.echo(db.explain(statement, bound, range_method=range_method, full_scan=full_scan))
+        _engine_query(db, statement, _cli_params(params, named), range_method, full_scan, fmt)
         return
     t: Table = db.table(select.table)
     select = resolve(select, t.schema)  # the rowkey's name, bare qualifiers
+    bound = _cli_params(params, named, _text_params(select, t.schema))
+    if select.explain:
+        click.echo(db.explain(statement, bound, range_method=range_method, full_scan=full_scan))
+        return
     t0 = time.perf_counter()
     rows = db.sql(statement, bound, range_method=range_method, full_scan=full_scan,
                   raw=True)  # printed by cell_text, which decodes the stored bytes

@@ -1,10 +1,19 @@
-"""`hibase sql DIR|URL`: an interactive SQL shell in the manner of Phoenix's sqlline.
+"""`hibase sql DIR|URL`: an interactive SQL shell in the manner of Phoenix's sqlline and sqlite3.
 
-Statements end with `;` and may span lines; `!tables`, `!indexes TABLE`, `!describe TABLE`,
-`!help` and `!quit` are shell commands. Each statement prints its rows (an aligned table, or
---json / --csv), its row count and time. In a terminal it keeps a readline history in
-~/.hibase_history; from a pipe or a file it reads the statements from stdin and exits 1 when
-one of them failed.
+Statements end with `;`, may span lines and share one (`SELECT 1 FROM t; SELECT 2 FROM t;`);
+`-- comments` and `/* comments */` are skipped. `!tables`, `!indexes TABLE`, `!describe TABLE`,
+`!help` and `!quit` (or `.tables`, `.indexes`, `.schema`/`.describe`, `.help`, `.quit`) are
+shell commands; `SHOW TABLES` and `DESCRIBE t` are statements. Each statement prints its rows
+(an aligned table, or --json / --csv), its row count and time.
+
+The shell never leaves on an error: it prints `Error: ...` and goes on (a script too, as
+sqlite3 does without -bail, then exits 1 if any statement failed). Ctrl-C cancels the running
+statement and returns to the prompt (at the prompt it drops the statement being typed; Ctrl-D
+or !quit leaves). In a terminal it keeps a readline history in ~/.hibase_history; from a pipe
+or a file it reads the statements from stdin.
+
+DIR must be a store (`--create` makes a missing one); a store another process writes is opened
+read-only, as `hibase query` reads it, and the shell says so.
 """
 
 from __future__ import annotations
@@ -19,19 +28,23 @@ from typing import Any, Generator
 import click
 
 from .. import errors
-from ..codec import sql_type_name
-from .base import emit, note, open_store, output_options, show_bytes, store_argument
+from ..query.statements import first_word
+from ..sql import describe_rows, user_tables
+from .base import (_lock_holder, emit, note, open_store, output_options, show_bytes,
+                   store_argument)
 
-__all__ = ["sql_shell"]
+__all__ = ["sql_shell", "split_statements"]
 
 HISTORY = "~/.hibase_history"
-_HELP = """Statements end with ';' (SELECT, UPSERT, DELETE, CREATE/DROP TABLE, CREATE/DROP INDEX,
-ALTER INDEX ... REBUILD, EXPLAIN ...). Shell commands:
-  !tables              the tables
-  !indexes TABLE       the table's indexes
-  !describe TABLE      the table's rowkey, families and declared columns
-  !help                this text
-  !quit                leave (also !exit, Ctrl-D)"""
+_HELP = """Statements end with ';' and may share a line (SELECT, UPSERT, DELETE, CREATE/DROP
+TABLE, CREATE/DROP INDEX, ALTER INDEX ... REBUILD, EXPLAIN ..., SHOW TABLES, DESCRIBE t);
+-- and /* */ are comments. Ctrl-C cancels the running statement. Shell commands:
+  !tables              the tables (also .tables, SHOW TABLES;)
+  !indexes TABLE       the table's indexes (also .indexes)
+  !describe TABLE      the table's rowkey, families and declared columns (also .schema,
+                       .describe, DESCRIBE TABLE;)
+  !help                this text (also .help)
+  !quit                leave (also !exit, .quit, .exit, Ctrl-D)"""
 
 
 def _text(v: Any) -> Any:
@@ -40,36 +53,56 @@ def _text(v: Any) -> Any:
     return v
 
 
-def _complete(buffer: str) -> bool:
-    """Does `buffer` end with a `;` outside quotes (and comments)?"""
-    quote = None
-    last = ""
-    i = 0
-    while i < len(buffer):
-        c = buffer[i]
-        if quote:
-            if c == quote:
-                quote = None
-        elif c in "'\"`":
-            quote = c
-        elif c == "-" and buffer[i:i + 2] == "--":
-            j = buffer.find("\n", i)
-            if j < 0:
-                break
-            i = j
+def split_statements(text: str) -> tuple[list[str], str]:
+    """The complete statements of `text` (each without its ';'; ones holding only comments
+    left out) and the text after the last one: what is still being typed, "" when that holds
+    only blanks and comments (a `-- comment` line or a trailing comment starts no
+    continuation). Quotes ('...', "...", `...`) and comments (-- to the end of the line,
+    /* ... */) hide the ';' they hold; an unclosed quote or /* keeps the rest open."""
+    out: list[str] = []
+    start = 0
+    content = False  # anything but blanks and comments since `start`
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "'\"`":
+            j = text.find(c, i + 1)
+            if j < 0:  # an unclosed quote: the statement goes on on the next line
+                return out, text[start:]
+            content = True
+            i = j + 1  # a doubled quote ('it''s') is two quoted parts in a row: the same
             continue
-        if not c.isspace():
-            last = c if quote is None or c == quote else "x"
+        if c == "-" and text.startswith("--", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if c == "/" and text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            if j < 0:
+                return out, text[start:]
+            i = j + 2
+            continue
+        if c == ";":
+            if content:
+                out.append(text[start:i])
+            start, content = i + 1, False
+        elif not c.isspace():
+            content = True
         i += 1
-    return quote is None and last == ";"
+    return out, text[start:] if content else ""
 
 
 class Shell:
-    def __init__(self, db: Any, fmt: str, timing: bool):
+    """Runs statements and shell commands; an error (or a Ctrl-C) ends the statement, never
+    the shell. `failed` counts the statements and commands that failed."""
+
+    def __init__(self, db: Any, fmt: str, timing: bool, interactive: bool = False):
         self.db = db
         self.fmt = fmt
         self.timing = timing
+        self.interactive = interactive
         self.failed = 0
+        self.read_only = ""  # why the store was opened read-only, if it was
 
     def show(self, headers: list[str], rows: list[tuple]) -> None:
         if self.fmt == "json":
@@ -79,57 +112,74 @@ class Shell:
             return
         emit(self.fmt, headers, rows, lambda r: [[_text(v) for v in r]])
 
+    def guarded(self, what: str, run: Any) -> bool:
+        """Call run(); an error is one `Error: ...` line. False when Ctrl-C cancelled it (in
+        a script Ctrl-C stops the script: the KeyboardInterrupt goes on up)."""
+        try:
+            with warnings.catch_warnings():  # bad cells: this shell's own line (statement)
+                warnings.simplefilter("ignore", errors.CellTypeWarning)
+                run()
+        except errors.StoreReadOnly as exc:
+            self.error(f"{exc}" + (f" ({self.read_only})" if self.read_only else ""))
+        except errors.HibaseError as exc:
+            self.error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        except KeyboardInterrupt:
+            self.failed += 1
+            if not self.interactive:
+                raise
+            writes = first_word(what) in ("UPSERT", "DELETE", "CREATE", "DROP", "ALTER")
+            note("Cancelled" + (" (a write statement: the rows it wrote before Ctrl-C stay "
+                                "written)" if writes else ""))
+            return False
+        except OSError as exc:  # a store folder gone, a disk full...
+            self.error(str(exc) or type(exc).__name__)
+        except Exception as exc:  # a bug in hibase: said, and the shell goes on
+            self.error(f"internal error {type(exc).__name__}: {exc} (please report it)")
+        return True
+
     def command(self, line: str) -> bool:
-        """Run a !command; False means quit."""
+        """Run a !command or .command; False means quit."""
         word, _, arg = line[1:].strip().partition(" ")
         word, arg = word.lower(), arg.strip().rstrip(";").strip()
         if word in ("quit", "exit", "q"):
             return False
+        if word == "schema":
+            word = "describe"
         if word == "help":
             click.echo(_HELP)
         elif word == "tables":
-            self.show(["TABLE"], [(n.decode(),) for n in self.db.tables()])
+            self.guarded("SHOW TABLES", lambda: self.show(
+                ["TABLE_NAME"], [(n,) for n in user_tables(self.db)]))
         elif word in ("indexes", "describe") and not arg:
-            self.error(f"!{word} needs a table name")
+            self.error(f"{line[0]}{word} needs a table name")
         elif word == "indexes":
-            self.show(["INDEX", "COLUMNS", "INCLUDE", "LOCAL", "STATE"],
-                      [(i["name"], ", ".join(i["columns"]), ", ".join(i["covering"]),
-                        "yes" if i["local"] else "no", i["state"])
-                       for i in self.db.indexes(arg)])
+            self.guarded("", lambda: self.show(
+                ["INDEX", "COLUMNS", "INCLUDE", "LOCAL", "STATE"],
+                [(i["name"], ", ".join(i["columns"]), ", ".join(i["covering"]),
+                  "yes" if i["local"] else "no", i["state"]) for i in self.db.indexes(arg)]))
         elif word == "describe":
-            schema = self.db.table(arg).schema
-            rows = []
-            if not schema.rowkey_generated:
-                rows.append((schema.rowkey or "ROWKEY", "VARCHAR" if schema.rowkey_type and
-                             schema.rowkey_type.name == "string" else "VARBINARY", "rowkey"))
-            for col, t in schema.columns.items():
-                rows.append((col.decode().replace(":", ".", 1), sql_type_name(t), ""))
-            for fam in schema.families:
-                if not any(c.startswith(fam + b":") for c in schema.columns):
-                    rows.append((fam.decode() + ".*", "VARBINARY", "undeclared"))
-            self.show(["COLUMN", "TYPE", "NOTE"], rows)
+            self.guarded("", lambda: self.show(
+                ["COLUMN_NAME", "TYPE_NAME", "NOTE"], describe_rows(self.db.table(arg).schema)))
         else:
-            self.error(f"unknown command !{word} (!help lists them)")
+            self.error(f"unknown command {line[0]}{word} (!help lists them)")
         return True
 
     def error(self, message: str) -> None:
         self.failed += 1
         note(f"Error: {message}")
 
-    def statement(self, sql: str) -> None:
+    def statement(self, sql: str) -> bool:
+        """Run one statement (its ';' optional); False when Ctrl-C cancelled it."""
         sql = sql.strip()
         while sql.endswith(";"):
             sql = sql[:-1].rstrip()
-        if not sql:
-            return
+        if not split_statements(sql + ";")[0]:  # only comments
+            return True
+        return self.guarded(sql, lambda: self._run(sql))
+
+    def _run(self, sql: str) -> None:
         t0 = time.perf_counter()
-        try:
-            with warnings.catch_warnings():  # bad cells: this shell's own line, below
-                warnings.simplefilter("ignore", errors.CellTypeWarning)
-                result = self.db.execute(sql)
-        except errors.HibaseError as exc:
-            self.error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-            return
+        result = self.db.execute(sql)
         ms = (time.perf_counter() - t0) * 1e3
         if result.kind == "explain":
             for (line,) in result.rows:
@@ -139,7 +189,7 @@ class Shell:
             self.show([name for name, _ in result.description], result.rows)
             summary = f"{len(result.rows)} row(s) selected"
         elif result.kind == "dml":
-            summary = f"{result.rowcount} row(s) written"
+            summary = f"{result.rowcount} row(s) {result.verb}"
         else:
             summary = "OK"
         if summary is not None:
@@ -186,57 +236,84 @@ def _lines(interactive: bool,
                 pass
 
 
+def _open(dir: str, create: bool) -> tuple[Any, str]:
+    """The store for the shell: an existing one (a missing one only with --create); one
+    another process writes, read-only (said on stderr; the second item says why, else "")."""
+    hint = f" (hibase sql --create {dir} makes one)"
+    try:
+        return open_store(dir, create=create, create_hint=hint), ""
+    except errors.StoreLocked:
+        pass
+    db = open_store(dir, read_only=True)
+    pid = _lock_holder(os.path.join(dir, "LOCK"))
+    who = f"another process (pid {pid})" if pid else "another process"
+    note(f"{dir} is open for writing in {who}: opened read-only, so writes are refused and "
+         "reads see the store as it was when the shell opened it (start the shell again to "
+         "see newer rows)")
+    return db, f"{who} writes this store"
+
+
 @click.command("sql")
 @store_argument
 @output_options
+@click.option("--create", is_flag=True,
+              help="Make the store folder DIR if it does not exist (else a missing store is "
+                   "an error, so a mistyped path creates nothing).")
 @click.option("--timing/--no-timing", default=True, show_default=True,
               help="Print each statement's time after its row count (on stderr).")
 @click.option("--history", default=HISTORY, show_default=True, metavar="FILE",
               help="The readline history file of the interactive shell ('' for none).")
-def sql_shell(dir: str, fmt: str, timing: bool, history: str) -> None:
-    """An interactive SQL shell on the store DIR (a folder, created if missing, or
-    thrift://host:port), as Phoenix's sqlline: statements end with ';' and may span lines;
-    !tables, !indexes TABLE, !describe TABLE, !help, !quit. In a terminal it keeps a history
-    in ~/.hibase_history; otherwise it reads statements from stdin and exits 1 if one failed.
+def sql_shell(dir: str, fmt: str, create: bool, timing: bool, history: str) -> None:
+    """An interactive SQL shell on the store DIR (a store folder, or thrift://host:port), as
+    Phoenix's sqlline and sqlite3: statements end with ';', may span lines and share one;
+    -- and /* */ are comments; SHOW TABLES, DESCRIBE t; !tables (.tables), !indexes TABLE,
+    !describe TABLE (.schema), !help, !quit.
+
+    An error prints `Error: ...` and the shell goes on; Ctrl-C cancels the running statement
+    (at the prompt it drops what is being typed; Ctrl-D or !quit leaves). DIR must exist
+    (--create makes it); a store another process writes opens read-only, with a note. In a
+    terminal it keeps a history in ~/.hibase_history; otherwise it reads statements from
+    stdin, runs them all and exits 1 if one failed.
 
     Example:
 
     \b
         hibase sql data/
-        echo "SELECT COUNT(*) FROM flights;" | hibase sql data/ --csv
+        hibase sql --create new/
+        echo "SELECT COUNT(*) FROM flights; SHOW TABLES;" | hibase sql data/ --csv
     """
-    db = open_store(dir, create=True)
+    db, read_only = _open(dir, create)
     interactive = sys.stdin.isatty()
-    shell = Shell(db, fmt, timing)
+    shell = Shell(db, fmt, timing, interactive)
+    shell.read_only = read_only
     if interactive:
         note(f"hibase {dir}: statements end with ';', !help for commands, !quit to leave")
-    buffer: list[str] = []
+    buffer = ""  # the statement being typed
     lines = _lines(interactive, history or None)
     item = next(lines, None)
-    while item is not None:
-        line, _ = item
-        start = not buffer
-        keep_going = True
-        if line == "\x03":
-            buffer = []
-        elif start and line.strip().startswith("!"):
-            keep_going = shell.command(line.strip())
-        elif start and not line.strip():
-            pass
-        else:
-            buffer.append(line)
-            text = "\n".join(buffer)
-            if _complete(text):
-                buffer = []
-                shell.statement(text)
-        if not keep_going:
-            lines.close()
-            break
-        try:
-            item = lines.send(not buffer) if interactive else next(lines)
-        except StopIteration:
-            item = None
-    if buffer and "".join(buffer).strip():  # a last statement without ';'
-        shell.statement("\n".join(buffer))
+    try:
+        while item is not None:
+            line, _ = item
+            if line == "\x03":  # Ctrl-C at the prompt
+                buffer = ""
+            elif not buffer and line.strip()[:1] in ("!", "."):
+                if not shell.command(line.strip()):
+                    lines.close()
+                    break
+            else:
+                buffer = f"{buffer}\n{line}" if buffer else line
+                statements, buffer = split_statements(buffer)
+                for sql in statements:
+                    if not shell.statement(sql):
+                        break  # Ctrl-C: the rest of the line is not run either
+            try:
+                item = lines.send(not buffer) if interactive else next(lines)
+            except StopIteration:
+                item = None
+        if buffer:  # a last statement without ';'
+            shell.statement(buffer)
+    except KeyboardInterrupt:  # a script (from a pipe or a file): Ctrl-C stops it
+        note("Interrupted: the script stopped (statements before this one ran)")
+        sys.exit(130)
     if shell.failed and not interactive:
         sys.exit(1)

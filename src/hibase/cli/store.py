@@ -1,8 +1,9 @@
-"""Store commands: tables, create-table, alter-table, drop-table, put, get, scan, load, regions,
-split."""
+"""Store commands: tables, describe, create-table, alter-table, drop-table, put, get, scan, load,
+regions, split."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -21,6 +22,7 @@ from ..table import Table
 from ..load import (FORMATS, ON_DUPLICATE, ROWKEY_AUTO, LoadError, cell_column, cell_types,
                     check_text, detect_types, load_file, text_to_cell)
 from ..store.schema import FOREVER, FamilyOptions
+from ..sql import describe_rows, user_tables
 from .base import (cell_json, cell_text, columns_option, durability_option, emit, note,
                    open_store, output_options, parse_bytes, show_bytes, store_argument,
                    table_argument)
@@ -32,7 +34,9 @@ from .base import (cell_json, cell_text, columns_option, durability_option, emit
 @store_argument
 @output_options
 def tables(dir: str, fmt: str) -> None:
-    """List the tables of a store: families, declared columns, regions.
+    """List the tables of a store: families, declared columns, indexes, regions (the table
+    counts a table's columns and indexes, `hibase describe DIR TABLE` lists them; --json and
+    --csv give every declared column with its type).
 
     Example:
 
@@ -41,15 +45,67 @@ def tables(dir: str, fmt: str) -> None:
         hibase tables data/ --json
     """
     db = open_store(dir, read_only=True)
-    names = db.tables()
-    if "://" not in dir:  # the catalog `hibase serve` publishes for thrift:// clients
-        names = [n for n in names if n != b"hibase_meta" and not n.startswith(b"hibase_kv")]
-    docs = ({**db.table(n).schema.to_json(), "regions": len(db.store.regions(n.decode()))}
-            for n in names)
+    names = [n.encode() for n in user_tables(db)] if "://" not in dir else db.tables()
+    docs = ({**db.table(n).schema.to_json(), "regions": len(db.store.regions(n.decode())),
+             "indexes": [i["name"] for i in db.indexes(n)]} for n in names)
+    if fmt == "table":
+        emit(fmt, ["table", "families", "columns", "indexes", "regions"], docs,
+             lambda d: [[d["name"], ",".join(d["families"]), len(d["columns"]),
+                         ",".join(d["indexes"]) or "-", d["regions"]]])
+        return
     emit(fmt, ["table", "families", "columns", "regions"], docs,
          lambda d: [[d["name"], ",".join(d["families"]),
                      " ".join(f"{c}={t}" for c, t in d["columns"].items()), d["regions"]]],
          lambda d: {"table": d["name"], **{k: v for k, v in d.items() if k != "name"}})
+
+
+_FAMILY_DEFAULTS = {k: f.default for k, f in FamilyOptions.__dataclass_fields__.items()}
+
+
+@click.command()
+@store_argument
+@table_argument
+@output_options
+def describe(dir: str, table: str, fmt: str) -> None:
+    """Describe a table: its rowkey and columns (as SQL's DESCRIBE: family.qualifier and SQL
+    type; a family with no declared column as family.*), then its indexes and the families'
+    options that differ from the defaults. --json prints one object: the schema (as `hibase
+    tables --json`), "describe" (the column rows) and "indexes".
+
+    Example:
+
+    \b
+        hibase describe data/ flights
+        hibase describe data/ flights --json
+    """
+    db = open_store(dir, read_only=True)
+    t = db.table(table)  # an unknown table: one line
+    rows = describe_rows(t.schema)
+    indexes = db.indexes(table)
+    if fmt == "json":
+        doc = t.schema.to_json()
+        click.echo(json.dumps({"table": doc.pop("name"), **doc,
+                               "describe": [dict(zip(("column", "type", "note"), r))
+                                            for r in rows],
+                               "indexes": indexes,
+                               "regions": len(db.store.regions(t.name.decode()))},
+                              ensure_ascii=False))
+        return
+    emit(fmt, ["COLUMN_NAME", "TYPE_NAME", "NOTE"], rows)
+    if fmt == "csv":
+        return
+    if indexes:
+        click.echo("")
+        emit(fmt, ["INDEX", "COLUMNS", "INCLUDE", "LOCAL", "STATE"],
+             [(i["name"], ", ".join(i["columns"]), ", ".join(i["covering"]),
+               "yes" if i["local"] else "no", i["state"]) for i in indexes])
+    options = [(fam, ", ".join(f"{k}={v}" for k, v in opts.items()
+                               if _FAMILY_DEFAULTS.get(k) != v))
+               for fam, opts in t.schema.to_json()["families"].items()]
+    if any(o for _, o in options):
+        click.echo("")
+        emit(fmt, ["FAMILY", "OPTIONS (other than the defaults)"],
+             [(fam, o or "-") for fam, o in options])
 
 
 # -- create-table / drop-table ---------------------------------------------------------------
@@ -452,6 +508,9 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
               metavar="FILE", help="Write every rejected row to FILE (line number, tab, "
               "reason); stderr shows the first 20.")
 @click.option("--delimiter", default=",", show_default=True, help="CSV field delimiter.")
+@click.option("--null-string", metavar="TEXT",
+              help="A CSV value equal to TEXT (e.g. NA, NULL, \\N) is NULL: no cell, as an empty "
+                   "field, and not looked at by type detection.")
 @click.option("--unescape", is_flag=True,
               help="Read \\xNN, \\t, \\n, \\r and \\\\ in values and keys as the bytes "
                    "they stand for, as `hibase scan/query --csv` print bytes: `hibase scan A t "
@@ -467,8 +526,8 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
 def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: str | None,
          rowkey_template: str | None, rowkey_auto: str | None, family: str | None, maps: dict,
          batch_size: int, create: bool, types: dict, no_detect: bool, strict: bool,
-         on_duplicate: str, errors_file: str | None, delimiter: str, unescape: bool, bulk: bool,
-         progress: bool | None, durability: str) -> None:
+         on_duplicate: str, errors_file: str | None, delimiter: str, null_string: str | None,
+         unescape: bool, bulk: bool, progress: bool | None, durability: str) -> None:
     """Load a CSV file (its header row names the columns) or JSON lines into a table, like
     HBase's ImportTsv. FILE may be - for stdin, and gzip, bz2 or xz compressed (told by its
     first bytes); a file that is not text is refused before anything is created or written.
@@ -509,7 +568,11 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
     numbers with a leading zero (007: codes) count as text, and so do JSON strings. The choice
     is printed on stderr ("Detected types: f:alt=long, ..."). --type COL=TYPE overrides a
     column, --no-detect skips detection. A table that exists keeps its declared types; change
-    them with `hibase alter-table`.
+    them with `hibase alter-table`; --create on a table that exists loads into it (a load
+    script can run again), provided its --type columns are declared with those types.
+
+    Ctrl-C stops a load: the rows read so far are written and counted; loading the same file
+    again rewrites them (same rowkeys; with --rowkey-auto uuid or ulid it adds them again).
 
     Example:
 
@@ -528,6 +591,9 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
         progress = sys.stderr.isatty()
     if len(delimiter) != 1:
         raise click.BadParameter("must be one character", param_hint="--delimiter")
+    if null_string == "":
+        raise click.BadParameter("empty fields are NULL already; give the text that stands "
+                                 "for NULL, e.g. NA", param_hint="--null-string")
     if (types or no_detect) and not create:
         raise click.UsageError("--type and --no-detect apply to the table --create makes; "
                                "declare an existing table's columns with `hibase alter-table "
@@ -544,16 +610,19 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
             spooled = _spool_stdin()
             click.get_current_context().call_on_close(lambda: os.unlink(spooled.name))
             file = spooled.name
-        columns = _column_types(file, format_, delimiter, fams, family, maps, rowkey_column,
-                                types, not no_detect, progress)
+        try:
+            columns = _column_types(file, format_, delimiter, fams, family, maps,
+                                    rowkey_column, types, not no_detect, progress, null_string)
+        except KeyboardInterrupt:
+            note("Interrupted (Ctrl-C) while detecting the column types: nothing was written "
+                 "(the table was not created).")
+            raise click.exceptions.Exit(130) from None
         db.create_table(table, {f: {} for f in sorted(fams)},
                         columns={c: str(t) for c, t in columns.items()} or None)
         note(f"Created table {table!r} (families: {', '.join(sorted(fams))}).")
-    elif types or no_detect:
-        raise click.UsageError(f"table {table!r} exists: --type and --no-detect only apply to "
-                               "a table --create makes; change its columns' types with "
-                               f"`hibase alter-table {shlex.quote(dir)} {shlex.quote(table)} "
-                               "-c FAMILY:QUALIFIER=TYPE`")
+    elif create:  # it exists: load into it, if --type agrees with its declared types
+        _check_types(db.table(table), dir, types, family, maps)
+        note(f"Table {table!r} exists: loading into it.")
 
     shown = 0
     errors_out = open(errors_file, "w", encoding="utf-8") if errors_file else None
@@ -572,8 +641,10 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
         return load_file(db.table(table), file, format_, rowkey_template, maps, batch_size,
                          progress, rowkey_column=rowkey_column, family=family, strict=strict,
                          delimiter=delimiter, on_reject=reject, rowkey_auto=rowkey_auto,
-                         unescape=unescape, on_duplicate=on_duplicate)
+                         unescape=unescape, on_duplicate=on_duplicate, null_string=null_string,
+                         stats=counts)
 
+    counts: dict[str, Any] = {}  # kept up to date by load_file: what a Ctrl-C leaves
     started = time.perf_counter()
     try:
         if bulk:
@@ -599,9 +670,12 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
         else:
             stats = run()
     except LoadError as exc:
-        if exc.stats:
-            _summary(exc.stats, stopped=True)
+        if exc.stats:  # a bad row (--strict), or a file that ends early (line None)
+            _summary(exc.stats, stopped=" (stopped at the bad row)" if exc.line is not None
+                     else " (stopped where the file could not be read)")
         raise
+    except KeyboardInterrupt:
+        _interrupted(counts, rowkey_auto, bulk)
     _summary(stats)
     if stats["rejected"]:
         more = (f"; every one in {errors_file}" if errors_file else
@@ -612,6 +686,44 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
 
 
 _SHOWN_REJECTS = 20
+
+
+def _interrupted(counts: dict, rowkey_auto: str | None, bulk: bool) -> None:
+    """Ctrl-C during a load: what was written, what loading again does; exit code 130."""
+    rows = counts.get("rows", 0) + counts.get("replaced", 0)
+    again = ("loading the file again adds them again under new keys (--rowkey-auto "
+             f"{rowkey_auto})" if rowkey_auto in ("uuid", "ulid") else
+             "loading the same file again rewrites them (same rowkeys) and goes on")
+    if counts:
+        note(f"Interrupted (Ctrl-C) after line {counts.get('lines', 0)}: {rows} row(s) were "
+             f"written ({counts.get('rows', 0)} new, {counts.get('replaced', 0)} replaced), "
+             f"{counts.get('rejected', 0)} rejected; {again}."
+             + (" (--bulk: an index whose rebuild was interrupted too stays stale until "
+                "`hibase index build`.)" if bulk else ""))
+    else:
+        note("Interrupted (Ctrl-C) before the load began: nothing was written.")
+    raise click.exceptions.Exit(130) from None
+
+
+def _check_types(t: Table, dir: str, types: dict, family: str | None, maps: dict) -> None:
+    """`load --create --type COL=TYPE` on a table that exists: each COL must be declared as
+    TYPE already (a load does not change a table's types)."""
+    families = {f.decode() for f in t.schema.families}
+    for name, spec in types.items():
+        cell = cell_column(name, families, family, maps)
+        try:
+            want = codec.type_from_name(spec)
+        except errors.SchemaError as exc:
+            raise click.BadParameter(f"{name}={spec}: {exc}", param_hint="--type") from None
+        have = t.schema.columns.get(cell.encode()) if cell is not None else None
+        if cell is None or have != want:
+            shown = f"declares {cell}={have}" if have is not None else (
+                f"does not declare {cell}" if cell is not None else "has no family for it")
+            raise click.UsageError(
+                f"table {t.name.decode()!r} exists and {shown}, not {name}={spec}: a load does "
+                "not change a table's types (`hibase alter-table "
+                f"{shlex.quote(dir)} {shlex.quote(t.name.decode())} -c FAMILY:QUALIFIER=TYPE` "
+                "does)")
 
 
 def _spool_stdin() -> Any:
@@ -625,13 +737,14 @@ def _spool_stdin() -> Any:
 
 def _column_types(file: str, format_: str | None, delimiter: str, families: set[str],
                   family: str | None, maps: dict, rowkey_column: str | None, types: dict,
-                  detect: bool, progress: bool) -> dict[str, codec.ColumnType]:
+                  detect: bool, progress: bool,
+                  null_string: str | None = None) -> dict[str, codec.ColumnType]:
     """The column types of a table `load --create` makes: detected from the file (unless
     not `detect`), --type ones instead where given; one line on stderr says what was chosen."""
     chosen: dict[str, codec.ColumnType | None] = {}
     if detect:
         detected = detect_types(file, format_, delimiter=delimiter,
-                                progress=progress)
+                                progress=progress, null_string=null_string)
         chosen = cell_types(detected, families, family, maps, rowkey_column)
     given: dict[str, codec.ColumnType] = {}
     for name, spec in types.items():
@@ -664,7 +777,7 @@ def _column_types(file: str, format_: str | None, delimiter: str, families: set[
     return declared
 
 
-def _summary(stats: dict, stopped: bool = False) -> None:
+def _summary(stats: dict, stopped: str = "") -> None:
     """The load's last lines on stderr: every record read is loaded (a new row), rejected,
     replaced or skipped (a repeated rowkey), or without values; the time it took."""
     skip = stats.get("on_duplicate") == "skip"
@@ -679,7 +792,7 @@ def _summary(stats: dict, stopped: bool = False) -> None:
               f"{'skipped' if skip else 'replaced'}: {again}"
               + (f", {stats['empty']} without values" if stats.get("empty") else "")
               + f" ({stats['records']} records read)")
-    end = " (stopped at the bad row)" if stopped else ""
+    end = stopped
     phases = stats.get("phases")
     if phases:  # the timings fill the last line: the counts go just before it
         note(counts + ".")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import threading
 from typing import Iterable
@@ -13,9 +14,29 @@ from .local import clear as local_clear
 from .local import local_table, local_value_table, routing_table
 from .spec import BUILDING, IndexSpec, index_table, value_table
 
-__all__ = ["IndexCatalog"]
+__all__ = ["IndexCatalog", "close_columns"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+def close_columns(col: bytes, declared: Iterable[bytes]) -> list[str]:
+    """The declared columns (as family:qualifier text) `col` is probably a typo of, closest
+    first, case ignored: c:nmae -> ["c:name"] (qualifiers of its family compared), f:name ->
+    ["c:name"] (the same qualifier in another family)."""
+    def text(c: bytes) -> str:
+        return c.decode("utf-8", "backslashreplace")
+
+    fam, _, qual = text(col).partition(":")
+    same = {}
+    for c in declared:
+        f, _, q = text(c).partition(":")
+        if f == fam:
+            same[q.lower()] = text(c)
+    out = [same[q] for q in difflib.get_close_matches(qual.lower(), list(same), n=2,
+                                                      cutoff=0.6)]
+    out += [text(c) for c in declared if text(c).partition(":")[2].lower() == qual.lower()
+            and text(c) not in out and c != col]
+    return out
 
 
 class IndexCatalog:
@@ -92,6 +113,11 @@ class IndexCatalog:
         for col in cols:
             fam, qual = split_column(col)
             schema.check_family(fam)
+            near = close_columns(col, schema.columns) if qual is not None else []
+            if near and col not in schema.columns:
+                raise errors.SchemaError(
+                    f"cannot index {col.decode()!r}: the table declares no such column; did "
+                    f"you mean {' or '.join(near)}?")
             if qual is None or col not in schema.columns:
                 raise errors.SchemaError(
                     f"cannot index {col.decode()!r}: only declared columns can be indexed "

@@ -95,7 +95,14 @@ def run(stmt: EngineStatement, params: Any, store: Any, indexer: Any,
         rows = [tuple(_value(v) for v in row) for row in cur.fetchall()]
     except duckdb.ParserException as e:
         raise QuerySyntaxError(f"DuckDB: {_message(e)}") from None
-    except duckdb.Error as e:
+    except (duckdb.Error, RuntimeError) as e:
+        # a Ctrl-C (SIGINT) while DuckDB runs: "Query interrupted", or a KeyboardInterrupt
+        # in the Python code DuckDB called back (reading a DataFrame) wrapped in its error
+        if str(e) == "Query interrupted" or str(e).startswith("KeyboardInterrupt"):
+            con.interrupt()  # stops DuckDB's worker threads too (else close() waits for them)
+            raise KeyboardInterrupt from None
+        if not isinstance(e, duckdb.Error):
+            raise
         raise QueryPlanError(f"DuckDB: {_message(e)}") from None
     finally:
         con.close()

@@ -603,6 +603,11 @@ def _casts(tree: exp.Expression, offset: int) -> Casts:
     return tuple(found)
 
 
+_SUBQUERY = ("subqueries need the SQL engine, which runs whole statements (db.sql, hibase "
+             "query, hibase sql: SELECT ... WHERE ...); a condition alone (Table.where) takes "
+             "literals")
+
+
 def _value(node: exp.Expression, offset: int, parent: exp.Expression) -> Value:
     """A literal operand of ``parent`` (which gives the error position when ``node`` has none)."""
     v = _literal(node)
@@ -610,6 +615,8 @@ def _value(node: exp.Expression, offset: int, parent: exp.Expression) -> Value:
         at = node if _position(node, 0) is not None else parent
         if isinstance(node, exp.Null):
             _unsupported("comparison with NULL is always unknown; use IS [NOT] NULL", at, offset)
+        if isinstance(node, (exp.Subquery, exp.Query)) or node.find(exp.Query) is not None:
+            _beyond(_SUBQUERY, at, offset)
         _beyond(f"expected a literal (number or 'string'), got {node.sql()!r}", at, offset)
     return v
 
@@ -649,7 +656,7 @@ def _condition(node: exp.Expression, offset: int) -> Node:
                        _value(node.args["high"], offset, node))
     if isinstance(node, exp.In):
         if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
-            _beyond("IN takes a list of literals; subqueries are not supported", node, offset)
+            _beyond("IN (SELECT ...): " + _SUBQUERY, node, offset)
         if not node.expressions:
             _syntax("IN needs at least one value", node, offset)
         values = node.meta.get("hibase_values")  # a long literal list read by _literal_lists
@@ -674,7 +681,7 @@ def _condition(node: exp.Expression, offset: int) -> Node:
     if isinstance(node, (exp.Column, exp.Literal, exp.Neg)):
         _syntax(f"expected a condition, got {node.sql()!r}", node, offset)
     if isinstance(node, exp.Query) or node.find(exp.Query):
-        _beyond("subqueries are not supported", node, offset)
+        _beyond(_SUBQUERY, node, offset)
     _beyond(f"unsupported condition {node.sql()!r}", node, offset)
 
 

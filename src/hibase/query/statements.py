@@ -12,6 +12,10 @@
     UPDATE t SET f.a = expr [, ...] [WHERE ...] [LIMIT n]
     DELETE FROM t [WHERE ...] [LIMIT n]
     EXPLAIN DELETE ... / EXPLAIN UPSERT (or INSERT) ... SELECT ... / EXPLAIN UPDATE ...
+    SHOW TABLES
+    DESCRIBE t  (or DESC t)
+
+(TRUNCATE is refused with what to write instead: DELETE FROM t.)
 
 SELECT (and the SELECT inside UPSERT SELECT and the WHERE of DELETE) is parsed by
 ``parse.parse_select``; the rest by a small tokenizer and recursive descent here (sqlglot
@@ -34,7 +38,8 @@ from .ast import ROWKEY, Param, Select
 from .parse import check_size, parse_select
 
 __all__ = ["CreateTable", "DropTable", "CreateIndex", "DropIndex", "AlterIndex", "Upsert",
-           "Delete", "Update", "Statement", "parse_statement", "ColumnDef"]
+           "Delete", "Update", "ShowTables", "Describe", "Statement", "parse_statement",
+           "ColumnDef", "first_word", "is_select"]
 
 
 @dataclass(frozen=True)
@@ -150,8 +155,20 @@ class Update:
     passed on to the SELECT, which refuses unknown names)."""
 
 
+@dataclass(frozen=True)
+class ShowTables:
+    """``SHOW TABLES``: the tables, one row each."""
+
+
+@dataclass(frozen=True)
+class Describe:
+    """``DESCRIBE t`` / ``DESC t``: the table's rowkey and columns, one row each."""
+
+    table: str
+
+
 Statement = Union[Select, CreateTable, DropTable, CreateIndex, DropIndex, AlterIndex, Upsert,
-                  Delete, Update]
+                  Delete, Update, ShowTables, Describe]
 
 # -- tokens ------------------------------------------------------------------------------------
 
@@ -346,6 +363,9 @@ class _Parser:
         if t.word in ("TRUE", "FALSE"):
             self.i += 1
             return 1 if t.word == "TRUE" else 0
+        if t.kind == "op" and t.text == "(" and self.toks[self.i + 1].word == "SELECT":
+            raise self.fail("a subquery is not supported in VALUES (they take literals): "
+                            "write UPSERT INTO t (cols) SELECT ... to write a query's rows")
         raise self.unexpected("a literal value (number, 'string', X'hex', NULL, ?, :name)")
 
 
@@ -715,12 +735,19 @@ _EXPLAIN = re.compile(r"\s*EXPLAIN\s+", re.IGNORECASE)
 _FIRST = re.compile(r"\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*([A-Za-z]+)", re.DOTALL)
 
 
-def is_select(sql: str) -> bool:
-    """Is ``sql`` a (possibly EXPLAIN) SELECT, for parse.parse_select?"""
+def first_word(sql: str) -> str:
+    """The statement's first keyword, upper-cased, after comments and any EXPLAIN ("" if
+    none): SELECT, UPSERT, SHOW..."""
     m = _EXPLAIN.match(sql)
     m2 = _FIRST.match(sql, m.end() if m else 0)
-    return m2 is None or m2.group(1).upper() not in (
-        "CREATE", "DROP", "ALTER", "UPSERT", "DELETE", "INSERT", "UPDATE")
+    return "" if m2 is None else m2.group(1).upper()
+
+
+def is_select(sql: str) -> bool:
+    """Is ``sql`` a (possibly EXPLAIN) SELECT, for parse.parse_select?"""
+    return first_word(sql) not in (
+        "CREATE", "DROP", "ALTER", "UPSERT", "DELETE", "INSERT", "UPDATE", "SHOW", "DESCRIBE",
+        "DESC", "TRUNCATE")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -774,6 +801,23 @@ def _parse(sql: str) -> "Statement | NeedsEngine":
                                  "families are fixed at creation (db.declare_columns "
                                  "declares column types)")
         raise p.unexpected("INDEX")
+    if word == "SHOW":
+        if p.accept("TABLES"):
+            p.end()
+            return ShowTables()
+        raise p.unexpected("TABLES (SHOW TABLES lists the tables)")
+    if word in ("DESCRIBE", "DESC"):
+        p.accept("TABLE")
+        table = p.table()
+        p.end()
+        return Describe(table)
+    if word == "TRUNCATE":
+        p.accept("TABLE")
+        table = p.table()
+        p.end()
+        raise QueryPlanError(
+            f"TRUNCATE is not supported (Phoenix has none): DELETE FROM {table} deletes every "
+            f"row and keeps its indexes exact; DROP TABLE {table} and CREATE TABLE make it anew")
     if word == "UPSERT":
         return _upsert(p, explain)
     if word == "INSERT":
