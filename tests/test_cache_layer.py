@@ -203,11 +203,16 @@ def test_fill_racing_a_write_is_not_stored(backend, cache_spec):
             t.put(b"r001", {b"f:a": b"2"})  # commits and patches while the load is in hand
             return entries
 
-        stale = db.cache.read(spec, vkey, racing_loader)
+        tag = db.indexer.cache_tag(spec)
+        stale = db.cache.read(spec, vkey, racing_loader, tag)
         assert b"r001" not in [row for row, _ in stale]
         assert found(t, "f.a = 2") == oracle(t, 2)
         assert b"r001" in found(t, "f.a = 2")
-        assert db.cache_stats()["refused_fills"] >= 1
+        if spec.server:  # kept by HBase's coprocessor: the write moved the table's version,
+            # so the stale set, stored under the version before, is never an answer
+            assert db.indexer.cache_tag(spec) != tag
+        else:  # kept by this client: its write voided the fill
+            assert db.cache_stats()["refused_fills"] >= 1
 
 
 def test_index_drop_and_rebuild_invalidate(backend, cache_spec):

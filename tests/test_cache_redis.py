@@ -190,8 +190,12 @@ def test_a_write_to_a_garbage_key_deletes_it(backend, nodes):
         c = redis.Redis.from_url(nodes[0].url)
         c.hdel(DATA + key, b"")
         t.put(b"r006", {b"f:b": b"x"})
-        assert not c.exists(DATA + key)
+        if not db.indexer.catalog.get("t", "by_a").server:
+            assert not c.exists(DATA + key)  # the write's patch found it and deleted it
+        # (kept by HBase's coprocessor, the write patches nothing here: the read below finds
+        # the garbage, counts it and overwrites it)
         assert found(t, "f.a = 6") == oracle(t, 6)
+        assert c.hget(DATA + key, b"").startswith(FORMAT)
 
 
 def test_flushed_node_refills(backend, nodes):
