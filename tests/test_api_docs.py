@@ -1,5 +1,5 @@
-"""The public API is documented where users read it (help(), the generated reference in
-docs/api/): every public method of Connection, Table and Batch has a docstring, and the query
+"""The public API is documented where users read it (help(), the API reference the docs site
+builds from the docstrings, docs/api.md): every public method of Connection, Table and Batch has a docstring, and the query
 entry points name each of their arguments."""
 
 from __future__ import annotations

@@ -463,7 +463,7 @@ def test_the_gateway_serves_the_catalog_the_cli_wrote(tmp_path):
         assert [json.loads(x) for x in got.stdout.splitlines()] == [
             {"row": "k1", "columns": {"f:delay": 12.5}}, {"row": "k3", "columns": {"f:delay": 40}}]
         assert run("index", "list", url).stdout.splitlines()[2:] == []  # the folder's own
-        # as the README's Cluster section: an index made through the URL, used and verified
+        # as docs/hbase.md's Cluster section: an index made through the URL, used and verified
         run("index", "create", url, "flights", "by_dest", "-c", "f:dest", "--no-progress")
         assert "by_dest" in run("query", url, "--explain",
                                 "SELECT * FROM flights WHERE f.dest = 'IAH'").stdout
@@ -540,8 +540,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _walkthrough() -> str:
-    """The sh block under README's "The first ten minutes"."""
-    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    """The sh block under the guide's "The first ten minutes" (docs/guide.md)."""
+    text = open(os.path.join(ROOT, "docs", "guide.md"), encoding="utf-8").read()
     section = text[text.index("### The first ten minutes"):]
     block = section[section.index("```sh\n") + 6:]
     return block[:block.index("```")]
@@ -565,7 +565,7 @@ def _newcomer_files(folder):
 @pytest.mark.slow
 def test_the_first_ten_minutes_in_a_fresh_venv(tmp_path, base_install):
     """`pip install .` into a fresh venv (conftest's base_install, shared with
-    test_packaging), then README's walkthrough as one script (marked slow: still in the default
+    test_packaging), then the guide's walkthrough as one script (marked slow: still in the default
     run, `-m "not slow"` leaves it out). It needs the package index or pip's cache."""
     venv = base_install
     work = tmp_path / "work"
