@@ -96,7 +96,7 @@ def run(rows: int = 300_000, repeats: int = 5, seed: int = 38, workdir: str | No
                 lean_s = time.perf_counter() - t
             finally:
                 fast.ENABLED = True
-            columnar._cache.clear()
+            columnar.forget()
             t = time.perf_counter()
             cold = db.sql(hq)
             cold_s = time.perf_counter() - t

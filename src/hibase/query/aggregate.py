@@ -34,7 +34,8 @@ from .. import codec
 from ..errors import QueryPlanError
 from ..index import KeyRange, null_range, scan_entry_keys, walk_values
 from .ast import (
-    ROWKEY, SQL_TYPE_NAMES, Agg, Column, HavingCompare, IsNull, OrderItem, Select, walk,
+    ROWKEY, SQL_TYPE_NAMES, Agg, Column, HavingCompare, IsNull, OrderItem, Select,
+    group_columns, walk,
 )
 from .cast import column_type
 from .columns import usable_specs
@@ -170,13 +171,7 @@ TTL_STREAM = ("value table, index ends and index order of {} not used (cells wit
 
 
 def _group_cols(select: Select) -> tuple[Column, ...]:
-    if select.group_by:
-        return select.group_by
-    items = select.items or ()
-    columns = [i for i in items if isinstance(i, Column)]
-    if select.distinct and len(columns) == len(items):  # no aggregate: DISTINCT groups them
-        return tuple(dict.fromkeys(columns))
-    return ()
+    return group_columns(select)
 
 
 def _value_table(select: Select, base: Plan, conjuncts, specs) -> _Shaped | None:

@@ -22,7 +22,7 @@ __all__ = [
     "UnknownNode", "UNKNOWN",
     "Select", "COMPARE_OPS", "NEGATED_OP", "FLIPPED_OP", "format_value",
     "Agg", "OrderItem", "HavingCompare", "Param", "AGG_FUNCS", "SQL_TYPE_NAMES", "Casts",
-    "walk", "map_children",
+    "walk", "map_children", "group_columns",
 ]
 
 ROWKEY = b"ROWKEY"
@@ -400,3 +400,15 @@ class Select:
             s += " -- " + ", ".join(f"CAST({c.decode('utf-8', 'backslashreplace')} AS "
                                     f"{SQL_TYPE_NAMES[t.name]})" for c, t in self.casts)
         return "EXPLAIN " + s if self.explain else s
+
+
+def group_columns(select: "Select") -> tuple:
+    """The columns a statement groups by: its GROUP BY, or every column of a DISTINCT select
+    list without aggregates (DISTINCT groups them), else none."""
+    if select.group_by:
+        return select.group_by
+    items = select.items or ()
+    columns = [i for i in items if isinstance(i, Column)]
+    if select.distinct and len(columns) == len(items):
+        return tuple(dict.fromkeys(columns))
+    return ()

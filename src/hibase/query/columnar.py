@@ -34,7 +34,7 @@ from .. import codec
 from ..errors import ValueTypeError
 from ..store import cells as C
 
-__all__ = ["Feed", "supported", "feed", "kept", "CACHE_BYTES"]
+__all__ = ["Feed", "supported", "feed", "kept", "forget", "CACHE_BYTES"]
 
 CACHE_BYTES = 128 << 20
 """Feeds whose raw cells are larger than this are not kept between statements."""
@@ -46,17 +46,16 @@ _cache: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
 def supported(store: Any, table: str) -> bool:
     """An embedded store's table with one family and no TTL (the fast scan's tables)."""
-    if not hasattr(store, "_tables") or not hasattr(store, "_db"):
+    if not store.capabilities.fast_scan:
         return False
-    from ..store.embedded.fastscan import supports_fast_scan
     try:
-        return supports_fast_scan(store, table)
+        return store.fast_scan_supported(table) and store.write_sequence() is not None
     except Exception:
         return False
 
 
-def _seq(store: Any) -> int:
-    return int(store._db.latest_sequence_number())
+def _seq(store: Any) -> int | None:
+    return store.write_sequence()
 
 
 def kept(store: Any, table: str) -> bool:
@@ -70,6 +69,12 @@ def kept(store: Any, table: str) -> bool:
     with _lock:
         got = _cache.get(store, {}).get(table)
     return got is not None and got[0] is t and got[1] == seq
+
+
+def forget() -> None:
+    """Drop every kept feed (benchmarks time a cold statement after it)."""
+    with _lock:
+        _cache.clear()
 
 
 def feed(store: Any, table: str) -> "Feed":
@@ -101,16 +106,7 @@ class Feed:
         import numpy as np
 
         self.schema = t.schema
-        view = next(iter(t.fams.values()))[0]
-        keys: list[bytes] = []
-        vals: list[bytes] = []
-        ka, va = keys.append, vals.append
-        last = None
-        for last, value in view.items():
-            ka(last)
-            va(value)
-        from ..store.rocks import verify_end
-        verify_end(view, last, None)
+        keys, vals = store.raw_segments(table)
         n_seg = len(keys)
         prefixes = [k[:-8] for k in keys]
         # rows of several segments: neighbours with one prefix (keys are sorted)

@@ -30,6 +30,7 @@ from sqlglot import exp
 
 from ..errors import InvalidArgument, QueryPlanError, QuerySyntaxError
 from . import engine
+from .duck_sql import database as _database
 from .ast import ROWKEY
 from .duck_bind import TableUse, bind
 from .duck_feed import duck_type, lean_select, register, view_columns
@@ -107,24 +108,6 @@ def run(stmt: EngineStatement, params: Any, store: Any, indexer: Any,
     finally:
         con.close()
     return Answer(_columns(stmt, tree, [(d[0], str(d[1])) for d in description]), rows)
-
-
-_lock = threading.Lock()
-_db: list = []
-
-
-def _database() -> Any:
-    """The process's in-memory DuckDB database, made at the first engine statement (opening
-    one costs ~80 ms; a connection to it, ``cursor()``, well under 1 ms). Each run works on a
-    connection of its own, whose views and registered frames (temporary, per connection) no
-    other run sees."""
-    if not _db:
-        import duckdb
-
-        with _lock:
-            if not _db:
-                _db.append(duckdb.connect(":memory:"))
-    return _db[0]
 
 
 def _read(use: TableUse, values: dict[str, Any], store: Any, indexer: Any,

@@ -23,9 +23,10 @@ from typing import Any
 
 from .ast import (
     ROWKEY, Agg, And, Between, Column, Compare, FalseNode, HavingCompare, In, IsNotNull,
-    IsNull, Like, Not, NotLike, Or, Select, TrueNode, UnknownNode,
+    IsNull, Like, Not, NotLike, Or, Select, TrueNode, UnknownNode, group_columns,
 )
 from .plan import FullScan, Plan
+from .scan import project
 from . import columnar
 
 __all__ = ["routable", "run", "describe", "ENABLED"]
@@ -157,8 +158,7 @@ def translate(select: Select, schema: Any) -> tuple[str, _Query, list] | None:
     try:
         where = f" WHERE {q.cond(select.where)}" if select.where is not None else ""
         if select.aggregate:
-            from .aggregate import _group_cols
-            groups = _group_cols(select)
+            groups = group_columns(select)
             outs: list[str] = []
             readers: list = []
             for item in select.items or ():
@@ -262,8 +262,8 @@ def run(select: Select, store: Any, route: tuple) -> list | None:
     df = pd.DataFrame(frame)
     if live is not None:
         df = df[live]
-    from .duck import _database
-    con = _database().cursor()
+    from .duck_sql import database
+    con = database().cursor()
     try:
         con.register("__feed", df)
         items = ", ".join([f'CAST("{n}" AS {types[n]}) AS {n}' for n in types] + ["__rid"])
@@ -272,9 +272,8 @@ def run(select: Select, store: Any, route: tuple) -> list | None:
     finally:
         con.close()
     if not select.aggregate:
-        from .aggregate import _project
         cols = list(select.columns) if select.columns is not None else None
-        return [(f.rowkey(r), _project(f.cells(r), cols)) for (r,) in rows]
+        return [(f.rowkey(r), project(f.cells(r), cols)) for (r,) in rows]
     out = []
     for row in rows:
         vals = []

@@ -114,6 +114,17 @@ class BaseStore:
         stores with Capabilities.fast_scan."""
         raise errors.BackendError("filtered_rows needs a store with Capabilities.fast_scan")
 
+    def raw_segments(self, table: str) -> tuple[list[bytes], list[bytes]]:
+        """(keys, raw values) of every stored segment of a fast-scan table, in key order
+        (the columnar feed parses them: query/columnar.py): only on stores with
+        Capabilities.fast_scan."""
+        raise errors.BackendError("raw_segments needs a store with Capabilities.fast_scan")
+
+    def write_sequence(self) -> int | None:
+        """A number that moves with every write to the store, or None when the store has none
+        (what was read may be kept while it holds)."""
+        return None
+
     def reindex(self, table: str, alias: bytes, progress: Any = None) -> int:
         """Server-side build of an index kept by the server: no server here."""
         raise errors.BackendError("reindex needs a store whose server keeps indexes "
@@ -265,6 +276,10 @@ class Store(KeyValueStore, Protocol):
 
     # full scans filtered on raw bytes (Capabilities.fast_scan)
     def fast_scan_supported(self, table: str) -> bool: ...
+
+    def raw_segments(self, table: str) -> tuple[list[bytes], list[bytes]]: ...
+
+    def write_sequence(self) -> int | None: ...
     def filtered_rows(self, table: str, start: bytes | None, stop: bytes | None,
                       needles: Any, keep: Any) -> Iterator[tuple[bytes, dict[bytes, bytes]]]: ...
 

@@ -272,6 +272,28 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
         the `needles` prefilter and `keep` (fastscan.filtered_rows)."""
         return fastscan.filtered_rows(self, table, start, stop, needles, keep)
 
+    def raw_segments(self, table: str) -> tuple[list[bytes], list[bytes]]:
+        """(keys, raw values) of every segment of the table's one family, in key order
+        (a fast-scan table: fastscan.supports_fast_scan); each key is the row's prefix and an
+        8-byte sequence, each value a segment as store/cells.py writes it."""
+        from ..rocks import verify_end
+        view = next(iter(self.table(table).fams.values()))[0]
+        keys: list[bytes] = []
+        vals: list[bytes] = []
+        ka, va = keys.append, vals.append
+        last = None
+        for last, value in view.items():
+            ka(last)
+            va(value)
+        verify_end(view, last, None)
+        return keys, vals
+
+    def write_sequence(self) -> int | None:
+        """RocksDB's latest sequence number: it moves with every write."""
+        if self._db is None:
+            raise errors.BackendUnavailable("the store is closed")
+        return int(self._db.latest_sequence_number())
+
     def region_of(self, table: str, row: bytes) -> Region:
         """The region of `table` holding `row`."""
         return (self._tables.get(table) or self.table(table)).region_of(row)
