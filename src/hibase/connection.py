@@ -14,6 +14,7 @@ from .index.manager import IndexManager
 from . import sql as sqlexec
 from .query import engine
 from .query.ast import Select
+from .query.lift import Lifted
 from .query.resolve import resolve
 from .store.api import Store
 from .store.backends import open_store
@@ -24,6 +25,14 @@ from .table import Table
 __all__ = ["Connection", "connect"]
 
 _EXPLAIN = re.compile(r"\s*EXPLAIN\b", re.IGNORECASE)
+_SELECT = re.compile(r"\s*SELECT\b", re.IGNORECASE)
+
+
+def _bind_shape(shape: Select, values: tuple) -> tuple:
+    """A parsed shape with its literals bound, as compared with the text's own parse: the
+    tree, and the select list's names as written (not part of a Select's equality)."""
+    bound = engine.bind(shape, values)
+    return bound, bound.names, bound.labels, tuple(n for n, _ in bound.bare)
 
 
 def connect(path: str, *, create: bool = True, read_only: bool = False,
@@ -123,6 +132,7 @@ class Connection:
         self.table_prefix = table_prefix
         self.table_prefix_separator = table_prefix_separator
         self._statements: dict[str, Select] = {}  # sql() text -> parsed query (immutable)
+        self._lifted = Lifted()  # SELECT texts with literals: their shapes with ? (query/lift)
         self.max_statement = engine.MAX_STATEMENT  # longest statement accepted (UTF-8 bytes)
 
     # -- happybase.Connection ----------------------------------------------------------------
@@ -459,6 +469,13 @@ class Connection:
             raise errors.InvalidArgument("sql()'s second argument is params; pass "
                                          "range_method= by name")
         select = self._statements.get(statement)
+        if select is None and params is None and _SELECT.match(statement):
+            # literals in the text: its shape with ? is parsed once, the literals bound
+            lifted = self._lifted.get(statement, self._parse_shape, _bind_shape,
+                                      self._parse_text)
+            if lifted is not None:
+                statement, params = lifted
+                select = self._statements.get(statement)
         if select is None:  # parsed once per text, its table name resolved once
             parsed = sqlexec.parse(self, statement)
             if not isinstance(parsed, Select):
@@ -466,6 +483,7 @@ class Connection:
                                          full_scan)
                 if result.kind == "ddl":
                     self._statements.clear()  # bare names may resolve otherwise now
+                    self._lifted.clear()
                     return None
                 if result.kind in ("explain", "select"):  # select: on the SQL engine
                     return result.rows
@@ -487,9 +505,19 @@ class Connection:
         if not types:
             return rows
         bad = codec.BadCells()
-        out = [(key, sqlexec.decode_row(cells, types, bad, key)) for key, cells in rows]
+        out = sqlexec.decode_rows(rows, types, bad)
         sqlexec.warn_bad_cells(bad)
         return out
+
+    def _parse_shape(self, text: str) -> Any:
+        parsed = sqlexec.parse(self, text)
+        if not isinstance(parsed, Select):
+            raise errors.InvalidArgument("not a plain SELECT")
+        return parsed
+
+    def _parse_text(self, text: str) -> tuple:
+        parsed = self._parse_shape(text)
+        return parsed, parsed.names, parsed.labels, tuple(n for n, _ in parsed.bare)
 
     def explain(self, statement: str, params: Any = None, range_method: str = "auto",
                 full_scan: bool = False) -> str:
@@ -517,6 +545,7 @@ class Connection:
                                  range_method, full_scan)
         if result.kind == "ddl":
             self._statements.clear()
+            self._lifted.clear()
         sqlexec.warn_bad_cells(result.bad_cells)
         return result
 
@@ -529,6 +558,7 @@ class Connection:
                                       self._full)
         if result.kind == "ddl":
             self._statements.clear()
+            self._lifted.clear()
         return result
 
     def verify_index(self, table: str | bytes, name: str, repair: bool = False) -> dict:

@@ -14,6 +14,8 @@ that order; ``rowcount`` the rows written (DML), returned (SELECT) or -1 (DDL); 
 
 from __future__ import annotations
 
+import functools
+
 import datetime
 import itertools
 import os
@@ -103,6 +105,26 @@ def decode_row(cells: Mapping[bytes, bytes], types: Mapping[bytes, Any],
     """{column: value} with each declared column's cell decoded (undeclared stay bytes); a
     cell that does not parse as its type is None, counted in `bad` (as `row`) when given."""
     return {c: _decode(types.get(c), v, bad, row, c) for c, v in cells.items()}
+
+
+def decode_rows(rows: list, types: Mapping[bytes, Any], bad: codec.BadCells | None = None
+                ) -> list:
+    """[(key, decode_row(cells, types, bad, key))] for many rows: each declared column's
+    decoder looked up once for all of them, a row holding anything else (an undeclared column,
+    a cell that does not parse, a value that is not bytes) decoded by decode_row."""
+    decs = {c: functools.partial(t._dec, t) for c, t in types.items() if t is not None}
+    out = []
+    for key, cells in rows:
+        try:
+            out.append((key, {c: decs[c](v) for c, v in cells.items() if type(v) is bytes
+                              or _not_bytes()}))
+        except Exception:
+            out.append((key, decode_row(cells, types, bad, key)))
+    return out
+
+
+def _not_bytes() -> bool:
+    raise TypeError("not bytes")
 
 
 def warn_bad_cells(bad: codec.BadCells | None, stacklevel: int = 3) -> None:

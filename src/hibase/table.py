@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 from . import errors
 from .query import engine
 from .query.ast import Select
+from .query.lift import Lifted
 from .query.hbase_filter import compile_filter
 from .store.base import Mutation
 from .store.schema import TableSchema, check_row, split_column
@@ -28,6 +29,14 @@ def _data(cells: dict[bytes, tuple[int, bytes]], include_timestamp: bool) -> dic
     if include_timestamp:
         return {c: (tv[1], tv[0]) for c, tv in cells.items()}
     return {c: tv[1] for c, tv in cells.items()}
+
+
+_LIFTED = Lifted()  # where() conditions' shapes (they depend on the text alone)
+
+
+def _bind_where(parsed: tuple, values: tuple) -> tuple:
+    node, casts = parsed
+    return engine.bind(Select("", None, node, None, casts=casts), values).where, casts
 
 
 class Table:
@@ -224,6 +233,10 @@ class Table:
         checked = None if columns is None else self._columns(columns)
         cols = None if checked is None else tuple(checked)
         engine.check_size(condition, self.connection.max_statement)
+        if params is None:  # literals in the condition: its shape with ? parsed once (lift.py)
+            lifted = _LIFTED.get(condition, engine.parse_where, _bind_where)
+            if lifted is not None:
+                condition, params = lifted
         node, casts = engine.parse_where(condition) if condition.strip() else (None, ())
         return engine.bind(Select(self._name, cols, node, limit, casts=casts), params)
 

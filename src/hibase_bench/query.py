@@ -497,6 +497,219 @@ def _measure_queries(hpath: str, spath: str, queries: list[dict], repeats: int,
     return out, cache
 
 
+# -- issue 40: lookups, big results, loads (a second table, same 3 indexes both sides) -----------
+
+LK_TABLE = "lk"
+LK_CITIES = ("NY", "SF", "LA", "Paris", "Oslo")
+LK_INDEXES = (("by_grp", "(f.grp)", "(grp)"),
+              ("by_city_grp", "(f.city, f.grp) INCLUDE (f.amt)", "(city, grp, amt)"),
+              ("by_b", "(f.b)", "(b)"))
+LK_BATCH = 2000
+LK_VALUES = 200  # distinct values each lookup cycles through (so no answer is reused)
+LK_TARGETS = {"lk_sql_params_vs_sqlite": 2.0, "lk_literal_vs_params": 1.2,
+              "lk_covered_vs_sqlite": 3.0, "lk_big_rows_per_s": 400_000,
+              "lk_load_3_indexes_vs_sqlite": 3.0, "lk_bulk_rows_per_s": 250_000,
+              "lk_is_null_speedup_vs_scan": 20.0, "lk_where_vs_sql": 1.1}
+
+
+def lookup_rows(rows: int, seed: int) -> list[tuple]:
+    """(k, grp, city, amt, b, n): grp ~10 rows a value, city a function of grp, b 10 values
+    (~rows/10 each), n NULL on ~3% of rows."""
+    import random
+    rng = random.Random(seed + 40)
+    out = []
+    groups = max(rows // 10, 1)
+    for i in range(rows):
+        grp = rng.randrange(groups)
+        out.append((f"r{i:08d}", grp, LK_CITIES[grp % 5], rng.randrange(10**6),
+                    rng.randrange(10), None if rng.random() < 0.03 else rng.randrange(1000)))
+    return out
+
+
+def _lk_create(db: Any) -> None:
+    db.sql(f"CREATE TABLE {LK_TABLE} (k VARCHAR PRIMARY KEY, f.grp BIGINT, f.city VARCHAR, "
+           "f.amt BIGINT, f.b BIGINT, f.n BIGINT)")
+    for name, cols, _ in LK_INDEXES:
+        db.sql(f"CREATE INDEX {name} ON {LK_TABLE} {cols}")
+
+
+def _cycle(values: list) -> Callable[[], Any]:
+    it = iter(values * 1000)
+    state = {"it": it}
+
+    def nxt() -> Any:
+        try:
+            return next(state["it"])
+        except StopIteration:
+            state["it"] = iter(values * 1000)
+            return next(state["it"])
+    return nxt
+
+
+def measure_lookups(base: str, rows: int, seed: int, repeats: int, progress: bool
+                    ) -> dict[str, Any]:
+    """Issue 40's measures on `rows` rows of lookup_rows, hibase and SQLite with the same
+    3 indexes: loads (2,000-row batches; `hibase load --bulk` of the same rows as CSV), a
+    10-row lookup through db.sql with `?` and with the value in the text, Table.where, the
+    covered lookup, a ~rows/10-row indexed result, IS NULL through a 4th index against the
+    filtered scan. Each lookup cycles through LK_VALUES values."""
+    import csv
+    from click.testing import CliRunner
+    from hibase.cli import cli
+
+    data = lookup_rows(rows, seed)
+    out: dict[str, Any] = {"rows": rows}
+    # -- loads
+    hpath = os.path.join(base, "lk-hibase")
+    db, _ = connect_bench(hpath)
+    _lk_create(db)
+    ins = (f"UPSERT INTO {LK_TABLE} (k, f.grp, f.city, f.amt, f.b, f.n) "
+           "VALUES (?, ?, ?, ?, ?, ?)")
+    gc.collect()
+    t0, c0 = time.perf_counter(), time.process_time()
+    for i in range(0, rows, LK_BATCH):
+        db.execute_many(ins, data[i:i + LK_BATCH])
+    db.store.flush()
+    h_load = {"load_s": time.perf_counter() - t0, "load_cpu_s": time.process_time() - c0}
+    h_load["rows_per_s"] = rows / h_load["load_s"]
+    spath = os.path.join(base, "lk-sqlite.db")
+    con = sqlite_open(spath)
+    con.execute(f"CREATE TABLE {LK_TABLE} (k TEXT PRIMARY KEY, grp INTEGER, city TEXT, "
+                "amt INTEGER, b INTEGER, n INTEGER) WITHOUT ROWID")
+    for name, _, cols in LK_INDEXES:
+        con.execute(f"CREATE INDEX {name} ON {LK_TABLE} {cols}")
+    gc.collect()
+    t0 = time.perf_counter()
+    for i in range(0, rows, LK_BATCH):
+        con.execute("BEGIN")
+        con.executemany(f"INSERT INTO {LK_TABLE} VALUES (?, ?, ?, ?, ?, ?)",
+                        data[i:i + LK_BATCH])
+        con.execute("COMMIT")
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    s_load = {"load_s": time.perf_counter() - t0}
+    s_load["rows_per_s"] = rows / s_load["load_s"]
+    out["load_3_indexes"] = {"hibase": h_load, "sqlite": s_load,
+                             "ratio": h_load["load_s"] / s_load["load_s"]}
+    # -- hibase load --bulk of the same rows as CSV (into a new store, the 3 indexes defined)
+    csv_path = os.path.join(base, "lk.csv")
+    with open(csv_path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["k", "grp", "city", "amt", "b", "n"])
+        w.writerows(["" if v is None else v for v in r] for r in data)
+    bpath = os.path.join(base, "lk-bulk")
+    bdb, _ = connect_bench(bpath)
+    _lk_create(bdb)
+    bdb.close()
+    gc.collect()
+    t0 = time.perf_counter()
+    res = CliRunner().invoke(cli, ["load", bpath, LK_TABLE, csv_path, "--rowkey-column", "k",
+                                   "--family", "f", "--bulk", "--no-progress"])
+    bulk_s = time.perf_counter() - t0
+    if res.exit_code != 0:
+        raise RuntimeError(f"hibase load --bulk failed: {res.output}")
+    bdb, _ = connect_bench(bpath)
+    bulk_count = bdb.sql(f"SELECT COUNT(*) FROM {LK_TABLE}")[0][0]
+    bulk_same = (bulk_count == rows and bdb.sql(
+        f"SELECT COUNT(*) FROM {LK_TABLE} WHERE f.b = 3")[0][0]
+        == sum(1 for r in data if r[4] == 3))
+    bdb.close()
+    shutil.rmtree(bpath, ignore_errors=True)
+    out["bulk_load"] = {"seconds": bulk_s, "rows_per_s": rows / bulk_s, "rows": bulk_count,
+                        "same": bulk_same, "command": "hibase load DIR lk lk.csv "
+                        "--rowkey-column k --family f --bulk (in process, 3 indexes defined)"}
+    # -- a 4th index for IS NULL, built over the loaded table on both sides
+    db.sql(f"CREATE INDEX by_n ON {LK_TABLE} (f.n)")
+    con.execute(f"CREATE INDEX by_n ON {LK_TABLE} (n)")
+    con.execute("ANALYZE")
+    settle_store(db)
+    # -- lookups
+    grps = sorted({r[1] for r in data})
+    step = max(len(grps) // LK_VALUES, 1)
+    picked = grps[::step][:LK_VALUES]
+    oslo = [g for g in grps if g % 5 == 4][::step][:LK_VALUES]
+    q: dict[str, Any] = {}
+    checks: dict[str, bool] = {}
+    sel = f"SELECT * FROM {LK_TABLE} WHERE f.grp = ?"
+    ssel = f"SELECT * FROM {LK_TABLE} WHERE grp = ?"
+
+    def same_keys(h: list, s: list) -> bool:
+        return sorted(k.decode() if isinstance(k, bytes) else k for k, *_ in h) == \
+            sorted(r[0] for r in s)
+
+    nxt = _cycle(picked)
+    q["sqlite"], _ = timed(lambda: con.execute(ssel, (nxt(),)).fetchall(), repeats)
+    nxt = _cycle(picked)
+    q["sql_params"], _ = timed(lambda: db.sql(sel, (nxt(),)), repeats)
+    nxt = _cycle(picked)
+    q["sql_literal"], _ = timed(
+        lambda: db.sql(f"SELECT * FROM {LK_TABLE} WHERE f.grp = {nxt()}"), repeats)
+    table = db.table(LK_TABLE)
+    nxt = _cycle(picked)
+    q["table_where"], _ = timed(lambda: list(table.where(f"f.grp = {nxt()}")), repeats)
+    v = picked[len(picked) // 2]
+    got = db.sql(sel, (v,))
+    checks["lookup_same"] = (same_keys(got, con.execute(ssel, (v,)).fetchall())
+                             and got == db.sql(f"SELECT * FROM {LK_TABLE} WHERE f.grp = {v}")
+                             # where() returns cells as stored bytes: its rowkeys compared
+                             and sorted(k for k, _ in got)
+                             == sorted(k for k, _ in table.where(f"f.grp = {v}")))
+    q["rows_per_lookup"] = len(got)
+    cov = f"SELECT f.amt FROM {LK_TABLE} WHERE f.city = 'Oslo' AND f.grp = ?"
+    scov = f"SELECT amt FROM {LK_TABLE} WHERE city = 'Oslo' AND grp = ?"
+    nxt = _cycle(oslo)
+    q["covered_sqlite"], _ = timed(lambda: con.execute(scov, (nxt(),)).fetchall(), repeats)
+    nxt = _cycle(oslo)
+    q["covered"], _ = timed(lambda: db.sql(cov, (nxt(),)), repeats)
+    q["covered_plan"] = db.explain(cov, (oslo[0],))
+    checks["covered_same"] = all(
+        sorted(d.get(b"f:amt") for _, d in db.sql(cov, (g,)))
+        == sorted(r[0] for r in con.execute(scov, (g,)).fetchall()) for g in oslo[:20])
+    # a big indexed result
+    big = f"SELECT * FROM {LK_TABLE} WHERE f.b = 3"
+    hb, brows = timed(lambda: db.sql(big), min(repeats, 5), 5.0)
+    sb, srows = timed(lambda: con.execute(f"SELECT * FROM {LK_TABLE} WHERE b = 3").fetchall(),
+                      min(repeats, 5), 5.0)
+    q["big"] = {"rows": len(brows), "hibase": hb, "sqlite": sb,
+                "hibase_rows_per_s": len(brows) / (hb["p50_us"] / 1e6),
+                "sqlite_rows_per_s": len(srows) / (sb["p50_us"] / 1e6)}
+    checks["big_same"] = same_keys(brows, srows)
+    # IS NULL through by_n's NULL list against the filtered scan
+    isn = f"SELECT * FROM {LK_TABLE} WHERE f.n IS NULL"
+    hn, nrows = timed(lambda: db.sql(isn), min(repeats, 5), 5.0)
+    t0 = time.perf_counter()
+    scanned = db.sql(isn, full_scan=True)
+    scan_s = time.perf_counter() - t0
+    sn, snrows = timed(lambda: con.execute(
+        f"SELECT * FROM {LK_TABLE} WHERE n IS NULL").fetchall(), min(repeats, 5), 5.0)
+    q["is_null"] = {"rows": len(nrows), "hibase": hn, "filtered_scan_s": scan_s, "sqlite": sn,
+                    "plan": db.explain(isn),
+                    "speedup_vs_scan": scan_s * 1e6 / hn["p50_us"]}
+    checks["is_null_same"] = same_keys(nrows, snrows) and same_keys(scanned, snrows)
+    con.close()
+    db.close()
+    shutil.rmtree(hpath, ignore_errors=True)
+    out["queries"] = q
+    out["checks"] = checks
+    p50 = {k: q[k]["p50_us"] for k in ("sqlite", "sql_params", "sql_literal", "table_where",
+                                       "covered", "covered_sqlite")}
+    out["figures"] = {
+        "lk_sql_params_vs_sqlite": p50["sql_params"] / p50["sqlite"],
+        "lk_literal_vs_params": p50["sql_literal"] / p50["sql_params"],
+        "lk_covered_vs_sqlite": p50["covered"] / p50["covered_sqlite"],
+        "lk_big_rows_per_s": q["big"]["hibase_rows_per_s"],
+        "lk_load_3_indexes_vs_sqlite": out["load_3_indexes"]["ratio"],
+        "lk_bulk_rows_per_s": out["bulk_load"]["rows_per_s"],
+        "lk_is_null_speedup_vs_scan": q["is_null"]["speedup_vs_scan"],
+        "lk_where_vs_sql": p50["table_where"] / p50["sql_params"],
+    }
+    f = out["figures"]
+    out["targets"] = dict(LK_TARGETS)
+    out["meets_targets"] = {k: (f[k] >= goal if k in ("lk_big_rows_per_s", "lk_bulk_rows_per_s",
+                                                      "lk_is_null_speedup_vs_scan")
+                                else f[k] <= goal) for k, goal in LK_TARGETS.items()}
+    return out
+
+
 # -- run ----------------------------------------------------------------------------------------
 
 def run(rows: int = 1_000_000, repeats: int = 50, seed: int = 0, progress: bool = True,
@@ -536,6 +749,7 @@ def run(rows: int = 1_000_000, repeats: int = 50, seed: int = 0, progress: bool 
         h_build = _hibase_build_range_index(hpath, progress)
         s_build = _sqlite_build_range_index(spath)
         results, cache = _measure_queries(hpath, spath, queries, repeats, progress)
+        lookups = measure_lookups(base, rows, seed, repeats, progress)
     finally:
         if workdir is None:
             shutil.rmtree(base, ignore_errors=True)
@@ -618,6 +832,7 @@ def run(rows: int = 1_000_000, repeats: int = 50, seed: int = 0, progress: bool 
         "sizes": {"hibase": h_build["sizes"], "sqlite": s_build["sizes"],
                   "paper": "3 indexes 337 GB vs user table 238 GB: ~0.47 per index"},
         "queries": results,
+        "lookups": lookups,
         "figures": figures,
         "targets": dict(TARGETS),
         "meets_targets": meets,
@@ -669,6 +884,11 @@ def summary(r: dict[str, Any]) -> list[str]:
         f"{n} {v['ratio_to_data']:.2f}" for n, v in hs["per_index"].items())
         + "; SQLite " + ", ".join(f"{n} {v['ratio_to_data']:.2f}"
                                   for n, v in ss["per_index"].items()) + " (paper ~0.47)")
+    lk = r.get("lookups")
+    if lk:
+        for k, v in lk["meets_targets"].items():
+            out.append(f"issue 40 {k}: {'met' if v else 'MISSED'} ({lk['figures'][k]:,.3g}; "
+                       f"target {lk['targets'][k]:,})")
     for k, v in r["meets_targets"].items():
         goal = r["targets"].get(k.replace("_prepared", ""))
         shown = (f" ({r['figures'][k]:,.3g}; target {goal:,})"

@@ -442,6 +442,8 @@ def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
     else:
         path = None
     lookups = [lk for lk in (_index_path(store, s, cons, router) for s in specs) if lk is not None]
+    if len(lookups) > 1:
+        lookups = _undominated(lookups)
     # cost: rows, plus the regions a local lookup visits; ties go to the global index. A lone
     # candidate needs no counts (they pick a plan, never change an answer): none are read
     if len(lookups) > 1:
@@ -471,6 +473,25 @@ def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
     if len(chosen) > 1 and best.estimate > 20:
         return Intersect(chosen)
     return best
+
+
+def _undominated(lookups: list[IndexLookup]) -> list[IndexLookup]:
+    """The lookups no other one dominates: a global point lookup answering every atom another
+    global point lookup answers, and more, finds a subset of its rows (its exact count is no
+    greater, the sort below would put it first, and the other could not narrow it in an
+    Intersect, answering nothing more), so the other is dropped before any count is read
+    (`f.city = 'Oslo' AND f.grp = ?` on indexes (city, grp) and (grp): no count at all)."""
+    def plain(lk: IndexLookup) -> bool:
+        return (not lk.spec.local and lk.method == "scan" and not lk.spec.expires
+                and all(is_point(lk.spec, r) for r in lk.ranges))
+
+    keep = []
+    for lk in lookups:
+        used = set(lk.used)
+        if plain(lk) and any(o is not lk and plain(o) and used < set(o.used) for o in lookups):
+            continue
+        keep.append(lk)
+    return keep
 
 
 def _walk_pays(lk: IndexLookup, cached: bool) -> bool:
