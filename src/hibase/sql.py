@@ -112,7 +112,8 @@ def decode_rows(rows: list, types: Mapping[bytes, Any], bad: codec.BadCells | No
     """[(key, decode_row(cells, types, bad, key))] for many rows: each declared column's
     decoder looked up once for all of them, a row holding anything else (an undeclared column,
     a cell that does not parse, a value that is not bytes) decoded by decode_row."""
-    decs = {c: functools.partial(t._dec, t) for c, t in types.items() if t is not None}
+    decs = {c: functools.partial(codec.cell_decoder(t), t) for c, t in types.items()
+            if t is not None}
     out = []
     for key, cells in rows:
         try:
