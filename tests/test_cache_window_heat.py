@@ -207,9 +207,10 @@ def test_keeps_a_hot_set_through_a_scan():
         assert lru < 0.25 and ours > 0.47
 
 
-def test_follows_a_moving_hot_set_like_lru():
+@pytest.mark.parametrize("family", ["shift-medium", "shift-fast"])
+def test_follows_a_moving_hot_set_like_lru(family):
     from hibase_bench.cache_scenarios import trace
-    shifting = trace("shifting", lookups=12_000, keys=2_000)
+    shifting = trace(family, lookups=12_000, keys=2_000)
     sizes = dict(shifting)
     for ratio in (0.05, 0.2):
         capacity = int(ratio * sum(sizes.values()))
