@@ -110,11 +110,13 @@ def test_heat_is_hotscores_score():
     assert heat.heat("A") == pytest.approx(hot.scores["A"] * 10 / 0.3 + 1)
 
 
-def test_cold_heat_is_forgotten():
-    p = WindowHeatPolicy(10, count_period=50)
-    simulate(p, [(("scan", i), 1) for i in range(10_000)])
-    # one visit halves every period: below 0.01 after 7 periods; pruned once the table doubled
-    assert p.stats["tracked"] <= 2 * 50 * 8
+@pytest.mark.parametrize("alpha, periods", [(0.5, 7), (None, 44)])
+def test_cold_heat_is_forgotten(alpha, periods):
+    p = WindowHeatPolicy(10, count_period=50, **({} if alpha is None else {"alpha": alpha}))
+    simulate(p, [(("scan", i), 1) for i in range(20_000)])
+    # one visit keeps 1 - alpha every period: below 0.01 after 7 periods (alpha 0.5), 44 (the
+    # default, 0.1); pruned once the table doubled
+    assert p.stats["tracked"] <= 2 * 50 * (periods + 1)
 
 
 def test_the_window_grows_when_the_hot_set_keeps_moving():
@@ -123,7 +125,7 @@ def test_the_window_grows_when_the_hot_set_keeps_moving():
     periods ago (heat 5 x 1/2 = 2.5) until its third visit, so 8 of its 20 accesses hit; the
     LRU shadow hits 16. The window grows 8x per period end: 1% -> 8% -> 64% -> 100%
     (at least one record: 1, 1, 5, 8)."""
-    p = WindowHeatPolicy(8, count_period=20)  # under 1000 records the shadows see every key
+    p = WindowHeatPolicy(8, alpha=0.5, count_period=20)  # the shadows see every key
     windows, shadow_hits = [], []
     for period in range(7):
         for _ in range(5):
@@ -207,9 +209,10 @@ def test_keeps_a_hot_set_through_a_scan():
         assert lru < 0.25 and ours > 0.47
 
 
-def test_follows_a_moving_hot_set_like_lru():
+@pytest.mark.parametrize("family", ["shift-medium", "shift-fast"])
+def test_follows_a_moving_hot_set_like_lru(family):
     from hibase_bench.cache_scenarios import trace
-    shifting = trace("shifting", lookups=12_000, keys=2_000)
+    shifting = trace(family, lookups=12_000, keys=2_000)
     sizes = dict(shifting)
     for ratio in (0.05, 0.2):
         capacity = int(ratio * sum(sizes.values()))

@@ -376,25 +376,35 @@ def _ints(text: str) -> list[int]:
                    "Phoenix's load (plain and with the same 3 indexes as global indexes) and "
                    "covered lookups on the same rows, beside hibase's.")
 @click.option("--scenarios", type=click.Choice(["with", "only", "no"]), default="with",
-              show_default=True, help="Also (or only) the scenario table: the policies and "
-              "Belady on static Zipf, shifting, scan and mixed-size traces.")
+              show_default=True, help="Also (or only) the scenario table: window-heat, LRU, "
+              "hotscore, S3-FIFO and W-TinyLFU against Belady's MIN on trace families with "
+              "randomized parameters (static Zipf 0.6-1.3, hot sets moving at three speeds, "
+              "new arrivals, scans, loops, mixed sizes), medians over seeds.")
+@click.option("--seeds", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Seeds (traces) per family in the scenario table, from --seed on.")
+@click.option("--quick", is_flag=True,
+              help="A small scenario table (2 seeds, 5,000 lookups over 1,000 sets, ratios "
+                   "0.05-0.5; about 20 seconds) for tests and a first look.")
 @click.option("--plots", type=click.Path(file_okay=False), metavar="DIR", default=None,
               help="Write a PNG per scenario (hit ratio by cache ratio) into DIR; needs "
                    "matplotlib: pip install 'hibase[bench]'.")
 @bench_options
 def bench_cache(rows: int, queries: int, zipf: float, ratios: str, backends: str,
                 redis_nodes: str, store_backend: str, seed: int, phoenix: bool, scenarios: str,
-                plots: str | None, as_json: bool, output: str | None, progress: bool) -> None:
+                seeds: int, quick: bool, plots: str | None, as_json: bool, output: str | None,
+                progress: bool) -> None:
     """The paper's cache experiment: hit ratio and latency of window-heat (the default),
     hotscore as published, LRU and hotscore-per-record against no cache and the offline
     optimum (Belady), at several cache ratios, with the in-process cache and with 1-4 local
-    Redis nodes; then the scenario table (simulated on synthetic lookup traces).
+    Redis nodes; then the scenario table (simulated on synthetic lookup traces, with S3-FIFO
+    and W-TinyLFU as peers; hit ratios as shares of Belady's MIN, CPU per lookup).
 
     Example:
 
     \b
         hibase bench cache --rows 100000 --queries 10000
         hibase bench cache --scenarios only --plots benchmarks/plots -o cache_scenarios.json
+        hibase bench cache --scenarios only --quick
         hibase bench cache --backends memory,redis --redis-nodes 1,2,4 --json -o cache.json
         hibase bench cache --backend gateway --backends memory,redis --rows 20000
     """
@@ -416,7 +426,7 @@ def bench_cache(rows: int, queries: int, zipf: float, ratios: str, backends: str
         cache_scenarios.check_plotting()  # before the long run, not after it
     note = (lambda msg: click.echo(msg, err=True)) if progress else None
     if scenarios == "only":
-        report = cache_scenarios.run(seed=seed, progress=note)
+        report = cache_scenarios.run(seed=seed, seeds=seeds, quick=quick, progress=note)
         if plots:
             report["plots"] = cache_scenarios.plot(report, plots)
         finish_bench(report, as_json, output, lambda r: cache_scenarios.summary_lines(r) + [
@@ -425,7 +435,8 @@ def bench_cache(rows: int, queries: int, zipf: float, ratios: str, backends: str
     report = mod.run(rows, queries, zipf, _floats(ratios),
                      [b.strip() for b in backends.split(",") if b.strip()],
                      _ints(redis_nodes), seed, progress=note,
-                     scenarios=scenarios == "with", plots=plots)
+                     scenarios=scenarios == "with", plots=plots,
+                     scenario_options={"seeds": seeds, "quick": quick})
     finish_bench(report, as_json, output, mod.summary)
 
 
