@@ -22,7 +22,9 @@ from collections import OrderedDict
 from collections.abc import Hashable, Iterable
 from itertools import chain
 
-from hibase.cache.policy import _NO_KEY, Policy, _cost
+from hibase.cache.policy import NO_KEY as _NO_KEY
+from hibase.cache.policy import Policy
+from hibase.cache.policy import record_cost as _cost
 
 __all__ = ["S3FIFOPolicy", "WTinyLFUPolicy", "PEERS"]
 

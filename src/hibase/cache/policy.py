@@ -28,7 +28,7 @@ from hibase.errors import InvalidArgument
 
 __all__ = [
     "Decision", "Policy", "LRUPolicy", "HotscorePolicy", "HotscorePerRecordPolicy", "NoCache",
-    "belady_hit_ratio", "simulate", "POLICY_NAMES",
+    "belady_hit_ratio", "simulate", "POLICY_NAMES", "NO_KEY", "record_cost",
 ]
 
 POLICY_NAMES = ("window-heat", "hotscore", "hotscore-per-record", "lru", "none")
@@ -46,6 +46,11 @@ class Decision(NamedTuple):
 def _cost(size: int) -> int:
     """Records a set is charged: its size, but at least one."""
     return size if size > 0 else 1
+
+
+# for policies written elsewhere against the same contract (hibase_bench.cache_peers)
+NO_KEY = _NO_KEY
+record_cost = _cost
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
