@@ -310,6 +310,22 @@ class Feed:
             return self._strings(off, ln, extra, t)
         return self._generic(off, ln, extra, t)
 
+    def _patch_slow(self, values: Any, null: Any, slow: Any, off: Any, ln: Any, extra: Any,
+                    t: Any) -> list[int]:
+        """Decode the rows `slow` marks one at a time (_generic) into `values` / `null`;
+        returns the rows whose cells do not parse."""
+        import numpy as np
+
+        slow_rows = np.flatnonzero(slow).tolist()
+        if not slow_rows:
+            return []
+        obj, onull, obad = self._generic(off, ln, extra, t, slow_rows)
+        for i in slow_rows:
+            if not onull[i]:
+                values[i] = obj[i]
+                null[i] = False
+        return list(obad)
+
     def _generic(self, off: Any, ln: Any, extra: dict, t: Any,
                  rows: Any = None) -> tuple[Any, Any, list[int]]:
         """decode_cell per cell (all rows, or only ``rows``): the reference every fast
@@ -393,14 +409,8 @@ class Feed:
             fast &= inrange
         null = ~fast
         bad: list[int] = [] if t.binary else np.flatnonzero(bad_fast).tolist()
-        slow_rows = np.flatnonzero(slow & (present | _mask(n, extra))).tolist()
-        if slow_rows:
-            obj, onull, obad = self._generic(off, ln, extra, t, slow_rows)
-            for i in slow_rows:
-                if not onull[i]:
-                    values[i] = obj[i]
-                    null[i] = False
-            bad += obad
+        bad += self._patch_slow(values, null, slow & (present | _mask(n, extra)), off, ln,
+                                extra, t)
         return values.astype(dtype), null, sorted(bad)
 
     def _floats(self, off: Any, ln: Any, extra: dict, t: Any) -> tuple[Any, Any, list[int]]:
@@ -449,14 +459,8 @@ class Feed:
             slow |= present & ~fast
         null = ~fast
         bad: list[int] = []
-        slow_rows = np.flatnonzero(slow & (present | _mask(n, extra))).tolist()
-        if slow_rows:
-            obj, onull, obad = self._generic(off, ln, extra, t, slow_rows)
-            for i in slow_rows:
-                if not onull[i]:
-                    values[i] = obj[i]
-                    null[i] = False
-            bad += obad
+        bad += self._patch_slow(values, null, slow & (present | _mask(n, extra)), off, ln,
+                                extra, t)
         return values.astype(np.float32 if is32 else np.float64), null, sorted(bad)
 
     def _strings(self, off: Any, ln: Any, extra: dict, t: Any) -> tuple[Any, Any, list[int]]:
