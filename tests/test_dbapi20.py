@@ -17,7 +17,6 @@ from __future__ import annotations
 import shutil
 import tempfile
 
-import pytest
 
 import dbapi20  # the dev extra's dbapi-compliance: scripts/test.sh installs it, never skipped
 
