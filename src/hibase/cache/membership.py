@@ -24,6 +24,10 @@ __all__ = ["Membership", "StaticMembership", "ZooKeeperMembership", "normalize_r
            "parse_zk", "znode_name", "NODES"]
 
 log = logging.getLogger(__name__)
+# kazoo's own lines ("Connection dropped", "Transition to CONNECTING") come here: silent unless
+# the application configures logging, instead of Python's last-resort handler on stderr
+ZK_LOG = logging.getLogger("hibase.cache.zk")
+ZK_LOG.addHandler(logging.NullHandler())
 NODES = "nodes"  # child of the base path that holds the live nodes
 
 
@@ -132,7 +136,7 @@ class ZooKeeperMembership(Membership):
         self.path = f"{self.base}/{NODES}"
         self.connected = False
         self._client = KazooClient(
-            hosts=self.hosts, timeout=max(timeout, 2.0),
+            hosts=self.hosts, timeout=max(timeout, 2.0), logger=ZK_LOG,
             connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
             command_retry=KazooRetry(max_tries=3, delay=0.1, max_delay=1.0))
         self._client.add_listener(self._state)

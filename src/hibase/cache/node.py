@@ -41,7 +41,7 @@ from redis.exceptions import RedisError
 
 from ..errors import BackendUnavailable, InvalidArgument
 from .config import DEFAULT_CAPACITY, DEFAULT_POLICY, _policy_name, policy_options
-from .membership import NODES, normalize_redis_url, parse_zk, znode_name
+from .membership import NODES, ZK_LOG, normalize_redis_url, parse_zk, znode_name
 from .policies import make_policy
 from .policy import Policy
 from .redis_backend import (ALLOW, DATA, FILL_LIMIT, FREE, GEN, SERVICE, STATS, VISITS, _purge,
@@ -156,7 +156,7 @@ class CacheNodeService:
         from kazoo.recipe.watchers import ChildrenWatch
         from kazoo.retry import KazooRetry
 
-        zk = KazooClient(hosts=self.zk_hosts, timeout=self.session_timeout,
+        zk = KazooClient(hosts=self.zk_hosts, timeout=self.session_timeout, logger=ZK_LOG,
                          connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0))
         zk.add_listener(self._zk_state)
         try:

@@ -125,6 +125,7 @@ class Rpc:
         Every write of this store is idempotent (puts carry explicit timestamps); increments
         are not retried after a transient error. retry=False: a transport or transient error
         raises _Transport at once (scanner gets: the scan reopens where it was)."""
+        from thriftpy2.thrift import TApplicationException
         from thriftpy2.transport import TTransportException
 
         if self.closed:
@@ -181,6 +182,20 @@ class Rpc:
                     # HBase's TableNotFoundException says only the table's name (Thrift2)
                     raise errors.TableNotFound(f"no table {message!r}") from None
                 raise _map_io_error(message) from None
+            except TApplicationException as exc:
+                if exc.type not in (TApplicationException.UNKNOWN_METHOD,
+                                    TApplicationException.WRONG_METHOD_NAME,
+                                    TApplicationException.PROTOCOL_ERROR,
+                                    TApplicationException.UNKNOWN):
+                    raise errors.BackendError(f"{where}: {method}: {exc.message}") from None
+                # the usual cause: a Thrift2 port where the Thrift1 one belongs, or back
+                other = "Thrift1" if thrift2 else "Thrift2"
+                raise errors.BackendUnavailable(
+                    f"{where} does not understand {method!r}: is it HBase's {other} server? "
+                    f"hibase talks to the Thrift1 server (`hbase thrift`) on the URL's port and "
+                    f"to the Thrift2 server (`hbase thrift2`) on ?thrift2_port=: "
+                    f"thrift://HOST:THRIFT1_PORT?thrift2_port=THRIFT2_PORT (the URL `hibase "
+                    f"cluster start` prints holds both)") from None
             except (TTransportException, socket.error, EOFError) as exc:  # timeouts too
                 if not retry:
                     raise _Transport(str(exc)) from None
@@ -190,8 +205,9 @@ class Rpc:
                 if (failures == self.retries and not slow) or \
                         time.monotonic() + delay >= give_up:
                     raise errors.BackendUnavailable(
-                        f"{where}: {exc or type(exc).__name__} (after {failures} retries)"
-                    ) from None
+                        f"{where}: {exc or type(exc).__name__} (after {failures} retries; a "
+                        f"server out of reach is tried `retries` times, a slow one until "
+                        f"`deadline_ms`: URL options)") from None
                 failures += not slow
                 self._count_retry(method)
                 time.sleep(delay)

@@ -161,8 +161,7 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
     def _load_catalog(self, create: bool) -> None:
         if META_TABLE not in self._hbase_tables():
             if not create or self.read_only:
-                raise errors.BackendUnavailable(
-                    f"no hibase catalog ({META_TABLE}) in HBase at {self.path}")
+                raise errors.BackendUnavailable(self._no_catalog_message())
             try:
                 self._create_hbase_table(META_TABLE, {b"m": 1})
             except errors.TableExists:
@@ -181,6 +180,19 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
                 self._meta[key[5:]] = v
             elif key == b"gen":
                 self._gen = v
+
+    def _no_catalog_message(self) -> str:
+        """Why a store cannot open without a catalog, and what to do: an HBase with tables
+        of its own needs one of them recorded first."""
+        found = sorted(self._hbase_tables())
+        msg = f"no hibase catalog ({META_TABLE}) in HBase at {self.path}: hibase has not " \
+            "recorded a table there yet"
+        if found:
+            shown = ", ".join(found[:8]) + (f" and {len(found) - 8} more" if len(found) > 8 else "")
+            msg += (f". HBase holds {len(found)} table(s) ({shown}): record one with "
+                    f"`hibase create-table URL TABLE -f FAMILY ... --existing`, which makes the "
+                    f"catalog")
+        return msg
 
     def _meta_put(self, key: bytes, value: bytes | None) -> None:
         M = self.T.Mutation
@@ -222,6 +234,12 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
             # another client may have created it since we opened
             raw = self.rpc.get_raw(META_TABLE, [b"table/" + name.encode()], [META_COL])[0]
             if not raw:
+                if name in self._hbase_tables():  # one more call, on the error path only
+                    raise errors.TableNotFound(
+                        f"no table {name!r} in hibase's catalog, but HBase holds a table "
+                        f"{name!r}: record it (its families, rowkey and column types) with "
+                        f"`hibase create-table URL {name} -f FAMILY ... --existing` "
+                        f"(Connection.create_table(..., existing=True))")
                 raise errors.TableNotFound(f"no table {name!r}")
             schema = TableSchema.from_json(json.loads(raw[META_COL][1]))
             t = self._tables[name] = _HTable(self, schema)
