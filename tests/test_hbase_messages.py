@@ -85,3 +85,53 @@ def test_a_dropped_zookeeper_session_prints_nothing_on_stderr(tmp_path):
         assert "Connection dropped" not in err and "kazoo" not in err, err
     finally:
         zk.close()
+
+
+def test_drop_table_keep_data_unregisters_and_leaves_the_hbase_rows(hb):
+    """`drop-table --keep-data`: the indexes and the catalog row go, the HBase table and its
+    rows stay for their writers, and the table can be recorded again (issue 42)."""
+    _raw_table(hb, "orders")
+    host, port = hb.address
+    raw_name = f"{hb.prefix}_orders" if hb.kind == "hbase" else "orders"
+    c = happybase.Connection(host, port, timeout=60_000)
+    try:
+        for i in range(5):
+            c.table(raw_name).put(b"o%d" % i, {b"f:total": b"%d" % i})
+        res = CliRunner().invoke(cli, ["create-table", hb.url, "orders", "-f", "f", "-c",
+                                       "f:total=long", "--existing", "--rowkey", "id",
+                                       "--rowkey-type", "string"])
+        assert res.exit_code == 0, res.output
+        db = hb.connect()
+        db.create_index("orders", "by_total", ["f:total"])
+        assert db.execute("SELECT id FROM orders WHERE f.total = 3").rows == [("o3",)]
+        res = CliRunner().invoke(cli, ["drop-table", hb.url, "orders", "--keep-data"])
+        assert res.exit_code == 0, res.output
+        assert "Unregistered table 'orders'" in res.output
+        db2 = hb.connect()
+        assert "orders" not in db2.tables()
+        assert len(list(c.table(raw_name).scan())) == 5  # the rows are HBase's still
+        assert not [n for n in c.tables() if b"by_total" in n]  # the index table went
+        db2.create_table("orders", ["f"], existing=True)
+        assert db2.execute("SELECT COUNT(*) FROM orders").rows == [(5,)]
+    finally:
+        c.close()
+
+
+def test_drop_table_keep_data_on_an_embedded_store_says_why_not(tmp_path):
+    db = hibase.connect(str(tmp_path / "s"))
+    db.create_table("t", {"f": {}})
+    db.close()
+    res = CliRunner().invoke(cli, ["drop-table", str(tmp_path / "s"), "t", "--keep-data"])
+    assert res.exit_code != 0
+    assert "embedded store's table lives only in the store" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_create_table_rowkey_options_name_and_type_the_rowkey(tmp_path):
+    url = str(tmp_path / "s")
+    res = CliRunner().invoke(cli, ["create-table", url, "e", "-f", "e", "-c", "e:age=long",
+                                   "--rowkey", "who", "--rowkey-type", "string"])
+    assert res.exit_code == 0, res.output
+    db = hibase.connect(url)
+    db.table("e").put(b"u2", {b"e:age": b"30"})
+    assert db.execute("SELECT who, e.age FROM e").rows == [("u2", 30)]

@@ -195,7 +195,11 @@ class Connection:
             raise errors.SchemaError(
                 f"HBase table {full!r} has no family {missing[0]!r} (it has: "
                 f"{', '.join(sorted(f.decode() for f in have))})")
-        self.store.record_table(TableSchema.build(full, {f.decode(): o for f, o in have.items()}))
+        if rowkey_generated:
+            raise errors.InvalidArgument("rowkey_generated: an existing table's rowkeys are its "
+                                         "writers'")
+        self.store.record_table(TableSchema.build(full, {f.decode(): o for f, o in have.items()},
+                                                  rowkey=rowkey, rowkey_type=rowkey_type))
         if columns:
             try:
                 self.declare_columns(full, columns)
@@ -270,12 +274,19 @@ class Connection:
                                                rowkey_generated=schema.rowkey_generated))
         return result
 
-    def delete_table(self, name: str | bytes, disable: bool = False) -> None:
+    def delete_table(self, name: str | bytes, disable: bool = False,
+                     keep_data: bool = False) -> None:
         """Delete table `name` (str or bytes, prefixed as table()) with its rows and indexes.
         As in happybase an enabled table must be disabled first: disable=True does it.
+        keep_data=True (HBase backend) only unregisters it: its indexes go, the HBase table
+        and its rows stay for the programs that write it (record it again with existing=True).
         Raises TableNotFound, or InvalidArgument when it is enabled and disable is False."""
         full = self._full(name)
         schema = self.store.schema(full)
+        if keep_data:
+            self.indexer.drop_table(full)
+            self.store.forget_table(full)
+            return
         if schema.enabled and not disable:
             raise errors.InvalidArgument(
                 f"table {full!r} is enabled; pass disable=True (or disable_table first), "

@@ -184,8 +184,14 @@ def _parse_size(ctx: click.Context, param: click.Parameter, value: str | None) -
                    "programs) without touching its rows, so indexes can be made on it: its "
                    "families and their options are HBase's (-f names ones that must exist), "
                    "-c types are checked against every stored cell first.")
+@click.option("--rowkey", metavar="NAME",
+              help="The rowkey's column name in SQL (CREATE TABLE's PRIMARY KEY; default ROWKEY).")
+@click.option("--rowkey-type", type=click.Choice(["string", "bytes"]),
+              help="How SQL, --json and pandas show the rowkey: string (UTF-8 text, VARCHAR) or "
+                   "bytes (default for tables made here without SQL).")
 def create_table(dir: str, table: str, families: dict, columns: dict,
-                 split_size: int | None, existing: bool) -> None:
+                 split_size: int | None, existing: bool, rowkey: str | None,
+                 rowkey_type: str | None) -> None:
     """Create a table with its column families (and the store folder if missing), or with
     --existing record an HBase table hibase did not create.
 
@@ -200,7 +206,7 @@ def create_table(dir: str, table: str, families: dict, columns: dict,
         raise click.UsageError("give the table's families: -f FAMILY (repeatable)")
     db = open_store(dir, create=True)
     db.create_table(table, families, columns=_types_of(columns) or None, split_size=split_size,
-                    existing=existing)
+                    existing=existing, rowkey=rowkey, rowkey_type=rowkey_type)
     fams = ", ".join(families) if families else ", ".join(
         f.decode() for f in db.table(table).families())
     note(f"{'Recorded existing' if existing else 'Created'} table {table!r} (families: {fams}).")
@@ -264,16 +270,26 @@ def alter_table(dir: str, table: str, columns: dict) -> None:
 @store_argument
 @table_argument
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
-def drop_table(dir: str, table: str, yes: bool) -> None:
-    """Delete a table and all its data (asks first unless --yes).
+@click.option("--keep-data", is_flag=True,
+              help="HBase: unregister the table (its indexes are dropped) and leave the HBase "
+                   "table and its rows to the programs that write it.")
+def drop_table(dir: str, table: str, yes: bool, keep_data: bool) -> None:
+    """Delete a table and all its data (asks first unless --yes), or with --keep-data only
+    unregister an HBase table: its indexes go, the table and its rows stay in HBase.
 
     Example:
 
     \b
         hibase drop-table data/ calls --yes
+        hibase drop-table thrift://127.0.0.1:9090 orders --keep-data
     """
     db = open_store(dir)
     db.table(table)  # an unknown table fails before the question
+    if keep_data:
+        db.delete_table(table, keep_data=True)
+        note(f"Unregistered table {table!r}: its indexes are dropped, its HBase table and rows "
+             f"are kept (record it again with `hibase create-table ... --existing`).")
+        return
     if not yes:
         click.confirm(f"Drop table {table!r} and all its data?", abort=True, err=True)
     db.delete_table(table, disable=True)

@@ -148,7 +148,9 @@ class BaseStore:
 
     def forget_table(self, name: str) -> None:
         """Remove a recorded table from the catalog, leaving the backend's table and rows."""
-        self.existing_families(name)
+        raise errors.InvalidArgument(
+            "keeping a table's data while unregistering it is for HBase tables other programs "
+            "write; an embedded store's table lives only in the store (drop it, or keep it)")
 
     # the stores below provide _lock (an RLock), stage() and commit()
     _lock: Any

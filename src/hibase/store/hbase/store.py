@@ -316,6 +316,14 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
     def forget_table(self, name: str) -> None:
         with self._lock:
             self._check_writable()
+            self.table(name)
+            # as drop_table's catalog side: the coprocessor's rows go too, the HBase table stays
+            for row in [b"copro/" + name.encode(), b"ver/" + name.encode(),
+                        *self._incarnation_rows(name)]:
+                self._meta_put(row, None)
+            self._server_kept.discard(name)
+            self._index_versions.pop(name, None)
+            self.layouts.forget(name)
             self._meta_put(b"table/" + name.encode(), None)
             self._tables.pop(name, None)
 
