@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import cells as C
 from ..base import now_ms
-from ..rocks import (
+from .rocks import (
     check_status, checked_items, mapped,
 )
 from ..schema import FOREVER, FamilyOptions, split_column
