@@ -14,9 +14,9 @@ import os
 
 import hibase
 from hibase.server.thrift import ThriftServer
+from servers import HBASE_TIMEOUT_MS, cluster_url
 
 TIMEOUT_MS = 10_000
-HBASE_TIMEOUT_MS = 60_000  # real HBase: a table create or region move takes a while
 KINDS = ("embedded", "thrift", "hbase")
 _prefixes = itertools.count()
 
@@ -53,9 +53,7 @@ class Backend:
             # a cluster kept across sessions (HIBASE_TEST_CLUSTER) holds earlier sessions' tables
             self.prefix = f"t{next(_prefixes)}" + (
                 f"x{os.getpid()}" if os.environ.get("HIBASE_TEST_CLUSTER") else "")
-            sep = "&" if "?" in cluster.thrift_url else "?"  # it names the Thrift2 port
-            self.url = (f"{cluster.thrift_url}{sep}timeout={HBASE_TIMEOUT_MS}&region_check_ms=0"
-                        f"&catalog_lease_ms=0&prefix={self.prefix}")
+            self.url = cluster_url(cluster, self.prefix)
         elif kind == "thrift":
             self.gateway_db = hibase.connect(self.path)
             self.server = ThriftServer(self.gateway_db, port=0, **gateway_options).__enter__()

@@ -17,6 +17,12 @@ def make_db(backend, rows=60, values=6, **options):
     return db, t
 
 
+def make_node_db(backend, cache):
+    """make_db's table of 200 rows (20 values), read through the cache nodes of spec `cache`
+    (the Redis and ZooKeeper tests)."""
+    return make_db(backend, rows=200, values=20, cache=cache)
+
+
 def oracle(t, value):
     """Rows with f:a == value by a full scan: no index, no cache."""
     return sorted(k for k, d in t.scan(columns=[b"f:a"]) if d.get(b"f:a") == b"%d" % value)

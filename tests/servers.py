@@ -17,7 +17,9 @@ import pytest
 from hibase.cluster.local import RedisProcess, ServerMissing, ZooKeeperProcess
 
 __all__ = ["start_redis", "start_zookeeper", "in_ci", "wait_until", "missing", "required",
-           "coprocessor_cluster", "cluster_url"]
+           "coprocessor_cluster", "cluster_url", "HBASE_TIMEOUT_MS"]
+
+HBASE_TIMEOUT_MS = 60_000  # real HBase: a table create or region move takes a while
 
 
 def in_ci() -> bool:
@@ -57,8 +59,8 @@ def cluster_url(cluster: Any, prefix: str, **extra: Any) -> str:
     HBase keep apart), with no catalog lease or region check to wait out, plus `extra`."""
     sep = "&" if "?" in cluster.thrift_url else "?"
     more = "".join(f"&{k}={v}" for k, v in extra.items())
-    return (f"{cluster.thrift_url}{sep}timeout=60000&region_check_ms=0&catalog_lease_ms=0"
-            f"&prefix={prefix}{more}")
+    return (f"{cluster.thrift_url}{sep}timeout={HBASE_TIMEOUT_MS}&region_check_ms=0"
+            f"&catalog_lease_ms=0&prefix={prefix}{more}")
 
 
 def _start(factory: Callable[[], Any]) -> Any:

@@ -8,8 +8,7 @@ import time
 
 import pytest
 import redis
-import cache_helpers
-from cache_helpers import found, oracle
+from cache_helpers import found, make_node_db, oracle
 from servers import start_redis, wait_until
 
 from hibase.cache.redis_backend import DATA, FORMAT
@@ -34,10 +33,6 @@ def nodes(servers):
     return servers
 
 
-def make_db(backend, cache):
-    return cache_helpers.make_db(backend, rows=200, values=20, cache=cache)
-
-
 def spec_of(nodes):
     return ",".join(s.url for s in nodes)
 
@@ -56,7 +51,7 @@ def test_ring_moves_only_the_lost_nodes_keys():
 
 
 def test_sets_live_on_their_ring_node(backend, nodes):
-    db, t = make_db(backend, spec_of(nodes))
+    db, t = make_node_db(backend, spec_of(nodes))
     with db:
         for v in range(20):
             assert found(t, f"f.a = {v}") == oracle(t, v)
@@ -74,7 +69,7 @@ def test_sets_live_on_their_ring_node(backend, nodes):
 
 
 def test_a_hit_is_one_round_trip(backend, nodes):
-    db, t = make_db(backend, spec_of(nodes))
+    db, t = make_node_db(backend, spec_of(nodes))
     with db:
         found(t, "f.a = 7")
         clients = [redis.Redis.from_url(s.url) for s in nodes]
@@ -93,7 +88,7 @@ def test_a_hit_is_one_round_trip(backend, nodes):
 
 
 def test_a_node_killed_mid_workload_costs_misses_not_errors(backend, nodes):
-    db, t = make_db(backend, spec_of(nodes[:2]))
+    db, t = make_node_db(backend, spec_of(nodes[:2]))
     want = {v: oracle(t, v) for v in range(20)}
     errors: list = []
     stop = threading.Event()
@@ -137,7 +132,7 @@ def test_a_node_killed_mid_workload_costs_misses_not_errors(backend, nodes):
 def test_writes_missed_while_a_node_hung_are_purged_before_reuse(backend, nodes):
     """A node that stops answering (CLIENT PAUSE) but keeps its data must not serve a set that
     a write could not patch meanwhile."""
-    db, t = make_db(backend, spec_of(nodes[:1]))
+    db, t = make_node_db(backend, spec_of(nodes[:1]))
     with db:
         assert found(t, "f.a = 3") == oracle(t, 3)
         admin = redis.Redis.from_url(nodes[0].url)
@@ -154,7 +149,7 @@ def test_writes_missed_while_a_node_hung_are_purged_before_reuse(backend, nodes)
 @pytest.mark.parametrize("garbage", ["string", "list", "no marker", "bad checksum",
                                      "unparsable", "wrong marker"])
 def test_garbage_under_our_keys_is_a_miss_and_is_replaced(backend, nodes, garbage):
-    db, t = make_db(backend, spec_of(nodes[:1]))
+    db, t = make_node_db(backend, spec_of(nodes[:1]))
     with db:
         assert found(t, "f.a = 5") == oracle(t, 5)
         (key,) = [k for k in db.cache.backend.keys()]
@@ -183,7 +178,7 @@ def test_garbage_under_our_keys_is_a_miss_and_is_replaced(backend, nodes, garbag
 
 
 def test_a_write_to_a_garbage_key_deletes_it(backend, nodes):
-    db, t = make_db(backend, spec_of(nodes[:1]))
+    db, t = make_node_db(backend, spec_of(nodes[:1]))
     with db:
         found(t, "f.a = 6")
         (key,) = list(db.cache.backend.keys())
@@ -199,7 +194,7 @@ def test_a_write_to_a_garbage_key_deletes_it(backend, nodes):
 
 
 def test_flushed_node_refills(backend, nodes):
-    db, t = make_db(backend, spec_of(nodes))
+    db, t = make_node_db(backend, spec_of(nodes))
     with db:
         for v in range(20):
             found(t, f"f.a = {v}")
@@ -212,7 +207,7 @@ def test_flushed_node_refills(backend, nodes):
 
 def test_some_nodes_unreachable_at_connect(backend, nodes):
     dead = f"redis://127.0.0.1:{free_port()}"
-    db, t = make_db(backend, f"{nodes[0].url},{dead}")
+    db, t = make_node_db(backend, f"{nodes[0].url},{dead}")
     with db:
         for v in range(20):
             assert found(t, f"f.a = {v}") == oracle(t, v)

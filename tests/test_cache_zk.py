@@ -14,8 +14,7 @@ import uuid
 import pytest
 import redis
 from click.testing import CliRunner
-import cache_helpers
-from cache_helpers import found, oracle
+from cache_helpers import found, make_node_db, oracle
 from servers import start_redis, start_zookeeper, wait_until
 
 from hibase.cache.node import CacheNodeService
@@ -62,10 +61,6 @@ def env(zk, redis_pair):
         svc.stop()
 
 
-def make_db(backend, cache):
-    return cache_helpers.make_db(backend, rows=200, values=20, cache=cache)
-
-
 def ring(db):
     return set(db.cache.backend.ring.nodes)
 
@@ -73,7 +68,7 @@ def ring(db):
 def test_nodes_join_and_leave_the_ring(backend, env):
     spec, (a, b), service = env
     service(a)
-    db, t = make_db(backend, spec)
+    db, t = make_node_db(backend, spec)
     with db:
         assert ring(db) == {a.url}
         svc_b = service(b)
@@ -101,7 +96,7 @@ def test_a_killed_service_expires_and_returns(backend, env):
            "--session-timeout", "2", "--poll", "0.01"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        db, t = make_db(backend, spec)
+        db, t = make_node_db(backend, spec)
         with db:
             wait_until(lambda: ring(db) == {a.url, b.url}, timeout=20)
             for v in range(20):
@@ -128,7 +123,7 @@ def test_zookeeper_down_keeps_the_last_node_list(backend, env, zk):
     spec, (a, b), service = env
     service(a)
     service(b)
-    db, t = make_db(backend, spec)
+    db, t = make_node_db(backend, spec)
     with db:
         wait_until(lambda: ring(db) == {a.url, b.url})
         for v in range(20):
@@ -152,7 +147,7 @@ def test_node_side_hotscore_admits_counts_and_evicts(backend, env):
     """The paper's policy as published, run by the node (lazy admission at period ends)."""
     spec, (a, _), service = env
     svc = service(a, policy="hotscore", capacity=50, count_period=20)
-    db, t = make_db(backend, spec)
+    db, t = make_node_db(backend, spec)
     node = redis.Redis.from_url(a.url)
     with db:
         for v in range(5):  # warm-up: admitted on access while there is room (5 x 10 = 50)
@@ -183,7 +178,7 @@ def test_node_side_hotscore_admits_counts_and_evicts(backend, env):
 def test_sets_that_move_away_are_dropped_by_their_old_node(backend, env):
     spec, (a, b), service = env
     service(a)
-    db, t = make_db(backend, spec)
+    db, t = make_node_db(backend, spec)
     node_a = redis.Redis.from_url(a.url)
     with db:
         for v in range(20):
@@ -262,7 +257,7 @@ def test_the_node_takes_the_in_process_policys_decisions(backend, env):
     svc = service(a, capacity=60, count_period=20)
     node = redis.Redis.from_url(a.url)
     memory = open_cache("memory", "window-heat", 60, None, 20).policy
-    db, t = make_db(backend, spec)
+    db, t = make_node_db(backend, spec)
     rng = random.Random(13)
     values = [min(19, int(rng.paretovariate(0.8))) - 1 for _ in range(150)]
     with db:
@@ -288,7 +283,7 @@ def test_a_hit_costs_one_round_trip_with_the_node_running(backend, env):
     spec, (a, _), service = env
     svc = service(a)
     node = redis.Redis.from_url(a.url)
-    db, t = make_db(backend, spec)
+    db, t = make_node_db(backend, spec)
     with db:
         assert found(t, "f.a = 7") == oracle(t, 7)  # a miss: loaded, stored
         drained(svc, node, 1)

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import hibase
 from hibase import errors
 from hibase.cli import cli
-from hibase.store.rocks import translate
+from hibase.store.embedded.rocks import translate
 
 N = 3200
 

@@ -14,6 +14,8 @@ from hibase.query.evaluate import matches
 from hibase.query.normalize import typed
 from hibase.query.parse import parse_condition
 from hibase.store.embedded import fastscan
+from strategies import atoms
+from strategies import conditions as conditions_of
 
 # one family (the fast path's shape); text and binary integers, a string, a double, and a
 # VARBINARY column compared as raw bytes (an undeclared column of a family that declares columns
@@ -42,35 +44,11 @@ LITERALS = {
 }
 
 
-@st.composite
-def atoms(draw):
-    col = draw(st.sampled_from(sorted(LITERALS)))
-    kind = draw(st.sampled_from(["cmp", "eq", "between", "in", "null", "like"]))
-    lit = LITERALS[col]
-    if kind in ("cmp", "eq"):
-        op = "=" if kind == "eq" else draw(st.sampled_from(["<>", "<", "<=", ">", ">="]))
-        return f"{col} {op} {draw(lit)}"
-    if kind == "between":
-        return f"{col} BETWEEN {draw(lit)} AND {draw(lit)}"
-    if kind == "in":
-        return f"{col} IN ({', '.join(draw(st.lists(lit, min_size=1, max_size=3)))})"
-    if kind == "null":
-        return f"{col} IS {draw(st.sampled_from(['', 'NOT ']))}NULL"
-    if col in ("f.b", "f.x", "ROWKEY"):
-        return f"{col} {draw(st.sampled_from(['', 'NOT ']))}LIKE " \
-               f"'{draw(st.sampled_from(['', 'a', 'ab', 'r1', '3']))}%'"
-    return f"{col} IS NOT NULL"
-
-
-conditions = st.recursive(
-    atoms(),
-    lambda inner: st.one_of(
-        st.tuples(inner, inner).map(lambda p: f"({p[0]} AND {p[1]})"),
-        st.tuples(inner, inner).map(lambda p: f"({p[0]} OR {p[1]})"),
-        inner.map(lambda c: f"NOT ({c})"),
-    ),
-    max_leaves=4,
-)
+conditions = conditions_of(atoms(
+    LITERALS, kinds=["cmp", "eq", "between", "in", "null", "like"],
+    comparisons=["<>", "<", "<=", ">", ">="],
+    like={c: ["", "a", "ab", "r1", "3"] for c in ("f.b", "f.x", "ROWKEY")}, not_like=True),
+    max_leaves=4)
 ops = st.lists(st.one_of(
     st.tuples(st.just("put"), st.sampled_from(ROWS), st.fixed_dictionaries({}, optional=VALUES)),
     st.tuples(st.just("delete"), st.sampled_from(ROWS), st.one_of(

@@ -13,6 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hibase.query.evaluate import matches
 from hibase.query.normalize import typed
 from hibase.query.parse import parse_condition
+from strategies import COMPARISONS, atoms
+from strategies import conditions as conditions_of
 
 COLUMNS = {"f:a": "int", "f:b": "string", "f:c": "double", "g:d": "long"}
 VALUES = {
@@ -35,34 +37,10 @@ LITERALS = {
 }
 
 
-@st.composite
-def atoms(draw):
-    col = draw(st.sampled_from(sorted(LITERALS)))
-    kind = draw(st.sampled_from(["cmp", "between", "in", "null", "like"]))
-    lit = LITERALS[col]
-    if kind == "cmp":
-        op = draw(st.sampled_from(["=", "<>", "<", "<=", ">", ">="]))
-        return f"{col} {op} {draw(lit)}"
-    if kind == "between":
-        return f"{col} BETWEEN {draw(lit)} AND {draw(lit)}"
-    if kind == "in":
-        return f"{col} IN ({', '.join(draw(st.lists(lit, min_size=1, max_size=3)))})"
-    if kind == "null":
-        return f"{col} IS {draw(st.sampled_from(['', 'NOT ']))}NULL"
-    if col in ("f.b", "ROWKEY"):
-        return f"{col} LIKE '{draw(st.sampled_from(['', 'a', 'ab', 'r1', 'b']))}%'"
-    return f"{col} IS NOT NULL"
-
-
-conditions = st.recursive(
-    atoms(),
-    lambda inner: st.one_of(
-        st.tuples(inner, inner).map(lambda p: f"({p[0]} AND {p[1]})"),
-        st.tuples(inner, inner).map(lambda p: f"({p[0]} OR {p[1]})"),
-        inner.map(lambda c: f"NOT ({c})"),
-    ),
-    max_leaves=5,
-)
+conditions = conditions_of(atoms(
+    LITERALS, kinds=["cmp", "between", "in", "null", "like"], comparisons=COMPARISONS,
+    like={c: ["", "a", "ab", "r1", "b"] for c in ("f.b", "ROWKEY")}, not_like=False),
+    max_leaves=5)
 
 WRITE_OPS = (
     st.tuples(st.just("put"), st.sampled_from(ROWS),

@@ -34,7 +34,7 @@ def check_store(path: str, progress: Callable[[str, int], None] | None = None
         problems.append({"file": getattr(exc, "path", None) or path,
                          "problem": f"cannot open: {exc}"})
         if os.path.isdir(path):  # a damaged log fails the open: say which, and where
-            from .store.wal import wal_problems
+            from .store.embedded.wal import wal_problems
             try:
                 problems.extend({"file": p["file"], "problem": p["problem"]}
                                 for p in wal_problems(path))
@@ -44,7 +44,7 @@ def check_store(path: str, progress: Callable[[str, int], None] | None = None
         return report
     try:
         if db.store.capabilities.local_files:
-            from .store.check import verify_files
+            from .store.embedded.check import verify_files
             files = verify_files(db.store, progress)
             report["files"] = {k: v for k, v in files.items() if k != "problems"}
             problems.extend(files["problems"])

@@ -21,7 +21,8 @@ import itertools
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from . import codec, errors
 from .query import duck, engine
@@ -31,10 +32,56 @@ from .query.statements import (
     AlterIndex, CreateIndex, CreateTable, Delete, Describe, DropIndex, DropTable, ShowTables,
     Statement, Update, Upsert, is_select, parse_statement,
 )
+from .index.manager import IndexManager
+from .store.api import Store
 from .store.schema import FOREVER
 
-__all__ = ["Result", "execute", "execute_many", "parse", "label", "decode_row", "generated_rowkey",
+__all__ = ["Database", "Result", "execute", "execute_many", "parse", "label", "decode_row", "generated_rowkey",
            "result_columns", "warn_bad_cells", "describe_rows", "user_tables"]
+
+
+class Rows(Protocol):
+    """What a DML statement needs of a table (hibase.Table is one): its rows by key, and a
+    batch that writes them as one."""
+
+    def rows(self, rows: Iterable[bytes]) -> list: ...
+
+    def batch(self) -> AbstractContextManager[Any]: ...
+
+
+class Database(Protocol):
+    """What statements need of the Connection they run on (hibase.Connection is one): its store
+    and indexes to read through, and its public API for every write and DDL. Named here, so
+    that sql.py, below connection.py, does not import it."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def indexer(self) -> IndexManager: ...
+
+    @property
+    def max_statement(self) -> int: ...
+
+    def table(self, name: str | bytes, use_prefix: bool = True) -> Rows: ...
+
+    def tables(self) -> list[bytes]: ...
+
+    def create_table(self, name: str | bytes, families: Mapping[Any, Any],
+                     columns: Mapping[Any, str] | None = None,
+                     split_size: int | None = None, existing: bool = False, *,
+                     rowkey: str | None = None, rowkey_type: Any = None,
+                     rowkey_generated: bool = False) -> None: ...
+
+    def delete_table(self, name: str | bytes, disable: bool = False) -> None: ...
+
+    def create_index(self, table: str | bytes, name: str, columns: Any,
+                     covering: Any = None, local: bool = False, processes: int | None = None,
+                     progress: Any = None, build: bool = True) -> dict: ...
+
+    def drop_index(self, table: str | bytes, name: str) -> None: ...
+
+    def build_index(self, table: str | bytes, name: str) -> dict: ...
 
 
 @dataclass
@@ -57,11 +104,11 @@ class Result:
         return self.select, self.records
 
 
-def parse(db: Any, sql: str) -> "Statement | duck.EngineStatement":
+def parse(db: Database, sql: str) -> "Statement | duck.EngineStatement":
     """The statement of ``sql`` (cached by text). A SELECT the lean path refuses as beyond it
     (errors.NeedsEngine: a function, a join, ...) is planned for the SQL engine instead."""
     try:
-        return parse_statement(sql, getattr(db, "max_statement", None))
+        return parse_statement(sql, db.max_statement)
     except errors.NeedsEngine as refusal:
         if not is_select(sql):
             raise
@@ -139,13 +186,13 @@ def warn_bad_cells(bad: codec.BadCells | None, stacklevel: int = 3) -> None:
 
 # -- SELECT ------------------------------------------------------------------------------------
 
-def _prepared(db: Any, select: Select, full: Callable[[str], str]) -> tuple[Select, Any]:
+def _prepared(db: Database, select: Select, full: Callable[[str], str]) -> tuple[Select, Any]:
     select = select.with_(table=full(select.table))
     schema = db.store.schema(select.table)
     return resolve(select, schema), schema
 
 
-def run_select(db: Any, select: Select, params: Any, full: Callable[[str], str],
+def run_select(db: Database, select: Select, params: Any, full: Callable[[str], str],
                range_method: str = "auto", full_scan: bool = False) -> Result:
     select, schema = _prepared(db, select, full)
     select = engine.bind(select, params)
@@ -214,7 +261,7 @@ def _item_type(item: Any, types: Mapping[bytes, Any]) -> Any:
     return "number"
 
 
-def run_engine(db: Any, stmt: duck.EngineStatement, params: Any, full: Callable[[str], str],
+def run_engine(db: Database, stmt: duck.EngineStatement, params: Any, full: Callable[[str], str],
                range_method: str = "auto", full_scan: bool = False) -> Result:
     """A SELECT on the SQL engine (hibase.query.duck): rows as tuples, described as the lean
     path describes its columns (a hibase column by its label and declared type, an expression
@@ -385,7 +432,7 @@ def _cell(schema: Any, col: bytes, v: Any) -> bytes:
     return repr(v).encode() if isinstance(v, float) else str(v).encode()
 
 
-def _write(db: Any, table: str, schema: Any, targets: list[bytes], rows: list[tuple],
+def _write(db: Database, table: str, schema: Any, targets: list[bytes], rows: list[tuple],
            insert: bool = False) -> int:
     """Write ``rows`` (values for ``targets``) in one batch; ``insert``: refuse, with
     errors.RowExists and nothing written, a rowkey that has cells already or comes twice."""
@@ -424,7 +471,7 @@ def _write(db: Any, table: str, schema: Any, targets: list[bytes], rows: list[tu
     return len(writes)
 
 
-def _send(t: Any, writes: list[tuple[bytes, dict, list]]) -> None:
+def _send(t: Rows, writes: list[tuple[bytes, dict, list]]) -> None:
     with t.batch() as b:  # one atomic write with the index upkeep (Connection.mutate)
         for key, cells, nulls in writes:
             if cells:
@@ -433,7 +480,7 @@ def _send(t: Any, writes: list[tuple[bytes, dict, list]]) -> None:
                 b.delete(key, columns=nulls)
 
 
-def _check_new(t: Any, schema: Any, keys: list[bytes]) -> None:
+def _check_new(t: Rows, schema: Any, keys: list[bytes]) -> None:
     """Refuse (errors.RowExists) a rowkey given twice or that has cells already. Run under
     the store's writer lock with the write that follows, so no writer of this process comes
     between (the embedded store has one writing process; on HBase, as Phoenix without its
@@ -458,7 +505,7 @@ def _shown(schema: Any, key: bytes) -> str:
     return f"{name} = {codec.sql_literal(decode_key(schema, key))}"
 
 
-def _upsert(db: Any, stmt: Upsert, params: Any, full: Callable[[str], str],
+def _upsert(db: Database, stmt: Upsert, params: Any, full: Callable[[str], str],
             range_method: str, full_scan: bool) -> Result:
     table = full(stmt.table)
     schema = db.store.schema(table)
@@ -506,7 +553,7 @@ def _engine_value(v: Any) -> Any:
     return v
 
 
-def _update(db: Any, stmt: Update, params: Any, full: Callable[[str], str],
+def _update(db: Database, stmt: Update, params: Any, full: Callable[[str], str],
             range_method: str, full_scan: bool) -> Result:
     """UPDATE: the rows (and, unless the new values are all literals or parameters, the
     values) from a SELECT on the normal query path, written back through the one write
@@ -570,7 +617,7 @@ def _explained(head: str, inner: Result) -> Result:
                   text="\n".join(lines))
 
 
-def _delete(db: Any, stmt: Delete, params: Any, full: Callable[[str], str],
+def _delete(db: Database, stmt: Delete, params: Any, full: Callable[[str], str],
             range_method: str, full_scan: bool) -> Result:
     if stmt.select is None:  # the condition runs on the SQL engine
         assert stmt.query is not None
@@ -598,7 +645,7 @@ def _delete(db: Any, stmt: Delete, params: Any, full: Callable[[str], str],
 _TEXT = codec.ColumnType("string")
 
 
-def user_tables(db: Any) -> list[str]:
+def user_tables(db: Database) -> list[str]:
     """The table names SHOW TABLES and `hibase tables` list: an embedded store's copy of the
     catalog `hibase serve` publishes for thrift:// clients (hibase_meta, hibase_kv*) left out."""
     names = [n.decode() for n in db.tables()]
@@ -625,7 +672,7 @@ def describe_rows(schema: Any) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _show(db: Any, stmt: "ShowTables | Describe", full: Callable[[str], str]) -> Result:
+def _show(db: Database, stmt: "ShowTables | Describe", full: Callable[[str], str]) -> Result:
     if isinstance(stmt, ShowTables):
         names = [(n,) for n in user_tables(db)]
         return Result("select", [("TABLE_NAME", _TEXT)], names, len(names))
@@ -641,7 +688,7 @@ _FAMILY_OPTIONS = {"VERSIONS": "max_versions", "TTL": "time_to_live",
                    "IN_MEMORY": "in_memory", "BLOCKCACHE": "block_cache_enabled"}
 
 
-def _create_table(db: Any, stmt: CreateTable) -> None:
+def _create_table(db: Database, stmt: CreateTable) -> None:
     columns: dict[str, str] = {}
     families: dict[str, dict] = {}
     for c in stmt.columns:
@@ -673,7 +720,7 @@ def _create_table(db: Any, stmt: CreateTable) -> None:
             raise
 
 
-def _ddl(db: Any, stmt: Any, full: Callable[[str], str]) -> Result:
+def _ddl(db: Database, stmt: Any, full: Callable[[str], str]) -> Result:
     if isinstance(stmt, CreateTable):
         _create_table(db, stmt)
     elif isinstance(stmt, DropTable):
@@ -712,7 +759,7 @@ def _ddl(db: Any, stmt: Any, full: Callable[[str], str]) -> Result:
     return Result("ddl")
 
 
-def execute_many(db: Any, statement: "Statement | duck.EngineStatement", seq_of_params: Any,
+def execute_many(db: Database, statement: "Statement | duck.EngineStatement", seq_of_params: Any,
                  full: Callable[[str], str]) -> Result:
     """``execute`` once per parameter set; UPSERT ... VALUES binds every set first and writes
     all rows in one batch (nothing is written if one set is wrong)."""
@@ -734,7 +781,7 @@ def execute_many(db: Any, statement: "Statement | duck.EngineStatement", seq_of_
     return result
 
 
-def execute(db: Any, statement: "Statement | duck.EngineStatement", params: Any,
+def execute(db: Database, statement: "Statement | duck.EngineStatement", params: Any,
             full: Callable[[str], str],
             range_method: str = "auto", full_scan: bool = False) -> Result:
     """Run a parsed statement on Connection ``db`` (``full`` adds its table prefix)."""

@@ -6,20 +6,38 @@ from __future__ import annotations
 
 import struct
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol
 
 from . import errors
 from .query import engine
 from .query.ast import Select
 from .query.lift import Lifted
 from .query.hbase_filter import compile_filter
+from .index.manager import IndexManager
+from .store.api import Store
 from .store.base import Mutation
 from .store.schema import TableSchema, check_row, split_column
 
-if TYPE_CHECKING:  # connection.py imports this module
-    from .connection import Connection
+__all__ = ["Table", "Batch", "Host"]
 
-__all__ = ["Table", "Batch"]
+
+class Host(Protocol):
+    """What a Table needs of the Connection that made it (hibase.Connection is one): named
+    here, so that table.py, below connection.py, does not import it."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def indexer(self) -> IndexManager: ...
+
+    @property
+    def max_statement(self) -> int: ...
+
+    def mutate(self, mutations: list[Mutation]) -> None: ...
+
+    def read_modify_write(self, table: str, row: bytes, columns: list[bytes],
+                          change: Callable[[dict], tuple[list[Mutation], Any]]) -> Any: ...
 
 _LONG = struct.Struct(">q")
 
@@ -42,7 +60,7 @@ def _bind_where(parsed: tuple, values: tuple) -> tuple:
 class Table:
     """One table, with happybase.Table's methods."""
 
-    def __init__(self, name: bytes, connection: Connection):
+    def __init__(self, name: bytes, connection: Host):
         self.name = name
         self.connection = connection
         self._name = name.decode()

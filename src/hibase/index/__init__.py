@@ -4,7 +4,7 @@
 lookups (`manager.router`, passed to the lookups below); the functions read index entries and
 value counts in key ranges. Everything else in index/ is its own business."""
 
-from .local import Route, count_routed, plan_route
+from .local import Route, count_routed, is_point, plan_route
 from .local import scan_entries as scan_local
 from .lookup import (KeyRange, count_points, count_values, key_range, null_range, scan_entries,
                      scan_entry_keys, scan_points, walk_values)
@@ -12,6 +12,6 @@ from .manager import IndexManager
 from .spec import IndexSpec, index_table, value_table
 
 __all__ = ["IndexManager", "IndexSpec", "KeyRange", "Route", "count_points", "count_routed",
-           "count_values", "index_table", "key_range", "null_range", "plan_route", "scan_entries",
+           "count_values", "index_table", "is_point", "key_range", "null_range", "plan_route", "scan_entries",
            "scan_entry_keys",
            "scan_local", "scan_points", "value_table", "walk_values"]

@@ -43,7 +43,7 @@ from .spec import (IndexSpec, count_settled, decode_count, encode_count, local_t
 
 __all__ = ["local_table", "local_value_table", "routing_table", "region_prefix", "Route",
            "entry_writes", "split_rewrite", "plan_route", "scan_entries", "count_values",
-           "count_routed", "region_counts", "clear", "region_of"]
+           "count_routed", "region_counts", "clear", "region_of", "is_point"]
 
 
 
@@ -179,6 +179,7 @@ def clear(store: Store, spec: IndexSpec) -> None:
 
 # -- reads -------------------------------------------------------------------------------------
 def is_point(spec: IndexSpec, rng) -> bool:
+    """Whether KeyRange `rng` fixes every column of the index (one value: a point lookup)."""
     return rng.known == len(spec.types) and rng.stop == codec.prefix_successor(rng.start)
 
 

@@ -59,7 +59,7 @@ def _computed(select: Select, store, rows) -> Iterator[tuple[bytes, dict]]:
 
 
 def _shaped(select: Select) -> bool:
-    """Does the query need the aggregate / ordering layer (query/aggregate.py)?"""
+    """Does the query need the aggregate / ordering layer (query/aggregate.py, order.py)?"""
     return select.aggregate or bool(select.order_by) or select.offset is not None
 
 

@@ -8,10 +8,10 @@ from itertools import islice
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator
 
-from ..index import scan_entries, scan_local, scan_points, walk_values
+from ..index import is_point, scan_entries, scan_local, scan_points, walk_values
 from .ast import ROWKEY, And
 from .evaluate import matches
-from .plan import IndexLookup, Intersect, Plan, RowGet, RowRange, Step, is_point
+from .plan import IndexLookup, Intersect, Plan, RowGet, RowRange, Step
 from .scan import conjunct_test, full_scan, quick_test
 from .scan import project as _project
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from .. import codec
-from ..index import (IndexSpec, KeyRange, count_points, count_routed, count_values, key_range,
-                     null_range, plan_route)
+from ..index import (IndexSpec, KeyRange, count_points, count_routed, count_values, is_point,
+                     key_range, null_range, plan_route)
 from .ast import (ROWKEY, Atom, Compare, In, IsNotNull, IsNull, Like, Select,
                   format_value)
 
@@ -180,10 +180,6 @@ def _atom_text(a: Atom) -> str:
         first = ", ".join(map(format_value, a.values[:_EXPLAIN_IN_VALUES]))
         return f"{a.column} IN ({first}, ... {len(a.values):,} values)"
     return str(a)
-
-
-def is_point(spec: IndexSpec, rng: KeyRange) -> bool:
-    return rng.known == len(spec.types) and rng.stop == codec.prefix_successor(rng.start)
 
 
 # -- constraints of one conjunct --------------------------------------------------------------

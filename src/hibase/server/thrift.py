@@ -52,8 +52,8 @@ from . import wire
 from ..store.base import LATEST_TIMESTAMP
 from ..store.hbase.gateway import load_hello_idl
 from ..store.hbase.thrift2 import load_idl2
-from .handler import Handler
-from .handler2 import Thrift2Handler
+from .thrift1_handler import Handler
+from .thrift2_handler import Thrift2Handler
 from .idl import load_idl
 from .policy import DEFAULT_ALLOW, HELLO, Policy
 

@@ -48,7 +48,7 @@ class Capabilities:
     # IndexObserver): `server_upkeep(table)` tells whether it runs on that table; indexes made
     # there say so (IndexSpec.server) and the client computes no index writes for them
     server_index_upkeep: bool = False
-    # the store is files in a local folder that `hibase check` can verify (store/check.py)
+    # the store is files in a local folder that `hibase check` can verify (store/embedded/check.py)
     local_files: bool = True
     # full scans filtered on the raw stored bytes (`fast_scan_supported` / `filtered_rows`:
     # the embedded store's store/embedded/fastscan.py)

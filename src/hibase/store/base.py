@@ -1,4 +1,7 @@
-"""What every storage backend offers the layers above: the HBase data model as plain calls."""
+"""The plain values the store contract speaks in (Mutation, Region, KVWrite, CountDelta and the
+count cells, a split listener's types, timestamps), shared by both backends and the layers
+above. The contract itself is shared/DESIGN.md and store/api.py (`Store`, `Capabilities`,
+`BaseStore`)."""
 
 from __future__ import annotations
 

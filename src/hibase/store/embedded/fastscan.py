@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, Sequence
 
 from .. import cells as C
-from ..rocks import verify_end
+from .rocks import verify_end
 from ..schema import FOREVER
 
 __all__ = ["supports_fast_scan", "filtered_rows", "prefilter"]

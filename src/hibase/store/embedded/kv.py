@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import rocksdict as rd
 
 from ... import errors
-from ..rocks import (
+from .rocks import (
     CheckedIter, check_status, checked_items, create_column_family, mapped,
 )
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import rocksdict as rd
 
-from ..rocks import mapped
+from .rocks import mapped
 
 __all__ = ["Maintenance", "IDLE_S"]
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import cells as C
 from ..base import now_ms
-from ..rocks import (
+from .rocks import (
     check_status, checked_items, mapped,
 )
 from ..schema import FOREVER, FamilyOptions, split_column
@@ -26,10 +26,12 @@ _MAX_SEQ_KEY = b"\xff" * 8
 _BASE = C.FOLDED  # a segment's kind is the msgpack fixint at byte 1
 
 
-def _segments_at(it, prefix: bytes) -> list[bytes]:
+def _segments_at(it, prefix: bytes, path: str | None = None) -> list[bytes]:
     """The segments of the row whose keys start with `prefix`, read through a reused iterator,
     newest first down to the row's FOLDED base (nothing older than it is live: stopping there
-    keeps the deleted keys behind it, tombstones until RocksDB compacts them, out of the read)."""
+    keeps the deleted keys behind it, tombstones until RocksDB compacts them, out of the read).
+    An iterator stopped by an error raises it: translated here for the store at `path`, else
+    by the caller's @mapped."""
     it.seek(prefix)
     segs = []
     while it.valid():
@@ -41,7 +43,10 @@ def _segments_at(it, prefix: bytes) -> list[bytes]:
             return segs
         it.next()
     else:
-        it.status()  # invalid at an error, not at the end: raise it (rocks.py translates)
+        if path is None:
+            it.status()
+        else:
+            check_status(it, path)
     return segs
 
 
@@ -182,19 +187,7 @@ class Reads:
         prefix = C.row_prefix(row)
         # a raw iterator, not view.items(): items() reads ahead past the row, through the
         # deleted keys behind its base (500 µs a row() after 10,000 updates of the row)
-        it = view.iter()
-        it.seek(prefix)
-        segs = []
-        while it.valid():
-            if not it.key().startswith(prefix):
-                break
-            value = it.value()
-            segs.append(value)
-            if value[1] == _BASE:  # the row's base: nothing older lives (see _segments_at)
-                break
-            it.next()
-        else:
-            check_status(it, self.path)  # type: ignore[attr-defined]
+        segs = _segments_at(view.iter(), prefix, self.path)  # type: ignore[attr-defined]
         if not segs:
             return {}
         if len(segs) > COMPACT_AFTER and not self.read_only:

@@ -12,7 +12,7 @@ import rocksdict as rd
 
 from .. import cells as C
 from ..base import Region, SplitListener, now_ms
-from ..rocks import (
+from .rocks import (
     checked_items, mapped,
 )
 from ..schema import FOREVER, FamilyOptions

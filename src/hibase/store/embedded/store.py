@@ -28,7 +28,7 @@ from ..base import (CountDelta, KVWrite, Mutation, Region, SplitListener, decode
 from . import fastscan
 from .groupcommit import SyncingLock
 from .kv import KeyValueTables
-from ..rocks import (
+from .rocks import (
     check_manifest, checked_items, close_all, create_column_family, mapped, shadow_folder,
     translate, writable,
 )
@@ -276,7 +276,7 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
         """(keys, raw values) of every segment of the table's one family, in key order
         (a fast-scan table: fastscan.supports_fast_scan); each key is the row's prefix and an
         8-byte sequence, each value a segment as store/cells.py writes it."""
-        from ..rocks import verify_end
+        from .rocks import verify_end
         view = next(iter(self.table(table).fams.values()))[0]
         keys: list[bytes] = []
         vals: list[bytes] = []

@@ -29,9 +29,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from ... import errors
 from ..base import CountDelta, KVWrite, decode_count, decode_pending, encode_count, now_ms
-
-if TYPE_CHECKING:
-    from .rpc import Rpc
+from .rpc import SCAN_CHUNK, Rpc
 
 __all__ = ["HBaseKeyValueTables", "KV_PREFIX", "META_TABLE", "META_COL"]
 
@@ -40,7 +38,6 @@ _KV_COL = b"v:v"
 _COUNT_FAM = b"c"
 META_COL = b"m:v"
 META_TABLE = "hibase_meta"
-_SCAN_CHUNK = 1000
 # rows per multi-get when many rows are fetched: chunks go out in parallel (store.rpc.parallel)
 _FETCH_CHUNK = 250
 # counts this store remembers for its own cell before it starts a new one (a new writer)
@@ -243,8 +240,8 @@ class HBaseKeyValueTables:
             for table, by_row in by_table.items():
                 batches = [T.BatchMutation(row=k, mutations=list(ms.values()))
                            for k, ms in by_row.items()]
-                calls += [(table.encode(), batches[i:i + _SCAN_CHUNK], at)
-                          for i in range(0, len(batches), _SCAN_CHUNK)]
+                calls += [(table.encode(), batches[i:i + SCAN_CHUNK], at)
+                          for i in range(0, len(batches), SCAN_CHUNK)]
 
         def send(c: tuple[bytes, list, int | None]) -> None:
             if c[2] is None:

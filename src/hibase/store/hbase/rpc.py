@@ -13,12 +13,14 @@ from typing import Any, Iterator
 
 from ... import errors
 from .gateway import RESERVED_MARK, hello
-from .kv import _SCAN_CHUNK
 from .thrift2 import cells_of, scan_of
 from ..schema import split_column
 
 
-__all__ = ["Rpc"]
+__all__ = ["Rpc", "SCAN_CHUNK"]
+
+# rows per scanner call, and per batch when a write or a multi-get is cut into parallel calls
+SCAN_CHUNK = 1000
 
 # Thrift1 calls whose first argument is not a table name (the prefix is not added to it)
 _NO_TABLE_ARG = frozenset({"getTableNames", "scannerGet", "scannerGetList", "scannerClose"})
@@ -283,7 +285,7 @@ class Rpc:
 
     def scan_raw(self, table: str, start: bytes | None, stop: bytes | None,
                   columns: list[bytes] | None, ts: int | None = None, reverse: bool = False,
-                  chunk: int = _SCAN_CHUNK) -> Iterator[tuple[bytes, dict]]:
+                  chunk: int = SCAN_CHUNK) -> Iterator[tuple[bytes, dict]]:
         """(row, {column: (ts, value)}) in [start, stop) (reverse: from start down to stop),
         streamed from one scanner (scanner caching = `chunk` rows per scannerGetList, only the
         named columns): open + one get per chunk + close. A get is never retried on the same

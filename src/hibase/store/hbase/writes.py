@@ -12,11 +12,10 @@ from ..base import KVWrite, Mutation, now_ms
 from ..api import Staged
 from ..staged import SegmentBatch, prepared_of
 from ..schema import TableSchema
-from .kv import _SCAN_CHUNK
+from .rpc import SCAN_CHUNK, Rpc
 
 if TYPE_CHECKING:
     from .layout import Layouts
-    from .rpc import Rpc
 
 
 __all__ = ["Writes"]
@@ -141,7 +140,7 @@ class Writes:
                     muts = [T.Mutation(column=c, isDelete=True) for c in targets]
                 batches.append(T.BatchMutation(row=m.row, mutations=muts))
             name = table.encode()
-            parts = [batches[i:i + _SCAN_CHUNK] for i in range(0, len(batches), _SCAN_CHUNK)]
+            parts = [batches[i:i + SCAN_CHUNK] for i in range(0, len(batches), SCAN_CHUNK)]
 
             def send(part: list, name: bytes = name, ts: int | None = ts) -> None:
                 if ts is None:
@@ -180,14 +179,14 @@ class Writes:
         for done, region in enumerate(regions, 1):
             for row, _ in self.rpc.scan_raw(table, region.start or None, region.end or None, None):
                 rows.append(row)
-                if len(rows) >= 8 * _SCAN_CHUNK:
-                    self.rpc.parallel(send, [rows[i:i + _SCAN_CHUNK]
-                                         for i in range(0, len(rows), _SCAN_CHUNK)])
+                if len(rows) >= 8 * SCAN_CHUNK:
+                    self.rpc.parallel(send, [rows[i:i + SCAN_CHUNK]
+                                         for i in range(0, len(rows), SCAN_CHUNK)])
                     sent += len(rows)
                     rows = []
             if rows:
-                self.rpc.parallel(send, [rows[i:i + _SCAN_CHUNK]
-                                     for i in range(0, len(rows), _SCAN_CHUNK)])
+                self.rpc.parallel(send, [rows[i:i + SCAN_CHUNK]
+                                     for i in range(0, len(rows), SCAN_CHUNK)])
                 sent += len(rows)
                 rows = []
             if progress:

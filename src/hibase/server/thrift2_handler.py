@@ -8,7 +8,7 @@ from types import ModuleType
 from typing import Any
 
 from .. import errors
-from .handler import Handler
+from .thrift1_handler import Handler
 
 __all__ = ["Thrift2Handler"]
 

@@ -18,7 +18,7 @@ import re
 import tempfile
 from typing import Any, Callable, Iterator, TypeVar
 
-from .. import errors
+from ... import errors
 
 __all__ = ["translate", "mapped", "check_status", "checked_items", "verify_end", "CheckedIter",
            "check_manifest", "writable", "shadow_folder", "close_all", "create_column_family"]

@@ -11,7 +11,7 @@ import re
 import struct
 from typing import Any, Callable
 
-from .. import errors
+from ... import errors
 from .rocks import check_manifest, checked_items, translate
 from .wal import wal_problems
 

@@ -1,6 +1,6 @@
-"""Issue 27, the command line as a newcomer finds it: opening stores, loads, messages, JSON
-output, delete/dump/restore, extras checked first (CliRunner, and subprocesses where pipes and
-terminals matter)."""
+"""The command line's workflows as a newcomer meets them (issue 27): opening stores, loads,
+messages, JSON output, delete/dump/restore, extras checked first (CliRunner, and subprocesses
+where pipes and terminals matter)."""
 
 from __future__ import annotations
 
