@@ -135,7 +135,7 @@ def test_type_from_name(spec, expected):
 
 def test_type_from_name_refuses_unknown_names():
     with pytest.raises(errors.SchemaError, match="Phoenix"):
-        type_from_name("DECIMAL")
+        type_from_name("MONEY")
 
 
 # -- load --create --------------------------------------------------------------------------
@@ -244,7 +244,7 @@ def test_load_type_option_errors(store, airports_csv):
     assert "alter-table" in usage_error(*args, "--no-detect")
     assert "no column 'elevation'" in usage_error(*args, "--create", "--type", "elevation=long")
     assert "rowkey column" in usage_error(*args, "--create", "--type", "faa=string")
-    assert "Phoenix" in usage_error(*args, "--create", "--type", "alt=decimal")
+    assert "Phoenix" in usage_error(*args, "--create", "--type", "alt=money")
     with hibase.connect(store) as db:
         assert b"t" not in db.tables()  # nothing was created
     run(*args, "--create", "--no-progress")
