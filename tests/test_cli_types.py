@@ -103,7 +103,8 @@ def test_detect_types_jsonl(tmp_path):
              "not an object", {"id": "c", "n": 3, "z": None}]
     text = "\n".join(json.dumps(x) for x in lines) + "\nnot json\n\n"
     got = detect_types(write(tmp_path, "a.jsonl", text))
-    assert got == {"id": STRING, "n": LONG, "d": DOUBLE, "s": STRING, "b": STRING, "o": STRING,
+    assert got == {"id": STRING, "n": LONG, "d": DOUBLE, "s": STRING, "b": ColumnType("boolean"),
+                   "o": STRING,
                    "l": STRING, "z": None, "big": DOUBLE, "mix": STRING, "one": DOUBLE}
     # NaN (Python's json reads it) is text here, as "nan" in CSV
     assert detect_types(write(tmp_path, "b.ndjson", '{"x": NaN}\n{"x": 1}\n')) == {"x": STRING}

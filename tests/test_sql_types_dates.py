@@ -249,3 +249,29 @@ def test_pandas_to_sql_read_sql_round_trip(tmp_path):
     assert isinstance(columns["ts"], sa.TIMESTAMP) and isinstance(columns["ok"], sa.BOOLEAN)
     assert isinstance(columns["amt"], sa.DECIMAL) and columns["amt"].scale == 2
     assert isinstance(columns["day"], sa.DATE)
+
+
+# -- load --create detection ----------------------------------------------------------------------
+
+def test_load_create_detects_dates_timestamps_and_booleans(tmp_path):
+    import subprocess
+    import sys
+
+    import hibase
+    csv = tmp_path / "in.csv"
+    csv.write_text("id,day,at,flag,n,word\n"
+                   "a,2024-01-02,2024-01-02 13:45:00,true,1,x\n"
+                   "b,2023-12-31,2023-12-31,FALSE,2,2024-01-02\n")
+    store = tmp_path / "store"
+    out = subprocess.run([sys.executable, "-m", "hibase", "load", str(store), "t", str(csv),
+                          "--create", "--family", "f", "--rowkey", "{id}"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    db = hibase.connect(str(store))
+    try:
+        types = {c.decode(): str(t) for c, t in db.table("t").schema.columns.items()}
+        assert {k.split(":")[1]: v for k, v in types.items()} == {
+            "id": "string", "day": "date", "at": "timestamp", "flag": "boolean", "n": "long", "word": "string"}
+        assert sorted(db.sql("SELECT ROWKEY FROM t WHERE f.day > DATE '2024-01-01'")) == \
+            [(b"a", {})]
+    finally:
+        db.close()
