@@ -85,6 +85,30 @@ def test_bad_cells(t, raw):
         codec.validate_cell(type_from_name(t), raw)
 
 
+@pytest.mark.parametrize("t,raw", [
+    # past the exponents keys are computed within (+-999999) or a text writes (9 digits)
+    ("decimal", b"1e9999999"), ("decimal", b"-1.5e-9999999"), ("decimal(10,2)", b"1e1000000000"),
+    ("decimal binary", b"\x7f\xff\xff\xff\x01"), ("decimal binary", b"\x80\x00\x00\x00\x01"),
+    ("decimal binary", b"\xff\xf0\xbd\xc0\x01"),  # 1E+1000000
+    # a UTC offset that takes the time past year 1 or 9999
+    ("timestamp", b"0001-01-01T00:00+01:00"), ("timestamp", b"9999-12-31 23:30-01:00"),
+])
+def test_out_of_range_cells_are_bad_cells_not_crashes(t, raw):
+    """Another writer's cell out of range has no key: indexes take it as NULL (IndexSpec.
+    cells_key), the coprocessor's Java codec too; it used to escape as decimal.Overflow,
+    decimal.InvalidOperation or OverflowError."""
+    with pytest.raises(ValueTypeError):
+        codec.cell_key(type_from_name(t), raw)
+
+
+def test_tiny_decimal_cells_round_to_zero_only_at_a_declared_scale():
+    assert codec.cell_key(type_from_name("decimal(10,2)"), b"-1e-999999999") == b"\x80"
+    assert codec.cell_key(type_from_name("decimal"), b"0e999999999") == b"\x80"
+    # exact below the context's smallest normal exponent: still keyed
+    assert codec.cell_key(type_from_name("decimal binary"), b"\x00\x0f\x42\x40\x01") == \
+        bytes.fromhex("817ff0bdc10200")
+
+
 @pytest.mark.parametrize("t,value", [
     ("date", TS(2024, 1, 2, 3)), ("date", 20240102), ("time binary", T(1, 2, 3, 4)),
     ("decimal(4,2)", Decimal("123.4")), ("decimal", float("nan")), ("boolean", 1),

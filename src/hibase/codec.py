@@ -215,7 +215,9 @@ def sql_literal(value: Any, limit: int = 40) -> str:
     if isinstance(value, _dt.time):
         return f"TIME '{value.isoformat()}'"
     if isinstance(value, _decimal.Decimal):
-        return format(value, "f")[:limit]
+        if value.is_finite() and -limit < value.adjusted() < limit:
+            return format(value, "f")[:limit]
+        return str(value)[:limit]  # '1E+9999999', not its ten million digits
     r = repr(value)
     return r if len(r) <= limit else r[:limit - 3] + "..."
 
@@ -656,7 +658,10 @@ def parse_timestamp(s: str) -> _dt.datetime:
     if zone and zone != "Z":
         sign = -1 if zone[0] == "-" else 1
         hh, mm = int(zone[1:3]), int(zone[-2:])
-        d -= sign * _dt.timedelta(hours=hh, minutes=mm)
+        try:
+            d -= sign * _dt.timedelta(hours=hh, minutes=mm)
+        except OverflowError:  # '0001-01-01T00:00+01:00': before year 1 in UTC
+            raise ValueError(f"not a timestamp: {s!r} (out of range in UTC)") from None
     return d
 
 
@@ -906,8 +911,24 @@ def _bool_dec_key(t: ColumnType, buf: bytes, pos: int) -> tuple[bool, int]:
 MAX_PRECISION = 38
 """The most digits a DECIMAL(p, s) declares (Phoenix's and Java's BigDecimal-backed limit)."""
 
-_DEC_TEXT = re.compile(rb"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\Z")
-_DEC_CTX = _decimal.Context(prec=MAX_PRECISION * 2, Emin=-999999, Emax=999999)
+_DEC_TEXT = re.compile(rb"[+-]?(\d+(\.\d*)?|\.\d+)([eE]([+-]?\d+))?\Z")
+# Keys and binary cells are computed in this context: past its exponents a value is out of
+# range (Overflow; Underflow: a value so small it would be rounded is refused, not keyed
+# as a neighbour). The coprocessor (cluster/java/io/hibase/DecimalCodec.java) does the same.
+_DEC_CTX = _decimal.Context(prec=MAX_PRECISION * 2, Emin=-999999, Emax=999999,
+                            traps=[_decimal.InvalidOperation, _decimal.DivisionByZero,
+                                   _decimal.Overflow, _decimal.Underflow])
+# A DECIMAL's text writes an exponent of at most 9 digits ('1E+999999999'; Java's BigDecimal
+# reads no more).
+
+
+def _dec_from_text(t: ColumnType, raw: bytes, shown: Any) -> _decimal.Decimal:
+    m = _DEC_TEXT.match(raw)
+    if not m:
+        raise _fail(t, shown, "not a number")
+    if m.group(4) is not None and len(m.group(4).lstrip(b"+-").lstrip(b"0")) > 9:
+        raise _fail(t, shown, "exponent out of range")
+    return _decimal.Decimal(raw.decode("ascii"))
 
 
 def _dec_checked(t: ColumnType, d: _decimal.Decimal, shown: Any) -> _decimal.Decimal:
@@ -939,18 +960,14 @@ def _as_decimal(t: ColumnType, v: Any) -> _decimal.Decimal:
             raise _fail(t, v, "a DECIMAL is a finite number")
         d = _decimal.Decimal(repr(f))  # the float's shortest text, as SQL reads 0.1
     elif isinstance(v, str):
-        if not _DEC_TEXT.match(v.encode("ascii", "replace")):
-            raise _fail(t, v, "not a number")
-        d = _decimal.Decimal(v)
+        d = _dec_from_text(t, v.encode("ascii", "replace"), v)
     else:
         raise _fail(t, v, f"expected a number, got {_kind(v)}")
     return _dec_checked(t, d, v)
 
 
 def _dec_dec_text(t: ColumnType, raw: bytes) -> _decimal.Decimal:
-    if not _DEC_TEXT.match(raw):
-        raise _fail(t, raw, "not a number")
-    return _dec_checked(t, _decimal.Decimal(raw.decode("ascii")), raw)
+    return _dec_checked(t, _dec_from_text(t, raw, raw), raw)
 
 
 def _dec_dec_bin(t: ColumnType, raw: bytes) -> _decimal.Decimal:
@@ -958,7 +975,11 @@ def _dec_dec_bin(t: ColumnType, raw: bytes) -> _decimal.Decimal:
         raise _fail(t, raw, f"expected at least 5 bytes, got {len(raw)}")
     scale = _I.unpack_from(raw)[0]
     unscaled = int.from_bytes(raw[4:], "big", signed=True)
-    return _dec_checked(t, _decimal.Decimal(unscaled).scaleb(-scale, _DEC_CTX), raw)
+    try:  # rounded to _DEC_CTX's 76 digits; a scale past its exponents is out of range
+        d = _decimal.Decimal(unscaled).scaleb(-scale, _DEC_CTX)
+    except _decimal.DecimalException:
+        raise _fail(t, raw, "out of range") from None
+    return _dec_checked(t, d, raw)
 
 
 def _dec_enc_text(t: ColumnType, v: Any) -> bytes:
@@ -990,7 +1011,10 @@ def _dec_enc_key(t: ColumnType, v: Any) -> bytes:
     d = _as_exact_decimal(t, v)
     if not d:
         return b"\x80"
-    sign, digits, exp = d.normalize(_DEC_CTX).as_tuple()
+    try:
+        sign, digits, exp = d.normalize(_DEC_CTX).as_tuple()
+    except _decimal.DecimalException:  # exponent past +-999999 (Overflow, Underflow)
+        raise _fail(t, v, "out of range") from None
     e = int(exp) + len(digits) + _BIAS32
     if not 0 <= e < 1 << 32:
         raise _fail(t, v, "out of range")
