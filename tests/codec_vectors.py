@@ -5,12 +5,14 @@ tests/test_coprocessor.py checks the file is what Python writes now and runs the
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import struct
 import sys
+from decimal import Decimal
 
 from hibase import codec
-from hibase.errors import ValueTypeError
+from hibase.errors import SchemaError, ValueTypeError
 from hibase.index.spec import IndexSpec
 from hibase.store import cells as C
 
@@ -51,13 +53,97 @@ STRING_RAW = [b"\xff", b"\xed\xa0\x80", b"\xc0\x80", b"\xf4\x90\x80\x80", b"a\xe
 BYTES = [b"", b"\x00", b"\x00\xff", b"a\x00\x00b", b"\xff\xff", b"\x01\x00", bytes(range(256))]
 
 
+D, T, TS = dt.date, dt.time, dt.datetime
+DATES = [D(1970, 1, 1), D(1969, 12, 31), D(1, 1, 1), D(9999, 12, 31), D(2024, 2, 29),
+         D(2000, 2, 29), D(1900, 3, 1), D(1582, 10, 4), D(1960, 6, 15), D(2038, 1, 19)]
+DATE_TEXT = [b"2023-02-29", b"1900-02-29", b"0000-01-01", b"2024-1-2", b"20240102",
+             b"2024-01-02 ", b" 2024-01-02", b"2024-01-02T00:00", b"", b"2024-13-01",
+             b"2024-00-10", b"2024-01-32", b"2024-04-31", b"10000-01-01", b"2024/01/02",
+             b"\xd9\xa1\xd9\xa2\xd9\xa3\xd9\xa4-01-02"]
+TIMES = [T(0, 0), T(23, 59, 59, 999999), T(12, 0, 0, 1000), T(1, 2, 3, 4), T(23, 59, 59, 999000),
+         T(0, 0, 0, 1), T(13, 45)]
+TIME_TEXT = [b"13:45", b"13:45:00.1", b"13:45:00.123456789", b"13:45:00.1234567891",
+             b"24:00", b"23:60", b"23:59:60", b"1:02:03", b"13:45:", b"13:45:00.", b"T13:45",
+             b"00:00:00.000000", b"13:45 ", b"", b"13:45:00Z"]
+TIMESTAMPS = [TS(1970, 1, 1), TS(1969, 12, 31, 23, 59, 59, 999999), TS(1, 1, 1),
+              TS(9999, 12, 31, 23, 59, 59, 999999), TS(2024, 2, 29, 12, 30, 45, 123000),
+              TS(2024, 2, 29, 12, 30, 45, 123456), TS(1900, 1, 1, 0, 0, 0, 1),
+              TS(1969, 12, 31, 23, 59, 59, 999000), TS(2000, 1, 1, 0, 0, 0, 500)]
+TS_TEXT = [b"2024-01-02", b"2024-01-02T13:45", b"2024-01-02 13:45:00Z",
+           b"2024-01-02T13:45:00.123456789+05:30", b"2024-01-02T00:30+0100",
+           b"2024-01-02-08:00", b"2024-01-02Z", b"0001-01-01T00:00+01:00",
+           b"9999-12-31T23:30-01:00", b"0001-01-01T00:00-01:00", b"9999-12-31T23:59+00:59",
+           b"2024-01-02 10:00+99:99", b"2024-01-02t13:45", b"2024-01-02  13:45",
+           b"2024-01-02 13:45:00.", b"2024-01-02 13:45+5:30", b"2024-01-02 13:45z",
+           b"2024-02-30 00:00", b"2024-01-02 24:00", b"2024-01-02 13:45:00.1234567891", b""]
+_MS, _I4 = struct.Struct(">q"), struct.Struct(">i")
+MAX_MS = 253402300799999
+MIN_MS = -62135596800000
+MILLIS = [b"".join([_MS.pack(v)]) for v in (
+    -1, 1, -86400000, 86399999, 86400000, -86400001, MIN_MS, MAX_MS, MIN_MS - 1, MAX_MS + 1,
+    2 ** 63 - 1, -2 ** 63, 1709209845123)] + [b"\x00" * 4, b"", b"\x00" * 9]
+TS12 = [_MS.pack(ms) + _I4.pack(ns) for ms, ns in (
+    (0, 999999), (0, 1000000), (0, -1), (0, 500), (-1, 999999), (-1, 1000),
+    (MAX_MS, 999999), (MIN_MS, 0), (MIN_MS - 1, 999999), (1709209845123, 456789))]
+DECIMALS = [Decimal(x) for x in (
+    "0", "-0", "0.001", "1E+10", "-123456789012345678901234567890.123456789", "1.50", "-1.5",
+    "12345678901234567890123456789012345678", "0.1", "-0.000001", "1e-30", "9" * 38,
+    "-" + "9" * 38, "100", "-100.000", "5E+3", "0.00000000000000000000000000000000000001")]
+DECIMAL_TEXT = [b"1.", b".5", b"+.5e-3", b"-0.000", b"1e", b"NaN", b"inf", b"1_0", b" 1",
+                b"1 ", b"", b".", b"+", b"1e9999999", b"1e999999", b"1e1000000", b"9.5e999999",
+                b"-1e-999999", b"1e-1000074", b"-1e-1000075", b"12e-1000076",
+                b"1" + b"0" * 80 + b"1", b"1" + b"0" * 75 + b"5", b"1" + b"0" * 74 + b"15",
+                b"-1" + b"0" * 74 + b"25", b"9" * 77, b"0e999999999", b"1e999999999",
+                b"1e1000000000", b"-1e-999999999", b"1e+0000000001", b"1E-0000000000001",
+                b"3.145", b"-3.145", b"2.5", b"-2.5", b"99999999.995", b"99999999.994",
+                b"-0.005", b"-0.004", b"0.0049999999999", b"1E+10", b"1e37", b"1e38",
+                b"-9999999999999999999999999999999999999.5", b"0x10", b"1e+", b"\xd9\xa1"]
+
+
+def _dec_bin(unscaled: int, scale: int) -> bytes:
+    n = (unscaled + (unscaled < 0)).bit_length() // 8 + 1
+    return _I4.pack(scale) + unscaled.to_bytes(n, "big", signed=True)
+
+
+DECIMAL_BIN = [_dec_bin(*x) for x in (
+    (1, 2000150), (1, 2000151), (0, 2000150), (0, 2000151), (0, -2000151), (1, -999999),
+    (1, -1000000), (-95, -999999), (1, 1000074), (12, 1000075), (10 ** 80 + 1, 0),
+    (int("2" + "4" + "9" * 75 + "5"), 77), (-3145, 3), (25, 1), (-25, 1), (-1, 0),
+    (99999999995, 3), (2 ** 31 - 1, 0), (-2 ** 127, 20), (5, -3))] + [
+    b"\x00\x00\x00\x00", b"", b"\x00\x00\x00\x00\xff", b"\x00\x00\x00\x02\x00\x00\x00\x00\x00"]
+BOOL_RAW = [b"TRUE", b"True", b"tRuE", b"FALSE", b"False", b"yes", b"1", b"0", b"", b"true ",
+            b"t", b"\xd4rue", b"\xf4rue", b"\x00", b"\xff", b"\x01", b"\x80", b"\x00\x00"]
+DECIMAL_SPECS = ["decimal(10,2)", "decimal(5,0)", "decimal(38,38)", "decimal(38,0)",
+                 "decimal(1,1)", "decimal(3,1)"]
+
+
+def _encodable(t: codec.ColumnType, values: list) -> list[bytes]:
+    out = []
+    for v in values:
+        try:
+            out.append(codec.encode_cell(t, v))
+        except ValueTypeError:
+            pass
+    return out
+
+
 def cell_lines() -> list[str]:
     out = []
     for name in codec.TYPE_NAMES:
         for binary in (False, True):
             t = codec.ColumnType(name, binary)
             raws: list[bytes] = []
-            if name in _INT_RANGE:
+            if name == "date":
+                raws += _encodable(t, DATES) + (MILLIS if binary else DATE_TEXT)
+            elif name == "time":
+                raws += _encodable(t, TIMES) + (MILLIS if binary else TIME_TEXT)
+            elif name == "timestamp":
+                raws += _encodable(t, TIMESTAMPS) + (MILLIS + TS12 if binary else TS_TEXT)
+            elif name == "decimal":
+                raws += _encodable(t, DECIMALS) + (DECIMAL_BIN if binary else DECIMAL_TEXT)
+            elif name == "boolean":
+                raws += _encodable(t, [True, False]) + BOOL_RAW
+            elif name in _INT_RANGE:
                 bits = _INT_RANGE[name]
                 lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
                 for v in (0, 1, -1, 42, -42, lo, hi, lo + 1, hi - 1, 255, -256, 1000):
@@ -94,6 +180,35 @@ def cell_lines() -> list[str]:
         t = codec.parse_type(spec)
         for raw in [s.encode() for s in STRINGS] + [b"EN", b"EN ", b"toolong"] + STRING_RAW:
             out.append(f"cell {spec} 0 {_h(raw)} {_key(t, raw)}")
+    for spec in DECIMAL_SPECS:  # DECIMAL(p,s): rounded half up to s digits, at most p digits
+        for binary in (False, True):
+            t = codec.parse_type(spec + " binary" * binary)
+            plain = codec.ColumnType("decimal", binary)
+            raws = _encodable(plain, DECIMALS) + (DECIMAL_BIN if binary else DECIMAL_TEXT)
+            for raw in dict.fromkeys(raws):
+                out.append(f"cell {spec} {int(binary)} {_h(raw)} {_key(t, raw)}")
+    return out
+
+
+TYPE_SPECS = ["date", "time binary", "timestamp", "decimal", "numeric", "decimal(10,2)",
+              "decimal(10, 2)", "NUMERIC(5)", "Decimal(38,38) binary", "decimal(39,2)",
+              "decimal(0)", "decimal(3,4)", "decimal(1,0)", "datetime", "interval", "string(50)",
+              "char(3)", "char", "long binary", "boolean binary", "bool", "varchar", "long(5)",
+              "string(0)", "date binary binary", "unsigned_date", "boolean", "bytes", "decimal()",
+              "decimal(5,)", "string(2147483647)", "string(2147483648)", "decimal(10,2)binary"]
+
+
+def type_lines() -> list[str]:
+    """The column types the coprocessor keys, as Java's Type.parse reads them (a VARCHAR(n) or
+    CHAR(n) keys as a string), or "error": a type it refuses, never keys wrongly."""
+    out = []
+    for spec in TYPE_SPECS:
+        try:
+            t = codec.parse_type(spec)
+            want = "string" if t.length is not None else str(t)
+        except SchemaError:
+            want = "error"
+        out.append(f"type {spec.replace(' ', '_')} {want.replace(' ', '_')}")
     return out
 
 
@@ -118,10 +233,22 @@ def key_lines() -> list[str]:
         [b"7", b"ok", struct.pack(">d", math.nan), b"\xc3\xa9", b"\xff"],
         [None, None, None, None, None],
     ]
+    sql_types = ["date", "decimal", "boolean binary", "timestamp binary", "time"]
+    sql_samples = [
+        [b"2024-02-29", b"-1.50", b"\x01", _MS.pack(-1) + _I4.pack(999999), b"23:59:59.999999"],
+        [b"1969-12-31", b"1e-1000075", b"\x00", None, b"00:00"],
+        [b"2024-02-30", b"0.001", b"\x02", _MS.pack(0), None],
+        [None, b"1E+10", b"", _MS.pack(0), b"24:00"],
+        [b"0001-01-01", None, None, b"\x00" * 9, None],
+    ]
     for null_alias in (b"\x00\x08", None):
-        for types in (composite, ["double"], ["string", "long binary"]):
+        for types, rows in ((composite, samples), (["double"], samples),
+                            (["string", "long binary"], samples), (sql_types, sql_samples),
+                            (["decimal binary", "date binary"],
+                             [[_dec_bin(-5, 1), _MS.pack(-86400001)], [_dec_bin(1, -1000000),
+                              _MS.pack(0)]])):
             spec = _spec(types, null_alias)
-            for sample in samples:
+            for sample in rows:
                 vals = sample[:len(types)]
                 for exists in (True, False):
                     cells = {col: raw for col, raw in zip(spec.columns, vals) if raw is not None}
@@ -164,7 +291,7 @@ def pack_lines() -> list[str]:
 
 def vectors() -> str:
     return "\n".join(["# written by tests/codec_vectors.py; checked by HibaseCodec.main",
-                      *cell_lines(), *key_lines(), *pack_lines()]) + "\n"
+                      *cell_lines(), *type_lines(), *key_lines(), *pack_lines()]) + "\n"
 
 
 if __name__ == "__main__":

@@ -103,7 +103,8 @@ def test_detect_types_jsonl(tmp_path):
              "not an object", {"id": "c", "n": 3, "z": None}]
     text = "\n".join(json.dumps(x) for x in lines) + "\nnot json\n\n"
     got = detect_types(write(tmp_path, "a.jsonl", text))
-    assert got == {"id": STRING, "n": LONG, "d": DOUBLE, "s": STRING, "b": STRING, "o": STRING,
+    assert got == {"id": STRING, "n": LONG, "d": DOUBLE, "s": STRING, "b": ColumnType("boolean"),
+                   "o": STRING,
                    "l": STRING, "z": None, "big": DOUBLE, "mix": STRING, "one": DOUBLE}
     # NaN (Python's json reads it) is text here, as "nan" in CSV
     assert detect_types(write(tmp_path, "b.ndjson", '{"x": NaN}\n{"x": 1}\n')) == {"x": STRING}
@@ -135,7 +136,7 @@ def test_type_from_name(spec, expected):
 
 def test_type_from_name_refuses_unknown_names():
     with pytest.raises(errors.SchemaError, match="Phoenix"):
-        type_from_name("DECIMAL")
+        type_from_name("MONEY")
 
 
 # -- load --create --------------------------------------------------------------------------
@@ -244,7 +245,7 @@ def test_load_type_option_errors(store, airports_csv):
     assert "alter-table" in usage_error(*args, "--no-detect")
     assert "no column 'elevation'" in usage_error(*args, "--create", "--type", "elevation=long")
     assert "rowkey column" in usage_error(*args, "--create", "--type", "faa=string")
-    assert "Phoenix" in usage_error(*args, "--create", "--type", "alt=decimal")
+    assert "Phoenix" in usage_error(*args, "--create", "--type", "alt=money")
     with hibase.connect(store) as db:
         assert b"t" not in db.tables()  # nothing was created
     run(*args, "--create", "--no-progress")

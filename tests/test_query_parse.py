@@ -130,7 +130,6 @@ def text_at(sql: str, pos: int | None) -> str:
     ("SELECT *\nFROM t\nWHERE f.a = 1 +", "+"),
     ("SELECT * FROM t WHERE f.a = 'x;y'; SELECT 1", "; SELECT 1"),
     ("SELECT * FROM t WHERE f.a = 1 LIMIT 'x'", "'x'"),
-    ("SELECT * FROM t WHERE f.a", "f.a"),
     ("SELECT * FROM t WHERE f.a IN ()", "f.a"),
     ("SELECT f.* FROM t", "f.*"),
 ])

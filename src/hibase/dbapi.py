@@ -40,10 +40,12 @@ What it promises:
   Using a closed connection or cursor, closing a connection twice, and fetching when the last
   statement gave no rows (or none ran yet) raise ProgrammingError, as PEP 249 asks an Error.
 - ``Date``, ``Time``, ``Timestamp`` and their ``...FromTicks`` forms make ``datetime`` values
-  (PEP 249's constructors); hibase has no date or time column types yet, so as parameters they
-  are written as ISO 8601 text (``'2002-12-25'``, ``'13:45:30'``, ``'2002-12-25 13:45:30'``, as
-  sqlite3 stores them), fit for a VARCHAR column. ``DATETIME`` compares equal to the type codes
-  DATE, TIME and TIMESTAMP.
+  (PEP 249's constructors). Parameters may be ``datetime.date`` / ``time`` / ``datetime``,
+  ``decimal.Decimal`` and ``bool``, for DATE, TIME, TIMESTAMP, DECIMAL and BOOLEAN columns (a
+  date or time for a VARCHAR column is its ISO 8601 text, ``'2002-12-25 13:45:30'``, as
+  sqlite3 stores it; a bool for a number column 1 or 0); such columns read back as those
+  Python types. ``DATETIME`` compares equal to the type codes DATE, TIME and TIMESTAMP,
+  ``NUMBER`` to DECIMAL (and BOOLEAN).
 - ``nextset`` is not defined (PEP 249 makes it optional: hibase has no stored procedures nor
   statements with several result sets); ``setinputsizes`` / ``setoutputsize`` are the
   documented no-ops; ``callproc`` is not defined.
@@ -179,7 +181,8 @@ class _TypeObject:
 
 STRING = _TypeObject("VARCHAR", "CHAR", "PLAN")
 BINARY = _TypeObject("VARBINARY")
-NUMBER = _TypeObject("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "FLOAT", "DOUBLE", "NUMBER")
+NUMBER = _TypeObject("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "FLOAT", "DOUBLE", "NUMBER",
+                     "DECIMAL", "BOOLEAN")
 DATETIME = _TypeObject("DATE", "TIME", "TIMESTAMP")
 ROWID = _TypeObject("ROWKEY")
 
@@ -209,11 +212,7 @@ def TimestampFromTicks(ticks: float) -> datetime.datetime:  # noqa: N802
 
 
 def _param(v: Any) -> Any:
-    """A parameter as hibase takes it: a date, time or datetime as its ISO 8601 text."""
-    if isinstance(v, datetime.datetime):
-        return v.isoformat(" ")
-    if isinstance(v, (datetime.date, datetime.time)):
-        return v.isoformat()
+    """A parameter as hibase takes it (dates, times, Decimals and bools as they are)."""
     return v
 
 
@@ -236,7 +235,7 @@ def _type_code(t: Any) -> str:
         return "VARBINARY"
     if isinstance(t, str):  # EXPLAIN's plan lines
         return t.upper()
-    return SQL_TYPE_NAMES[t.name]
+    return SQL_TYPE_NAMES[t.name]  # DECIMAL(10,2) is DECIMAL: type codes are type names
 
 
 # -- connection and cursor -----------------------------------------------------------------------

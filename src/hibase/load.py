@@ -792,21 +792,33 @@ _LONG = codec.ColumnType("long")
 _DOUBLE = codec.ColumnType("double")
 _STRING = codec.ColumnType("string")
 _BYTES = codec.ColumnType("bytes")
+_DATE = codec.ColumnType("date")
+_TIMESTAMP = codec.ColumnType("timestamp")
+_BOOLEAN = codec.ColumnType("boolean")
 _LEADING_ZERO = re.compile(rb"[+-]?0[0-9]")
 
 
 class _Seen:
     """What the values of one input column allow so far."""
 
-    __slots__ = ("values", "long", "number", "utf8")
+    __slots__ = ("values", "long", "number", "utf8", "date", "timestamp", "boolean")
 
     def __init__(self) -> None:
         self.values, self.long, self.number, self.utf8 = 0, True, True, True
+        # ISO dates ('2024-01-02'), timestamps ('2024-01-02 13:45:00', dates among them) and
+        # true / false (any case) give DATE, TIMESTAMP and BOOLEAN columns
+        self.date = self.timestamp = self.boolean = True
 
     def add(self, raw: bytes, text: bool = False) -> None:
         """One stored value; `text`: a JSON string (or bool, object, array), text whatever it
         looks like."""
         self.values += 1
+        for kind, t in (("date", _DATE), ("timestamp", _TIMESTAMP), ("boolean", _BOOLEAN)):
+            if getattr(self, kind):
+                try:
+                    codec.decode_cell(t, raw)
+                except errors.ValueTypeError:
+                    setattr(self, kind, False)
         if self.number:
             if text or _LEADING_ZERO.match(raw):  # 007, 02134: identifiers, not numbers
                 self.number = self.long = False
@@ -835,6 +847,9 @@ class _Seen:
             return None
         if not self.utf8:
             return _BYTES
+        for kind, t in (("date", _DATE), ("timestamp", _TIMESTAMP), ("boolean", _BOOLEAN)):
+            if getattr(self, kind):
+                return t
         if self.number:
             return _LONG if self.long else _DOUBLE
         return _STRING

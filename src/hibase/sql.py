@@ -22,6 +22,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from contextlib import AbstractContextManager
+from decimal import Decimal
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from . import codec, errors
@@ -292,17 +293,17 @@ _ENGINE_TYPES: dict[str, Any] = {
     "TINYINT": codec.ColumnType("long"), "SMALLINT": codec.ColumnType("long"),
     "INTEGER": codec.ColumnType("long"), "BIGINT": codec.ColumnType("long"),
     "FLOAT": codec.ColumnType("double"), "DOUBLE": codec.ColumnType("double"),
-    "DECIMAL": codec.ColumnType("double"), "VARCHAR": codec.ColumnType("string")}
+    "DECIMAL": codec.ColumnType("decimal"), "VARCHAR": codec.ColumnType("string"),
+    "DATE": codec.ColumnType("date"), "TIME": codec.ColumnType("time"),
+    "TIMESTAMP": codec.ColumnType("timestamp"), "BOOLEAN": codec.ColumnType("boolean")}
 """DuckDB's result types as hibase's (others: "number", BLOB: None, bytes)."""
 
 
 # -- parameters of UPSERT VALUES ---------------------------------------------------------------
 
 def _value(v: Any, what: str) -> Any:
-    if v is None or isinstance(v, (str, bytes)):
-        return v
-    if isinstance(v, bool):
-        return int(v)
+    if v is None or isinstance(v, (str, bytes, bool, datetime.date, datetime.time, Decimal)):
+        return v  # a bool is 1 / 0 for a number column (_cell)
     if isinstance(v, int):
         return v
     if isinstance(v, float):
@@ -318,8 +319,10 @@ def _value(v: Any, what: str) -> Any:
             return None if f != f else f
     except Exception:  # pragma: no cover
         pass
-    raise errors.InvalidArgument(f"parameter {what} must be int, float, str, bytes or None, "
-                                 f"not {type(v).__name__}")
+    if type(v).__name__ == "bool_":  # numpy.bool_
+        return bool(v)
+    raise errors.InvalidArgument(f"parameter {what} must be int, float, str, bytes, bool, date, "
+                                 f"time, datetime, Decimal or None, not {type(v).__name__}")
 
 
 def _bind_rows(stmt: Upsert, params: Any) -> list[tuple]:
@@ -418,6 +421,11 @@ def _cell(schema: Any, col: bytes, v: Any) -> bytes:
     pandas or JSON) is written to an integer column as the integer it is, as SQL assigns a
     number to an INTEGER; a fractional one (7.5) is refused, not rounded."""
     t = schema.columns.get(col)
+    if isinstance(v, bool) and (t is None or t.name != "boolean"):
+        v = int(v)  # TRUE is 1 in a number column (SQLAlchemy's Boolean on an old table)
+    elif t is not None and t.name == "string" and isinstance(v, _TEXT_CLASSES):
+        # as sqlite3 keeps a date in a text column (pandas makes a Decimal column VARCHAR)
+        v = codec.iso_text(v) if not isinstance(v, Decimal) else format(v, "f")
     if t is not None:
         try:
             if type(v) is float and t.name in _INTS:
@@ -429,7 +437,15 @@ def _cell(schema: Any, col: bytes, v: Any) -> bytes:
         return v
     if isinstance(v, str):
         return v.encode("utf-8")
+    for kind, cls in _TEXT_KINDS:  # as a declared column's text cell would hold it
+        if isinstance(v, cls):
+            return codec.encode_cell(codec.ColumnType(kind), v)
     return repr(v).encode() if isinstance(v, float) else str(v).encode()
+
+
+_TEXT_KINDS = (("timestamp", datetime.datetime), ("date", datetime.date),
+               ("time", datetime.time), ("decimal", Decimal))
+_TEXT_CLASSES = (datetime.date, datetime.time, Decimal)
 
 
 def _write(db: Database, table: str, schema: Any, targets: list[bytes], rows: list[tuple],

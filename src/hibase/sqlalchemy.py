@@ -10,8 +10,9 @@ Registered by entry point (``sqlalchemy.dialects``: ``hibase``, ``hibase.thrift`
 does: ``text()`` statements as they are; Core SELECTs of one table (columns written without
 their table name, LIMIT/OFFSET as literals) and INSERTs compiled to Phoenix's UPSERT; CREATE
 TABLE / INDEX and DROP from Table and Index objects (types mapped to Phoenix's names: Integer
--> INTEGER, BigInteger -> BIGINT, Float -> DOUBLE, String/Text -> VARCHAR, LargeBinary ->
-VARBINARY, Boolean -> TINYINT); reflection of tables (the PRIMARY KEY column, the declared
+-> INTEGER, BigInteger -> BIGINT, Float -> DOUBLE, Numeric(p, s) -> DECIMAL(p, s), String/Text
+-> VARCHAR, LargeBinary -> VARBINARY, Boolean -> BOOLEAN, Date -> DATE, Time -> TIME,
+DateTime -> TIMESTAMP); reflection of tables (the PRIMARY KEY column, the declared
 columns: a column of the default family ``0`` by its qualifier, others as ``"f.q"``) and
 indexes. So ``pandas.read_sql`` and ``DataFrame.to_sql`` work (to_sql's table has no primary
 key: hibase makes a rowkey per row, which ``SELECT *`` does not show). There are no
@@ -41,6 +42,8 @@ _TYPES = {
     "byte": sqltypes.SmallInteger, "short": sqltypes.SMALLINT, "int": sqltypes.INTEGER,
     "long": sqltypes.BIGINT, "float": sqltypes.FLOAT, "double": sqltypes.DOUBLE,
     "string": sqltypes.VARCHAR, "char": sqltypes.CHAR, "bytes": sqltypes.VARBINARY,
+    "date": sqltypes.DATE, "time": sqltypes.TIME, "timestamp": sqltypes.TIMESTAMP,
+    "boolean": sqltypes.BOOLEAN, "decimal": sqltypes.DECIMAL,
 }
 
 
@@ -125,7 +128,13 @@ class HibaseDDLCompiler(compiler.DDLCompiler):
 
 class HibaseTypeCompiler(compiler.GenericTypeCompiler):
     def visit_BOOLEAN(self, type_: Any, **kw: Any) -> str:
-        return "TINYINT"
+        return "BOOLEAN"
+
+    def visit_DATETIME(self, type_: Any, **kw: Any) -> str:
+        return "TIMESTAMP"
+
+    def visit_TIMESTAMP(self, type_: Any, **kw: Any) -> str:
+        return "TIMESTAMP"
 
     def visit_FLOAT(self, type_: Any, **kw: Any) -> str:
         return "DOUBLE"
@@ -140,10 +149,12 @@ class HibaseTypeCompiler(compiler.GenericTypeCompiler):
         return "DOUBLE"
 
     def visit_NUMERIC(self, type_: Any, **kw: Any) -> str:
-        return "DOUBLE"
+        return self.visit_DECIMAL(type_, **kw)
 
     def visit_DECIMAL(self, type_: Any, **kw: Any) -> str:
-        return "DOUBLE"
+        if type_.precision is None:
+            return "DECIMAL"
+        return f"DECIMAL({type_.precision},{type_.scale or 0})"
 
     def visit_TEXT(self, type_: Any, **kw: Any) -> str:
         return "VARCHAR"
@@ -190,8 +201,8 @@ class HibaseDialect(default.DefaultDialect):
     supports_statement_cache = True
     supports_alter = False
     supports_sequences = False
-    supports_native_boolean = False
-    supports_native_decimal = False
+    supports_native_boolean = True
+    supports_native_decimal = True
     supports_default_values = False
     supports_default_metavalue = False
     supports_empty_insert = False
@@ -275,8 +286,11 @@ class HibaseDialect(default.DefaultDialect):
             out.append({"name": s.rowkey or "ROWKEY", "type": rtype, "nullable": False,
                         "default": None, "autoincrement": False})
         for col, t in s.columns.items():
-            sa_type = _TYPES[t.name]() if t.length is None else (
-                sqltypes.CHAR if t.fixed else sqltypes.VARCHAR)(t.length)  # CHAR(3), VARCHAR(50)
+            if t.precision is not None:
+                sa_type: Any = sqltypes.DECIMAL(t.precision, t.scale)
+            else:
+                sa_type = _TYPES[t.name]() if t.length is None else (
+                    sqltypes.CHAR if t.fixed else sqltypes.VARCHAR)(t.length)  # CHAR(3)
             out.append({"name": label(col, s), "type": sa_type, "nullable": True,
                         "default": None, "autoincrement": False})
         return out

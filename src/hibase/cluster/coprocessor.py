@@ -34,7 +34,8 @@ __all__ = ["OBSERVER", "CODEC", "coprocessor_jar", "check_codec_vectors", "SOURC
 
 OBSERVER = "io.hibase.IndexObserver"
 CODEC = "io.hibase.HibaseCodec"
-SOURCES = ("java/io/hibase/HibaseCodec.java", "java/io/hibase/IndexObserver.java")
+SOURCES = ("java/io/hibase/HibaseCodec.java", "java/io/hibase/DecimalCodec.java",
+           "java/io/hibase/TemporalCodec.java", "java/io/hibase/IndexObserver.java")
 
 
 def _sources() -> list[tuple[str, bytes]]:

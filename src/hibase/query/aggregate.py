@@ -47,7 +47,7 @@ from .prepare import check_columns, prepare, types_of
 
 __all__ = ["run", "explain"]
 
-_NUMERIC = frozenset({"byte", "short", "int", "long", "float", "double"})
+_NUMERIC = frozenset({"byte", "short", "int", "long", "float", "double", "decimal"})
 _COUNT_STAR = Agg("COUNT")
 
 

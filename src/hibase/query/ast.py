@@ -11,10 +11,12 @@ type (bytes for the rowkey and for undeclared columns).
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Callable, Iterator, Union
 
-from ..codec import SQL_TYPE_NAMES, ColumnType
+from ..codec import SQL_TYPE_NAMES, ColumnType, sql_literal, sql_type_name
 
 __all__ = [
     "ROWKEY", "Value", "Column", "Compare", "Between", "In", "Like", "NotLike", "IsNull",
@@ -28,7 +30,9 @@ __all__ = [
 ROWKEY = b"ROWKEY"
 """The name of the rowkey pseudo-column (``Column(ROWKEY)``); it compares as raw bytes."""
 
-Value = Union[int, float, str, bytes]
+Value = Union[int, float, str, bytes, bool, datetime.date, datetime.time, Decimal]
+"""A literal: a number, 'string', X'bytes', TRUE / FALSE, DATE / TIME / TIMESTAMP '...' (a
+datetime.datetime is a TIMESTAMP) or an exact DECIMAL."""
 
 COMPARE_OPS = ("=", "<>", "<", "<=", ">", ">=")
 NEGATED_OP = {"=": "<>", "<>": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
@@ -45,6 +49,8 @@ def format_value(v: Value) -> str:
     """A literal as SQL text: 'it''s' for str, X'00ff' for bytes, the number for numbers."""
     if isinstance(v, Param):
         return str(v)
+    if isinstance(v, (bool, datetime.date, datetime.time, Decimal)):
+        return sql_literal(v, 1 << 30)
     if isinstance(v, str):
         return "'" + v.replace("'", "''") + "'"
     if isinstance(v, (bytes, bytearray)):  # text shown as text, other bytes as hex
@@ -87,7 +93,7 @@ class Column:
         name = self.name.decode("utf-8", "backslashreplace")
         if self.cast is None:
             return name
-        return f"CAST({name} AS {SQL_TYPE_NAMES[self.cast.name]})"
+        return f"CAST({name} AS {sql_type_name(self.cast)})"
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,15 @@ the whole statement, so an index built with that type still answers (``resolve_c
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import math
+from decimal import Decimal
 from typing import Any, Mapping
 
-from ..codec import SQL_TYPE_NAMES, ColumnType, decode_cell
+from ..codec import (
+    SQL_TYPE_NAMES, ColumnType, decode_cell, encode_cell, parse_timestamp,
+)
 from ..errors import QueryPlanError, ValueTypeError
 from .ast import Column
 
@@ -45,7 +50,7 @@ def result_type(column: Column) -> ColumnType:
     binary column is not binary)."""
     if column.cast is None:
         raise ValueError(f"{column} is not a CAST")
-    return ColumnType(column.cast.name)
+    return dataclasses.replace(column.cast, binary=False)
 
 
 def _fail(value: Any, target: ColumnType, why: str) -> ValueTypeError:
@@ -68,7 +73,15 @@ def _number(text: str, value: Any, target: ColumnType) -> int | float:
     return f
 
 
+_KINDS = (("boolean", bool), ("timestamp", datetime.datetime), ("date", datetime.date),
+          ("time", datetime.time), ("decimal", Decimal))
+"""The column type whose text cell a Python value of the class is written as."""
+
+
 def _text(value: Any) -> str:
+    for kind, cls in _KINDS:
+        if isinstance(value, cls):
+            return encode_cell(ColumnType(kind), value).decode("ascii")
     if isinstance(value, float):
         if value == int(value) and abs(value) < 1e16:
             return f"{value:.1f}"  # 30.0, as SQLite and Phoenix print it
@@ -95,6 +108,14 @@ def convert(value: Any, source: ColumnType | None, target: ColumnType) -> Any:
             value = bytes(value).decode("utf-8")
         except UnicodeDecodeError:
             raise _fail(value, target, "not UTF-8 text") from None
+    if name in _NEW:
+        return _new(value, target)
+    if isinstance(value, (datetime.date, datetime.time)):
+        if name in ("string", "char"):
+            return _text(value)
+        raise _fail(value, target, f"a {type(value).__name__} is not a number")
+    if isinstance(value, bool) and name in INT_RANGES:
+        return int(value)
     if name in INT_RANGES:
         if isinstance(value, str):
             value = _number(value, value, target)
@@ -121,3 +142,43 @@ def convert(value: Any, source: ColumnType | None, target: ColumnType) -> Any:
     if name == "bytes":
         return _text(value).encode("utf-8")
     raise QueryPlanError(f"CAST to {SQL_TYPE_NAMES.get(name, name)} is not supported")
+
+
+_NEW = frozenset(("date", "time", "timestamp", "decimal", "boolean"))
+
+
+def _new(value: Any, target: ColumnType) -> Any:
+    """CAST to DATE, TIME, TIMESTAMP, DECIMAL or BOOLEAN: a string is read as the type's text
+    (a DATE also takes a timestamp's text, keeping its date, as DuckDB does); a TIMESTAMP
+    gives its date or time; a number its BOOLEAN (non-zero is TRUE) or DECIMAL (rounded half
+    up to the scale)."""
+    name = target.name
+    if isinstance(value, str):
+        text = value.strip()
+        if name == "date" and len(text) > 10:
+            value = text  # read below as a timestamp, then its date
+        else:
+            try:
+                return decode_cell(dataclasses.replace(target, binary=False),
+                                   text.encode("utf-8"))
+            except ValueTypeError:
+                if name != "date":
+                    raise _fail(value, target, f"not a {SQL_TYPE_NAMES[name]}") from None
+                value = text
+        try:
+            value = parse_timestamp(value)
+        except ValueError:
+            raise _fail(value, target, f"not a {SQL_TYPE_NAMES[name]}") from None
+    if name == "boolean":
+        if isinstance(value, (bool, int, float, Decimal)):
+            return bool(value)
+        raise _fail(value, target, "not a BOOLEAN")
+    if name == "decimal" and isinstance(value, bool):
+        value = int(value)
+    if name in ("date", "time") and isinstance(value, datetime.datetime):
+        value = value.date() if name == "date" else value.time()
+    try:
+        return decode_cell(dataclasses.replace(target, binary=False),
+                           encode_cell(dataclasses.replace(target, binary=False), value))
+    except ValueTypeError as e:
+        raise _fail(value, target, str(e).rpartition(": ")[2]) from None

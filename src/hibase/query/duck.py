@@ -93,7 +93,8 @@ def run(stmt: EngineStatement, params: Any, store: Any, indexer: Any,
         sql = to_duckdb(tree, views)
         cur = con.execute(sql, values) if values else con.execute(sql)
         description = cur.description or []
-        rows = [tuple(_value(v) for v in row) for row in cur.fetchall()]
+        exact = any(k.startswith("DECIMAL") for v in views.values() for k in v.values())
+        rows = [tuple(_value(v, exact) for v in row) for row in cur.fetchall()]
     except duckdb.ParserException as e:
         raise QuerySyntaxError(f"DuckDB: {_message(e)}") from None
     except (duckdb.Error, RuntimeError) as e:
@@ -183,10 +184,10 @@ def _first_select(tree: Any) -> exp.Select:
     return tree
 
 
-def _value(v: Any) -> Any:
-    """A DuckDB value as hibase returns it: DECIMAL (a literal like 1.5 in arithmetic) as
-    float, hibase having no DECIMAL type."""
-    return float(v) if isinstance(v, Decimal) else v
+def _value(v: Any, exact: bool) -> Any:
+    """A DuckDB value as hibase returns it: a DECIMAL as float (DuckDB reads a literal like 1.5
+    as one, SQLite as a REAL) unless the statement reads a DECIMAL column (``exact``)."""
+    return float(v) if isinstance(v, Decimal) and not exact else v
 
 
 def _message(e: Exception) -> str:

@@ -5,7 +5,9 @@ statement reads (all for a ``*``) and the conjuncts pushed down to it, so indexe
 ranges and the native scan do the filtering. ``register`` turns its rows into typed columns
 (a pandas DataFrame of nullable arrays) and makes them a view named after the table: the
 rowkey as ``ROWKEY``, each column as ``"family:qualifier"`` with its declared type
-(``DUCK_TYPES``: long -> BIGINT, double -> DOUBLE, string -> VARCHAR, ...). A cell that does
+(``DUCK_TYPES``: long -> BIGINT, double -> DOUBLE, string -> VARCHAR, date -> DATE, decimal(p,s)
+-> DECIMAL(p,s), plain decimal -> DECIMAL(38, s) with the scale its values need, or DOUBLE past
+38 digits, ...). A cell that does
 not read as its declared type is NULL, as on the lean path; an undeclared column is VARCHAR
 when all its cells are UTF-8 text, else BLOB; the rowkey is VARCHAR when declared so, else
 BLOB.
@@ -28,8 +30,9 @@ __all__ = ["DUCK_TYPES", "lean_select", "view_columns", "register"]
 
 DUCK_TYPES = {"byte": "TINYINT", "short": "SMALLINT", "int": "INTEGER", "long": "BIGINT",
               "float": "FLOAT", "double": "DOUBLE", "string": "VARCHAR", "char": "VARCHAR",
-              "bytes": "BLOB"}
-"""Each hibase column type as DuckDB's."""
+              "bytes": "BLOB", "date": "DATE", "time": "TIME", "timestamp": "TIMESTAMP",
+              "boolean": "BOOLEAN", "decimal": "DECIMAL(38,10)"}
+"""Each hibase column type as DuckDB's (a DECIMAL's: see decimal_type)."""
 
 _NUMPY = {"TINYINT": "int8", "SMALLINT": "int16", "INTEGER": "int32", "BIGINT": "int64",
           "FLOAT": "float32", "DOUBLE": "float64"}
@@ -72,7 +75,7 @@ def duck_type(use: TableUse, column: bytes, values: list | None = None) -> str:
         return "VARCHAR" if t is not None and t.name == "string" else "BLOB"
     t = schema.columns.get(column)
     if t is not None:
-        return DUCK_TYPES[t.name]
+        return decimal_type(t, values) if t.name == "decimal" else DUCK_TYPES[t.name]
     if values is None:
         return "VARCHAR"
     try:
@@ -82,6 +85,23 @@ def duck_type(use: TableUse, column: bytes, values: list | None = None) -> str:
     except UnicodeDecodeError:
         return "BLOB"
     return "VARCHAR"
+
+
+def decimal_type(t: codec.ColumnType, values: list | None = None) -> str:
+    """DuckDB's type for a DECIMAL column: DECIMAL(p,s) as declared; for a plain DECIMAL
+    (``values``: its decoded values, when read) DECIMAL(38, s) with the largest scale among
+    them, or DOUBLE when their digits do not fit 38."""
+    if t.precision is not None:
+        return f"DECIMAL({t.precision},{t.scale})"
+    if values is None:
+        return DUCK_TYPES["decimal"]
+    whole = scale = 0
+    for v in values:
+        if v is not None:
+            _, digits, exp = v.as_tuple()
+            scale = max(scale, -exp)
+            whole = max(whole, len(digits) + exp)
+    return f"DECIMAL(38,{scale})" if whole + scale <= 38 else "DOUBLE"
 
 
 def _decoded(use: TableUse, column: bytes, rows: list[tuple[bytes, dict]]) -> tuple[list, str]:
@@ -108,7 +128,7 @@ def _decoded(use: TableUse, column: bytes, rows: list[tuple[bytes, dict]]) -> tu
             out.append(decode(t, v))
         except ValueTypeError:  # a cell that does not read as its type is NULL
             out.append(None)
-    return out, DUCK_TYPES[t.name]
+    return out, decimal_type(t, out) if t.name == "decimal" else DUCK_TYPES[t.name]
 
 
 def _array(values: list, kind: str) -> Any:

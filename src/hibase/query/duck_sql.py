@@ -13,6 +13,10 @@ Rules, in order, each pinned by tests/test_sql_engine.py:
 3. **CAST to an integer type truncates**: ``CAST(2.7 AS INTEGER)`` is 2 and of -2.7 is -2 in
    Phoenix (Java's narrowing); DuckDB rounds (3, -3). A cast of a DOUBLE / FLOAT / DECIMAL
    operand to an integer type becomes ``CAST(TRUNC(x) AS type)``.
+4. **Phoenix's TO_DATE, TO_TIMESTAMP, TO_TIME** (DuckDB has none of them by these names or
+   meanings): ``TO_DATE(s)`` is ``CAST(CAST(s AS TIMESTAMP) AS DATE)``, and with a Java
+   date format, ``TO_DATE(s, 'yyyy-MM-dd HH:mm')``, DuckDB's ``strptime`` with the format
+   translated (``_java_format``: yyyy, yy, MM, dd, HH, mm, ss, SSS; quoted text kept).
 """
 
 from __future__ import annotations
@@ -83,6 +87,10 @@ def to_duckdb(tree: exp.Expression, views: Mapping[str, Mapping[str, str]]) -> s
     schema = MappingSchema({name: dict(cols) for name, cols in views.items()},
                            dialect="duckdb", normalize=False)
     try:
+        for fn in list(tree.find_all(exp.Anonymous)):
+            target = _TO_TYPES.get(str(fn.name).upper())
+            if target is not None:
+                fn.replace(_to_type(fn, target))
         annotate_types(tree, schema=schema, dialect="duckdb")
         for cast in list(tree.find_all(exp.Cast)):
             to = cast.args.get("to")
@@ -92,6 +100,52 @@ def to_duckdb(tree: exp.Expression, views: Mapping[str, Mapping[str, str]]) -> s
         return tree.sql(dialect="duckdb")
     except SqlglotError as e:
         raise QueryPlanError(f"cannot write the statement for the SQL engine: {e}") from None
+
+
+_TO_TYPES = {"TO_DATE": "DATE", "TO_TIMESTAMP": "TIMESTAMP", "TO_TIME": "TIME"}
+
+
+def _to_type(fn: exp.Anonymous, target: str) -> exp.Expression:
+    """Phoenix's TO_DATE / TO_TIMESTAMP / TO_TIME(text[, Java format]) as DuckDB's (rule 4)."""
+    args = fn.expressions
+    if not 1 <= len(args) <= 2:
+        raise QueryPlanError(f"{fn.name.upper()} takes a string and an optional format")
+    if len(args) == 1:
+        value: exp.Expression = exp.cast(args[0].copy(), "TIMESTAMP")
+    else:
+        fmt = args[1]
+        if not (isinstance(fmt, exp.Literal) and fmt.is_string):
+            raise QueryPlanError(f"{fn.name.upper()}'s format must be a string literal")
+        value = cast(exp.Expression, exp.func("strptime", args[0].copy(),
+                                              exp.Literal.string(_java_format(fmt.this))))
+    return exp.cast(value, target) if target != "TIMESTAMP" else value
+
+
+_JAVA = [("yyyy", "%Y"), ("yy", "%y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"),
+         ("mm", "%M"), ("ss", "%S"), ("SSS", "%g"), ("%", "%%")]
+
+
+def _java_format(fmt: str) -> str:
+    """A Java SimpleDateFormat pattern (the common letters) as strptime's."""
+    out, i = [], 0
+    while i < len(fmt):
+        if fmt[i] == "'":  # 'quoted' literal text; '' is a quote
+            end = fmt.find("'", i + 1)
+            out.append("'" if end == i + 1 else fmt[i + 1:end if end > 0 else len(fmt)])
+            i = len(fmt) if end < 0 else end + 1
+            continue
+        for java, c in _JAVA:
+            if fmt.startswith(java, i):
+                out.append(c)
+                i += len(java)
+                break
+        else:
+            if fmt[i].isalpha():
+                raise QueryPlanError(f"date format letter {fmt[i]!r} is not supported "
+                                     "(yyyy, yy, MM, dd, HH, mm, ss, SSS)")
+            out.append(fmt[i])
+            i += 1
+    return "".join(out)
 
 
 _lock = threading.Lock()

@@ -6,8 +6,10 @@ here, never spliced into SQL text, so a value can hold any character and is alwa
 
 from __future__ import annotations
 
+import datetime
 import functools
 import math
+from decimal import Decimal
 from typing import Any, Mapping, Sequence, cast
 
 from ..errors import InvalidArgument
@@ -38,10 +40,17 @@ def _found(where: Any, having: Any) -> tuple[Param, ...]:
     return tuple(params_of(where) + params_of(having))
 
 
+_KINDS = (int, float, str, bytes, datetime.date, datetime.time, Decimal)
+
+
 def _check(value: Any, what: str) -> Value:
-    if isinstance(value, bool) or not isinstance(value, (int, float, str, bytes)):
-        raise InvalidArgument(f"parameter {what} must be int, float, str or bytes, not "
-                              f"{type(value).__name__}")
+    if type(value).__name__ == "bool_":  # numpy.bool_
+        value = bool(value)
+    if not isinstance(value, _KINDS):  # a bool is an int here
+        raise InvalidArgument(f"parameter {what} must be int, float, str, bytes, bool, date, "
+                              f"time, datetime or Decimal, not {type(value).__name__}")
+    if isinstance(value, Decimal) and not value.is_finite():
+        raise InvalidArgument(f"parameter {what} is {value}, which compares with nothing")
     if isinstance(value, float) and math.isnan(value):
         raise InvalidArgument(f"parameter {what} is NaN, which compares with nothing")
     if isinstance(value, bytes):

@@ -19,7 +19,7 @@ import sqlglot
 from sqlglot import exp, tokens
 from sqlglot.errors import ParseError, TokenError
 
-from ..codec import ColumnType, type_from_name
+from ..codec import ColumnType, parse_date, parse_time, parse_timestamp, type_from_name
 from ..errors import NeedsEngine, QueryPlanError, QuerySyntaxError, SchemaError
 from .ast import (
     FALSE, FLIPPED_OP, ROWKEY, SQL_TYPE_NAMES, TRUE, UNKNOWN, Agg, And, Between, Casts, Column, Compare,
@@ -547,6 +547,11 @@ def _literal(node: exp.Expression) -> Value | None:
         if isinstance(v, Param):
             raise QueryPlanError("write -? as a negative parameter value instead")
         return -v if isinstance(v, (int, float)) else None
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) \
+            and node.this.is_string and isinstance(node.to, exp.DataType):
+        return _typed_literal(node)
     if not isinstance(node, exp.Literal):
         return None
     if node.is_string:
@@ -565,11 +570,30 @@ def _literal(node: exp.Expression) -> Value | None:
     return f
 
 
+_TYPED_LITERALS: dict[Any, Any] = {
+    exp.DataType.Type.DATE: parse_date, exp.DataType.Type.TIME: parse_time,
+    exp.DataType.Type.TIMESTAMP: parse_timestamp, exp.DataType.Type.DATETIME: parse_timestamp}
+
+
+def _typed_literal(node: exp.Cast) -> Value | None:
+    """``DATE '2024-01-02'``, ``TIME '12:00:00'``, ``TIMESTAMP '2024-01-02 12:00:00'`` (also
+    written CAST('...' AS DATE)) as their Python values; other casts of a string: None."""
+    read = _TYPED_LITERALS.get(node.to.this)
+    if read is None:
+        return None
+    try:
+        return read(node.this.this)
+    except ValueError as e:
+        raise QuerySyntaxError(str(e), node.meta.get("start")) from None
+
+
 # Phoenix's type names (as sqlglot reads them) -> hibase's column types
 _CAST_TYPES = {
     "TINYINT": "byte", "SMALLINT": "short", "INT": "int", "BIGINT": "long", "FLOAT": "float",
     "DOUBLE": "double", "VARCHAR": "string", "NVARCHAR": "string", "TEXT": "string",
     "CHAR": "string", "NCHAR": "string", "VARBINARY": "bytes", "BINARY": "bytes",
+    "DATE": "date", "TIME": "time", "TIMESTAMP": "timestamp", "DATETIME": "timestamp",
+    "DECIMAL": "decimal", "BOOLEAN": "boolean",
 }
 
 
@@ -590,6 +614,11 @@ def _cast(node: exp.Cast, offset: int) -> tuple[Column, ColumnType]:
         known = ", ".join(dict.fromkeys(SQL_TYPE_NAMES.values()))
         _unsupported(f"CAST to {to.sql() if to is not None else '?'} is not supported "
                      f"(types: {known})", node, offset)
+    if name == "decimal" and to is not None and to.expressions:  # DECIMAL(p[, s])
+        try:
+            return column, type_from_name(f"decimal({','.join(e.sql() for e in to.expressions)})")
+        except SchemaError as e:
+            _unsupported(str(e), node, offset)
     return column, ColumnType(name)
 
 
@@ -598,6 +627,8 @@ def _casts(tree: exp.Expression, offset: int) -> Casts:
     order (``cast.resolve_casts`` decides, with the schema, what each one means)."""
     found: dict[tuple[bytes, ColumnType], None] = {}
     for node in tree.find_all(exp.Cast):
+        if _literal(node) is not None:  # DATE '2024-01-02': a typed literal
+            continue
         column, t = _cast(node, offset)
         found[(column.name, t)] = None
     return tuple(found)
@@ -678,7 +709,9 @@ def _condition(node: exp.Expression, offset: int) -> Node:
         return Not(pred) if node.args.get("negate") else pred
     if isinstance(node, exp.Is):
         return IsNull(_is_null_column(node, offset))
-    if isinstance(node, (exp.Column, exp.Literal, exp.Neg)):
+    if isinstance(node, exp.Column):  # a BOOLEAN column alone: col = TRUE (others refuse it)
+        return Compare(_column(node, offset), "=", True)
+    if isinstance(node, (exp.Literal, exp.Neg)):
         _syntax(f"expected a condition, got {node.sql()!r}", node, offset)
     if isinstance(node, exp.Query) or node.find(exp.Query):
         _beyond(_SUBQUERY, node, offset)

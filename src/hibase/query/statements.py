@@ -32,7 +32,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Union
 
-from ..codec import MAX_LENGTH, ColumnType, parse_type, type_from_name
+from ..codec import (
+    MAX_LENGTH, ColumnType, parse_date, parse_time, parse_timestamp, parse_type, type_from_name,
+)
 from ..errors import NeedsEngine, QueryError, QueryPlanError, QuerySyntaxError, SchemaError
 from .ast import ROWKEY, Param, Select
 from .parse import check_size, parse_select
@@ -360,13 +362,24 @@ class _Parser:
         if t.word == "NULL":
             self.i += 1
             return None
-        if t.word in ("TRUE", "FALSE"):
+        if t.word in ("TRUE", "FALSE"):  # a bool: 1 / 0 for a number column (sql._cell)
             self.i += 1
-            return 1 if t.word == "TRUE" else 0
+            return t.word == "TRUE"
+        if t.word in _TYPED and self.toks[self.i + 1].kind == "str":  # DATE '2024-01-02'
+            s = self.toks[self.i + 1]
+            self.i += 2
+            try:
+                return _TYPED[t.word](s.text)
+            except ValueError as e:
+                raise self.fail(str(e), s) from None
         if t.kind == "op" and t.text == "(" and self.toks[self.i + 1].word == "SELECT":
             raise self.fail("a subquery is not supported in VALUES (they take literals): "
                             "write UPSERT INTO t (cols) SELECT ... to write a query's rows")
         raise self.unexpected("a literal value (number, 'string', X'hex', NULL, ?, :name)")
+
+
+_TYPED = {"DATE": parse_date, "TIME": parse_time, "TIMESTAMP": parse_timestamp}
+"""Typed literals of VALUES: the keyword and how its string reads."""
 
 
 # -- statements --------------------------------------------------------------------------------
@@ -383,12 +396,26 @@ def _type(p: _Parser) -> ColumnType:
     name = p.ident("a type name")
     if t.kind != "id":
         raise p.fail(f"expected a type name, got {name!r}", t)
-    if name.upper() in ("UNSIGNED_INT", "UNSIGNED_LONG", "DECIMAL", "NUMERIC", "BOOLEAN",
-                        "DATE", "TIME", "TIMESTAMP"):
-        raise p.fail(f"type {name.upper()} is not supported (types: TINYINT, SMALLINT, "
-                     "INTEGER, BIGINT, FLOAT, DOUBLE, CHAR, VARCHAR, VARBINARY)", t)
+    if name.upper() in ("UNSIGNED_INT", "UNSIGNED_LONG"):
+        raise p.fail(f"type {name.upper()} is not supported (types: {_TYPES})", t)
     if name.upper() == "DOUBLE" and p.accept("PRECISION"):
         pass
+    if name.upper() in ("DECIMAL", "NUMERIC") and p.op("("):  # DECIMAL(p[, s])
+        nums = []
+        while True:
+            n = p.tok
+            if n.kind != "num" or not n.text.isdigit():
+                raise p.unexpected(f"the precision and scale of {name.upper()}(p, s)")
+            p.next()
+            nums.append(int(n.text))
+            if p.op(")"):
+                break
+            if len(nums) == 2 or not p.op(","):
+                raise p.unexpected("')'")
+        try:
+            return parse_type(f"decimal({','.join(map(str, nums))})")
+        except SchemaError as e:
+            raise p.fail(str(e), n) from None
     if name.upper() in ("CHAR", "VARCHAR") and p.op("("):  # a length kept (ColumnType.length)
         n = p.tok
         if n.kind != "num" or not n.text.isdigit():
@@ -406,8 +433,11 @@ def _type(p: _Parser) -> ColumnType:
     try:
         return type_from_name(name)
     except SchemaError:
-        raise p.fail(f"unknown type {name!r} (types: TINYINT, SMALLINT, INTEGER, BIGINT, "
-                     "FLOAT, DOUBLE, CHAR, VARCHAR, VARBINARY)", t) from None
+        raise p.fail(f"unknown type {name!r} (types: {_TYPES})", t) from None
+
+
+_TYPES = ("TINYINT, SMALLINT, INTEGER, BIGINT, FLOAT, DOUBLE, DECIMAL(p,s), BOOLEAN, DATE, "
+          "TIME, TIMESTAMP, CHAR, VARCHAR, VARBINARY")
 
 
 def _create_table(p: _Parser) -> CreateTable:

@@ -16,6 +16,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 public final class HibaseCodec {
@@ -30,19 +32,59 @@ public final class HibaseCodec {
   public static final class Type {
     public final String name;
     public final boolean binary;
+    /** DECIMAL(p, s)'s; -1 for a plain DECIMAL and the other types. */
+    public final int precision, scale;
 
-    public Type(String name, boolean binary) { this.name = name; this.binary = binary; }
+    public Type(String name, boolean binary) { this(name, binary, -1, -1); }
+
+    public Type(String name, boolean binary, int precision, int scale) {
+      this.name = name;
+      this.binary = binary;
+      this.precision = precision;
+      this.scale = scale;
+    }
+
+    /** codec.TYPE_NAMES: the types this codec keys. */
+    static final List<String> NAMES = Arrays.asList("char", "byte", "short", "int", "long",
+        "float", "double", "string", "bytes", "date", "time", "timestamp", "decimal", "boolean");
+    private static final Pattern SPEC = Pattern.compile(
+        "([a-z]+)(?:\\(\\s*([0-9]{1,10})\\s*(?:,\\s*([0-9]{1,10})\\s*)?\\))?(\\s+binary)?");
 
     /** "long", "long binary", "string(50)" (VARCHAR(50)) and "char(3)" (CHAR(3)): strings,
-     *  their length checked by the writer, not here. */
+     *  their length checked by the writer, not here; "decimal(10,2)" ("numeric" too).
+     *  IllegalArgumentException for a type this codec does not know: a key computed for it
+     *  would not be Python's. */
     public static Type parse(String spec) {
-      String[] p = spec.trim().toLowerCase().split("\\s+");
-      boolean binary = p.length == 2 && p[1].equals("binary");
-      int paren = p[0].indexOf('(');
-      if (paren > 0 && p[0].endsWith(")")) {  // a declared length: checked on write, not here
-        return new Type("string", binary);
+      Matcher m = SPEC.matcher(spec.trim().toLowerCase(Locale.ROOT));
+      if (!m.matches()) throw unknown(spec);
+      String name = m.group(1).equals("numeric") ? "decimal" : m.group(1);
+      boolean binary = m.group(4) != null;
+      if (!NAMES.contains(name)) throw unknown(spec);
+      if (m.group(2) == null) return new Type(name, binary);
+      long n = Long.parseLong(m.group(2));
+      if ((name.equals("string") || name.equals("char")) && m.group(3) == null
+          && n >= 1 && n <= Integer.MAX_VALUE) {
+        return new Type("string", binary);  // a declared length: checked on write, not here
       }
-      return new Type(p[0], binary);
+      long sc = m.group(3) == null ? 0 : Long.parseLong(m.group(3));
+      if (name.equals("decimal") && n >= 1 && n <= DecimalCodec.MAX_PRECISION
+          && sc >= 0 && sc <= n) {
+        return new Type(name, binary, (int) n, (int) sc);
+      }
+      throw unknown(spec);
+    }
+
+    private static IllegalArgumentException unknown(String spec) {
+      return new IllegalArgumentException("column type '" + spec + "' is unknown to this "
+          + "hibase coprocessor (valid: " + String.join(", ", NAMES) + ", string(n), char(n), "
+          + "decimal(p,s), optionally followed by ' binary')");
+    }
+
+    /** As codec.ColumnType's str(): "decimal(10,2) binary"; "string" for a VARCHAR(n). */
+    @Override
+    public String toString() {
+      String base = precision >= 0 ? "decimal(" + precision + "," + scale + ")" : name;
+      return binary ? base + " binary" : base;
     }
   }
 
@@ -99,14 +141,44 @@ public final class HibaseCodec {
         return escape(raw);
       case "bytes":
         return escape(raw);
+      case "boolean":
+        return new byte[] {bool(t, raw) ? (byte) 1 : (byte) 0};
+      case "date":
+      case "time":
+      case "timestamp":
+        return TemporalCodec.cellKey(t, raw);
+      case "decimal":
+        return DecimalCodec.cellKey(t, raw);
       default:
         throw bad(t, raw, "unknown type " + t.name);
     }
   }
 
-  private static Malformed bad(Type t, byte[] raw, String why) {
-    return new Malformed("invalid " + t.name + (t.binary ? " binary" : "") + " value "
-        + hex(raw) + ": " + why);
+  static Malformed bad(Type t, byte[] raw, String why) {
+    return new Malformed("invalid " + t + " value " + hex(raw) + ": " + why);
+  }
+
+  /** A BOOLEAN cell: 'true' / 'false' in any case (ASCII); binary one byte, any non-zero byte
+   *  true (Bytes.toBoolean). */
+  private static boolean bool(Type t, byte[] raw) throws Malformed {
+    if (t.binary) {
+      if (raw.length != 1) throw bad(t, raw, "expected 1 byte");
+      return raw[0] != 0;
+    }
+    if (asciiIgnoreCase(raw, "true")) return true;
+    if (asciiIgnoreCase(raw, "false")) return false;
+    throw bad(t, raw, "not a boolean (true or false)");
+  }
+
+  /** raw equals the lower-case ASCII word w, ASCII letters in any case (Python's bytes.lower). */
+  private static boolean asciiIgnoreCase(byte[] raw, String w) {
+    if (raw.length != w.length()) return false;
+    for (int i = 0; i < raw.length; i++) {
+      int b = raw[i] & 0xff;
+      if (b >= 'A' && b <= 'Z') b += 'a' - 'A';
+      if (b != w.charAt(i)) return false;
+    }
+    return true;
   }
 
   private static String utf8(Type t, byte[] raw) throws Malformed {
@@ -374,6 +446,7 @@ public final class HibaseCodec {
 
   /** Check a vector file written by tests/test_coprocessor.py (one case a line):
    *    cell TYPE BINARY(0|1) RAWHEX EXPECT          EXPECT: key hex, "null" (NaN), "error"
+   *    type SPEC EXPECT                              Type.parse(SPEC).toString(), or "error"
    *    key ALIAS NULLALIAS|~ TYPE,TYPE.. CELL,CELL.. EXISTS(0|1) EXPECT   CELL: hex or ~
    *                                                  (valueKeyLenient: a bad cell is NULL)
    *    pack ITEM,ITEM.. EXPECT                       ITEM: hex, ~ (None), N*HEX (a byte N
@@ -400,6 +473,13 @@ public final class HibaseCodec {
               byte[] k = cellKey(t, raw);
               got = k == null ? "null" : hex(k);
             } catch (Malformed e) {
+              got = "error";
+            }
+          } else if (a[0].equals("type")) {
+            want = a[2];
+            try {
+              got = Type.parse(a[1].replace('_', ' ')).toString().replace(' ', '_');
+            } catch (IllegalArgumentException e) {
               got = "error";
             }
           } else if (a[0].equals("key")) {

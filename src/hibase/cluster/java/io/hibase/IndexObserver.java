@@ -325,7 +325,17 @@ public class IndexObserver implements RegionCoprocessor, RegionObserver {
     JsonArray types = o.getAsJsonArray("types");
     s.types = new HibaseCodec.Type[types.size()];
     for (int i = 0; i < s.types.length; i++) {
-      s.types[i] = HibaseCodec.Type.parse(types.get(i).getAsString());
+      try {
+        s.types[i] = HibaseCodec.Type.parse(types.get(i).getAsString());
+      } catch (IllegalArgumentException e) {
+        // a type this jar cannot key (a newer hibase made the index): keeping the index with
+        // wrong or missing entries would give wrong answers, skipping it would leave it stale
+        // unnoticed; so the table's writes fail (preBatchMutate: DoNotRetryIOException) until
+        // the jar is updated or the index dropped
+        LOG.error("hibase index {}: {}; writes refused", s.name, e.getMessage());
+        throw new IllegalStateException("hibase index " + s.name + ": " + e.getMessage()
+            + "; update the coprocessor jar (hibase cluster coprocessor)", e);
+      }
     }
     s.local = o.get("local").getAsBoolean();
     s.building = state.equals("building");
