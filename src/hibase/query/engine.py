@@ -99,14 +99,15 @@ def select_rows(select: Select, store, indexer, range_method: str = "auto",
 
 def explain(select: Select, store, indexer, range_method: str = "auto",
             full_scan: bool = False, params: Any = None) -> str:
-    """The plan of a query as text (EXPLAIN)."""
-    select = _resolved(bind(select, params), store)
+    """The plan of a query as text (EXPLAIN): the plan it runs by (of its shape, planned
+    with these values)."""
+    select = _resolved(select, store)
     if select.computed:
         select = _fetching_sources(select)
     if _shaped(select):
-        return aggregate.explain(select, store, indexer, range_method, full_scan)
-    plan = prepare(select, store, indexer, range_method, full_scan)[0]
-    route = fast.routable(select, store, plan) if select.where is not None else None
+        return aggregate.explain(bind(select, params), store, indexer, range_method, full_scan)
+    plan = prepare(select, store, indexer, range_method, full_scan, params)[0]
+    route = fast.routable(plan.select, store, plan) if select.where is not None else None
     text = plan.explain()
     return text if route is None else "\n".join([text.splitlines()[0]] + fast.describe(route)
                                                  + text.splitlines()[1:])
