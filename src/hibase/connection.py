@@ -505,18 +505,25 @@ class Connection:
             self._statements[statement] = select
         if select.bare or select.casts:
             select = resolve(select, self.store.schema(select.table))
-        select = engine.bind(select, params)
         if select.explain:
-            text = engine.explain(select, self.store, self.indexer, range_method, full_scan)
+            text = engine.explain(select, self.store, self.indexer, range_method, full_scan,
+                                  params)
             return [(line,) for line in text.splitlines()]
-        rows = engine.run_select(select, self.store, self.indexer, range_method, full_scan)
+        # planned by the statement's shape: a repeated one (any values) skips every step
+        # before the plan (query/prepare.py shape_of)
+        rows, shape = engine.select_rows(select, self.store, self.indexer, range_method,
+                                         full_scan, params)
         if raw or select.aggregate:
             return rows
-        types = engine.types_of(select, self.store)
+        if shape is None:
+            types = engine.types_of(engine.bind(select, params), self.store)
+            decoders = None
+        else:
+            types, decoders = shape.types, shape.cell_decoders()
         if not types:
             return rows
         bad = codec.BadCells()
-        out = sqlexec.decode_rows(rows, types, bad)
+        out = sqlexec.decode_rows(rows, types, bad, decoders)
         sqlexec.warn_bad_cells(bad)
         return out
 

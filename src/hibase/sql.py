@@ -155,13 +155,15 @@ def decode_row(cells: Mapping[bytes, bytes], types: Mapping[bytes, Any],
     return {c: _decode(types.get(c), v, bad, row, c) for c, v in cells.items()}
 
 
-def decode_rows(rows: list, types: Mapping[bytes, Any], bad: codec.BadCells | None = None
-                ) -> list:
+def decode_rows(rows: list, types: Mapping[bytes, Any], bad: codec.BadCells | None = None,
+                decoders: Mapping[bytes, Any] | None = None) -> list:
     """[(key, decode_row(cells, types, bad, key))] for many rows: each declared column's
-    decoder looked up once for all of them, a row holding anything else (an undeclared column,
-    a cell that does not parse, a value that is not bytes) decoded by decode_row."""
-    decs = {c: functools.partial(codec.cell_decoder(t), t) for c, t in types.items()
-            if t is not None}
+    decoder looked up once for all of them (or given: `decoders`, {column: decode(bytes)} for
+    every typed column of `types`), a row holding anything else (an undeclared column, a cell
+    that does not parse, a value that is not bytes) decoded by decode_row."""
+    decs = decoders if decoders is not None else {
+        c: functools.partial(codec.cell_decoder(t), t) for c, t in types.items()
+        if t is not None}
     out = []
     for key, cells in rows:
         try:
@@ -196,13 +198,14 @@ def _prepared(db: Database, select: Select, full: Callable[[str], str]) -> tuple
 def run_select(db: Database, select: Select, params: Any, full: Callable[[str], str],
                range_method: str = "auto", full_scan: bool = False) -> Result:
     select, schema = _prepared(db, select, full)
-    select = engine.bind(select, params)
     if select.explain:
-        text = engine.explain(select, db.store, db.indexer, range_method, full_scan)
+        text = engine.explain(select, db.store, db.indexer, range_method, full_scan, params)
         return Result("explain", [("PLAN", None)], [(line,) for line in text.splitlines()],
                       -1, text=text)
-    records = engine.run_select(select, db.store, db.indexer, range_method, full_scan)
-    types = engine.types_of(select, db.store)
+    records, shape = engine.select_rows(select, db.store, db.indexer, range_method, full_scan,
+                                        params)
+    select = engine.bind(select, params)
+    types = engine.types_of(select, db.store) if shape is None else shape.types
     result = Result("select", records=records, select=select, rowcount=len(records))
     labels = select.labels
     if select.items is not None:  # an aggregate query

@@ -228,8 +228,9 @@ class Table:
         each value up (through the hot cache), "auto" picks by the value counts.
         Returns an iterator of (rowkey, {column: value}); raises QuerySyntaxError on a condition
         it cannot parse and InvalidArgument on bad arguments."""
-        select = self._select(condition, columns, limit, params)
-        return engine.run(select, self._store, self.connection.indexer, range_method, full_scan)
+        select, params = self._select(condition, columns, limit, params)
+        return engine.run(select, self._store, self.connection.indexer, range_method, full_scan,
+                          params)
 
     def explain(self, condition: str, columns: Iterable[bytes] | None = None,
                 limit: int | None = None, range_method: str = "auto",
@@ -237,11 +238,13 @@ class Table:
         """The plan where() would follow for the same `condition`, `columns`, `limit`,
         `range_method`, `full_scan` and `params`, as text (access paths, index lookups,
         regions visited, what is covered): nothing is read but value counts."""
-        select = self._select(condition, columns, limit, params)
+        select, params = self._select(condition, columns, limit, params)
         return engine.prepare(select, self._store, self.connection.indexer,
-                              range_method, full_scan)[0].explain()
+                              range_method, full_scan, params)[0].explain()
 
-    def _select(self, condition: str, columns: Any, limit: Any, params: Any = None) -> Select:
+    def _select(self, condition: str, columns: Any, limit: Any, params: Any = None
+                ) -> tuple[Select, Any]:
+        """The statement of a condition, unbound (planned by its shape), and its values."""
         if not isinstance(condition, str):
             raise errors.InvalidArgument("where() takes the condition as a str")
         self._enabled_schema()
@@ -256,7 +259,7 @@ class Table:
             if lifted is not None:
                 condition, params = lifted
         node, casts = engine.parse_where(condition) if condition.strip() else (None, ())
-        return engine.bind(Select(self._name, cols, node, limit, casts=casts), params)
+        return Select(self._name, cols, node, limit, casts=casts), params
 
     # -- writes ------------------------------------------------------------------------------
     def put(self, row: bytes, data: Mapping[bytes, bytes], timestamp: int | None = None,

@@ -2,31 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 from . import aggregate, fast
 from .ast import Select
 from .execute import execute
 from .params import bind
 from .parse import MAX_STATEMENT, check_size, parse_condition, parse_select, parse_where
-from .prepare import RANGE_METHODS, prepare, types_of
+from .prepare import RANGE_METHODS, Shape, prepare, prepared, shape_of, types_of
 from .resolve import resolve_casts
 from ..codec import encode_cell
 from .cast import result_type
 from .evaluate import cell_value
 
 __all__ = ["parse_select", "parse_condition", "parse_where", "check_size", "MAX_STATEMENT",
-           "prepare", "run", "run_select", "explain", "bind", "types_of", "RANGE_METHODS"]
+           "prepare", "run", "run_select", "select_rows", "explain", "bind", "types_of",
+           "shape_of", "Shape", "RANGE_METHODS"]
 
 
-def run(select: Select, store, indexer, range_method: str = "auto", full_scan: bool = False
-        ) -> Iterator[tuple[bytes, dict]]:
+def run(select: Select, store, indexer, range_method: str = "auto", full_scan: bool = False,
+        params: Any = None) -> Iterator[tuple[bytes, dict]]:
+    """The rows of a plain query, streamed; ``params`` binds its placeholders."""
     select = _resolved(select, store)
     if select.computed:
-        return _computed(select, store, run(_fetching_sources(select), store, indexer,
-                                             range_method, full_scan))
-    plan, conjuncts = prepare(select, store, indexer, range_method, full_scan)
-    return execute(plan, indexer, types_of(select, store), conjuncts)
+        return _computed(select, store, run(_fetching_sources(bind(select, params)), store,
+                                             indexer, range_method, full_scan))
+    plan, conjuncts, shape = prepared(select, store, indexer, range_method, full_scan, params)
+    return execute(plan, indexer, shape.types, conjuncts)
 
 
 def _resolved(select: Select, store) -> Select:
@@ -64,37 +66,48 @@ def _shaped(select: Select) -> bool:
 
 
 def run_select(select: Select, store, indexer, range_method: str = "auto",
-               full_scan: bool = False) -> list:
+               full_scan: bool = False, params: Any = None) -> list:
     """All result rows of a query: (rowkey, {column: value}) for plain queries (also with
     ORDER BY / OFFSET), tuples of decoded values for aggregate, GROUP BY and DISTINCT ones."""
+    return select_rows(select, store, indexer, range_method, full_scan, params)[0]
+
+
+def select_rows(select: Select, store, indexer, range_method: str = "auto",
+                full_scan: bool = False, params: Any = None) -> tuple[list, Shape | None]:
+    """run_select's rows, and the Shape of a plain query read without casts (its types and
+    cell decoders, for decoding the rows; None for the others): the statement's types are
+    computed once, with its plan."""
     select = _resolved(select, store)
     if _shaped(select):
+        select = bind(select, params)
         if select.computed:
             return list(_computed(select, store, aggregate.run(
-                _fetching_sources(select), store, indexer, range_method, full_scan)))
-        return aggregate.run(select, store, indexer, range_method, full_scan)
-    if select.where is not None and not select.computed and fast.ENABLED:
+                _fetching_sources(select), store, indexer, range_method, full_scan))), None
+        return aggregate.run(select, store, indexer, range_method, full_scan), None
+    if select.computed:
+        return list(run(select, store, indexer, range_method, full_scan, params)), None
+    plan, conjuncts, shape = prepared(select, store, indexer, range_method, full_scan, params)
+    if select.where is not None and fast.ENABLED:
         # a filtered scan runs on the columnar feed (query/fast.py) when no index answers
-        plan, conjuncts = prepare(select, store, indexer, range_method, full_scan)
-        route = fast.routable(select, store, plan)
+        route = fast.routable(plan.select, store, plan)
         if route is not None:
-            rows = fast.run(select, store, route)
+            rows = fast.run(plan.select, store, route)
             if rows is not None:
-                return rows
-        return list(execute(plan, indexer, types_of(select, store), conjuncts))
-    return list(run(select, store, indexer, range_method, full_scan))
+                return rows, shape
+    return list(execute(plan, indexer, shape.types, conjuncts)), shape
 
 
 def explain(select: Select, store, indexer, range_method: str = "auto",
-            full_scan: bool = False) -> str:
-    """The plan of a query as text (EXPLAIN)."""
+            full_scan: bool = False, params: Any = None) -> str:
+    """The plan of a query as text (EXPLAIN): the plan it runs by (of its shape, planned
+    with these values)."""
     select = _resolved(select, store)
     if select.computed:
         select = _fetching_sources(select)
     if _shaped(select):
-        return aggregate.explain(select, store, indexer, range_method, full_scan)
-    plan = prepare(select, store, indexer, range_method, full_scan)[0]
-    route = fast.routable(select, store, plan) if select.where is not None else None
+        return aggregate.explain(bind(select, params), store, indexer, range_method, full_scan)
+    plan = prepare(select, store, indexer, range_method, full_scan, params)[0]
+    route = fast.routable(plan.select, store, plan) if select.where is not None else None
     text = plan.explain()
     return text if route is None else "\n".join([text.splitlines()[0]] + fast.describe(route)
                                                  + text.splitlines()[1:])

@@ -115,6 +115,17 @@ def _run_step(indexer, table: str, plan: Plan, step: Step, types) -> Iterator[tu
     # index entries prove the row exists; a rowkey get must check it when no column came back
     check_exists = isinstance(step.path, RowGet) and plan.columns is not None
     if not step.fetch:
+        path = step.path
+        if node is None and isinstance(path, IndexLookup) and plan.columns is not None and \
+                all(b":" in c or c == ROWKEY for c in plan.columns):
+            # covered with nothing left to check: each entry's selected values taken by
+            # position, no row of its covered cells built to be projected
+            cover = path.spec.covering
+            picks = [(c, cover.index(c)) for c in dict.fromkeys(plan.columns) if c in cover]
+            for row, values in _lookup_rows(indexer, path):
+                n = len(values)  # as zip(cover, values): a shorter entry lacks the rest
+                yield row, {c: values[i] for c, i in picks if i < n and values[i] is not None}
+            return
         for row, covered in _candidates(indexer, table, step):
             if node is None or matches(node, row, covered or {}, types):
                 yield row, _project(covered or {}, plan.columns)

@@ -426,8 +426,20 @@ def _lookup_path(store, spec: IndexSpec, cons: dict[bytes, _Bounds], router: Any
     return IndexLookup(spec, ranges, 0, False, used, counter=count)
 
 
+def _signature(cons: dict[bytes, _Bounds]) -> tuple:
+    """What of a conjunct's constraints decides which index lookups exist, the atoms each
+    answers and which ones dominate (_lookup_path, _undominated), without their values: per
+    column, which bounds it has, how many equal values, and the kinds of its atoms."""
+    return tuple((col, None if b.eq is None else len(b.eq), b.lo is None, b.hi is None,
+                  b.like is None, b.is_null is None,
+                  tuple((type(a), getattr(a, "op", None)) for a in b.atoms),
+                  len(set(b.atoms)))
+                 for col, b in cons.items())
+
+
 def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
-            range_method: str, cached: bool, router: Any) -> Path | None:
+            range_method: str, cached: bool, router: Any, hints: dict | None = None
+            ) -> Path | None:
     cons = _constraints(conjunct, types)
     if any(b.empty for b in cons.values()):
         return RowGet([])
@@ -435,11 +447,20 @@ def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
         path = _rowkey_path(cons[ROWKEY])
         if isinstance(path, RowGet):
             return path
+        hints = None  # a rowkey range against the lookup is chosen by counts
     else:
         path = None
-    lookups = [lk for lk in (_index_path(store, s, cons, router) for s in specs) if lk is not None]
+    # a statement shape planned before with constraints of this signature, where one lookup
+    # was left and chosen without counts: the same one is, whatever the values (plan_query)
+    sig = _signature(cons) if hints is not None else None
+    hinted = hints.get(sig) if hints is not None else None
+    lookups = [lk for lk in (_index_path(store, s, cons, router)
+                             for s in (specs if hinted is None else [hinted]))
+               if lk is not None]
     if len(lookups) > 1:
         lookups = _undominated(lookups)
+    if hints is not None and hinted is None and len(lookups) == 1 and len(hints) < 64:
+        hints[sig] = lookups[0].spec
     # cost: rows, plus the regions a local lookup visits; ties go to the global index. A lone
     # candidate needs no counts (they pick a plan, never change an answer): none are read
     if len(lookups) > 1:
@@ -507,15 +528,18 @@ def _answered(path: Path) -> set[Atom]:
 def plan_query(select: Select, conjuncts: list[tuple[Atom, ...]] | None, store,
                types: Mapping[bytes, codec.ColumnType], specs: list[IndexSpec],
                range_method: str = "auto", where: Any = None, cached: bool = False,
-               router: Any = None) -> Plan:
+               router: Any = None, hints: dict | None = None) -> Plan:
     """Choose access paths for a normalized query (conjuncts None: no WHERE); `router`: the
-    index manager's, routing local-index lookups to the regions that may hold a value."""
+    index manager's, routing local-index lookups to the regions that may hold a value.
+    `hints`: a dict kept with the statement's shape (valid only while `specs` are the same),
+    where the index a conjunct's constraints leave alone is remembered by their signature,
+    so planning the shape again with other values builds that one lookup only."""
     columns = list(select.columns) if select.columns is not None else None
     if conjuncts is None:
         return Plan(select, [], columns, full_scan=True, where=where)
     steps = []
     for conj in conjuncts:
-        path = _choose(store, conj, types, specs, range_method, cached, router)
+        path = _choose(store, conj, types, specs, range_method, cached, router, hints)
         if path is None:
             nulls = [s.name for s in specs if s.expires and s.null_alias is not None
                      and any(isinstance(a, IsNull) and a.column.name == s.columns[0]

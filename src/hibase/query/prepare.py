@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import difflib
 import functools
+import weakref
 from typing import Any
 
 from .. import errors
+from ..codec import cell_decoder
 from .ast import ROWKEY, Column, Select, walk
 from .columns import statement_types, usable_specs
 from .evaluate import referenced_columns
 from .normalize import normalize, typed
+from .params import bind
 from .plan import IndexLookup, Intersect, Plan, plan_query
 from .cast import result_type
 from .resolve import declared, resolve_casts
 
-__all__ = ["RANGE_METHODS", "prepare", "types_of", "check_columns"]
+__all__ = ["RANGE_METHODS", "prepare", "prepared", "shape_of", "Shape", "types_of", "check_columns"]
 
 RANGE_METHODS = ("auto", "scan", "walk")
 
@@ -104,41 +107,108 @@ def types_of(select: Select, store) -> Any:
     return types
 
 
+class Shape:
+    """What planning learns of a statement before any value is bound: its casts resolved,
+    every column it names checked against the table, its column types and the indexes it may
+    use. Made once per statement shape (shape_of) and used while the table's schema and index
+    definitions are the ones it was made under."""
+
+    __slots__ = ("select", "schema", "specs", "token", "types", "type_items", "known",
+                 "usable", "decoders", "hints")
+
+    def __init__(self, select: Select, schema: Any, specs: list, ready: list, token: tuple,
+                 indexer) -> None:
+        self.select = select = resolve_casts(select, schema)
+        self.schema = schema
+        self.specs = specs  # held so the ids in token stay theirs while the shape lives
+        self.token = token
+        self.known = known = declared(select, schema)
+        self.types = types = statement_types(select.casts, known)
+        self.type_items = tuple(types.items())
+        _check_columns(schema, [c for c, _ in select.casts], known, indexer)
+        if select.columns is not None and select.names is not None:
+            # an SQL select list (Table.where's columns= is happybase's projection, which asks
+            # for columns a row may lack, as Table.row does: not checked)
+            _check_columns(schema, select.columns, known, indexer)
+        elif select.columns is not None:
+            _check_columns(schema, select.columns, {}, None)  # families only
+        if select.where is not None:  # binding a value changes no column it names
+            _check_columns(schema, referenced_columns(select.where), known, indexer)
+        self.usable = usable_specs(ready, select.casts, types)
+        self.decoders: dict | None = None
+        self.hints: dict = {}  # plan_query's: the index chosen per constraint signature
+
+    def cell_decoders(self) -> dict:
+        """{column: decode(cell bytes)} for the declared (or cast) columns, made once."""
+        if self.decoders is None:
+            self.decoders = {c: functools.partial(cell_decoder(t), t)
+                             for c, t in self.types.items() if t is not None}
+        return self.decoders
+
+
+_SHAPES: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+_MAX_SHAPES = 1024
+
+
+def shape_of(select: Select, store, indexer) -> Shape:
+    """``select``'s Shape, from the cache of its index manager when the table's schema object
+    and index definitions (each index's object, state and expiry) are still the ones it was
+    made under: a DDL, a new, dropped or rebuilt index, an index build finishing, another
+    client's catalog change (picked up by indexer.ready) all make a new one. A statement with
+    ``?`` placeholders has one shape for all its values."""
+    schema = store.schema(select.table)
+    ready = indexer.ready(select.table)  # refreshes a shared catalog, marks expiries
+    specs = indexer.specs(select.table)
+    token = (id(schema),) + tuple((id(s), s.state, s.expires) for s in specs)
+    key = (select, select.names, select.labels)
+    try:
+        cache = _SHAPES[indexer]
+    except KeyError:
+        cache = _SHAPES[indexer] = {}
+    except TypeError:  # pragma: no cover - an index manager that takes no weak reference
+        return Shape(select, schema, specs, ready, token, indexer)
+    shape = cache.get(key)
+    if shape is not None and shape.token == token and shape.schema is schema:
+        return shape
+    shape = Shape(select, schema, specs, ready, token, indexer)
+    if len(cache) >= _MAX_SHAPES:
+        cache.clear()
+    cache[key] = shape
+    return shape
+
+
 def prepare(select: Select, store, indexer, range_method: str = "auto",
-            full_scan: bool = False) -> tuple[Plan, Any]:
-    """Validate and plan a query; returns (plan, normalized conjuncts or None).
+            full_scan: bool = False, params: Any = None) -> tuple[Plan, Any]:
+    """Validate and plan a query; returns (plan, normalized conjuncts or None). ``params``
+    binds the ``?`` / ``:name`` placeholders of ``select`` (planned by its shape, shape_of).
 
     full_scan=True skips every rowkey and index path: the condition is evaluated over a full
     table scan (the baseline the indexes are measured against; same rows, only slower)."""
+    plan, conjuncts, _ = prepared(select, store, indexer, range_method, full_scan, params)
+    return plan, conjuncts
+
+
+def prepared(select: Select, store, indexer, range_method: str = "auto",
+             full_scan: bool = False, params: Any = None) -> tuple[Plan, Any, Shape]:
+    """prepare(), and the statement's Shape (its types, for reading the rows)."""
     if range_method not in RANGE_METHODS:
         raise errors.InvalidArgument(f"range_method must be one of {RANGE_METHODS}")
-    schema = store.schema(select.table)
-    select = resolve_casts(select, schema)
-    known = declared(select, schema)
-    types = statement_types(select.casts, known)
-    _check_columns(schema, [c for c, _ in select.casts], known, indexer)
-    if select.columns is not None and select.names is not None:
-        # an SQL select list (Table.where's columns= is happybase's projection, which asks
-        # for columns a row may lack, as Table.row does: not checked)
-        _check_columns(schema, select.columns, known, indexer)
-    elif select.columns is not None:
-        _check_columns(schema, select.columns, {}, None)  # families only
+    shape = shape_of(select, store, indexer)
+    select = bind(shape.select, params)
     conjuncts = None
     where = None
     if select.where is not None:
-        where, conjuncts = _normalized(select.where, tuple(types.items()))
-        _check_columns(schema, referenced_columns(where), known, indexer)
+        where, conjuncts = _normalized(select.where, shape.type_items)
     if full_scan:
         plan = Plan(select, [], list(select.columns) if select.columns is not None else None,
                     full_scan=True, where=where, notes=["full scan forced (full_scan=True)"])
-        return plan, conjuncts
-    specs = usable_specs(indexer.ready(select.table), select.casts, types)
-    plan = plan_query(select, conjuncts, store, types, specs,
+        return plan, conjuncts, shape
+    plan = plan_query(select, conjuncts, store, shape.types, shape.usable,
                       range_method, where, cached=indexer.cache is not None,
-                      router=indexer.router)
+                      router=indexer.router, hints=shape.hints)
     if indexer.cache is not None and indexer.shared:
         plan.notes += cache_notes(plan, indexer)
-    return plan, conjuncts
+    return plan, conjuncts, shape
 
 
 def cache_notes(plan: Plan, indexer) -> list[str]:
