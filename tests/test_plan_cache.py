@@ -140,3 +140,22 @@ def test_a_remembered_index_is_only_reused_for_the_same_constraints(db):
     same_as_scan(db, q, (-2**40, "b1"))
     assert "INDEX by_a" in db.explain(q, (5, "b1")).splitlines()[2]
     same_as_scan(db, q, (5, "b1"))
+
+
+def test_values_equal_in_python_but_not_in_sql_typing_do_not_share_a_cached_condition(tmp_path):
+    """1 == 1.0 == True in Python, so the typed-condition cache keyed by the bound tree gave
+    `f.n = TRUE` on an INTEGER column the answer cached for `f.n = 1`, and `f.ok = 1` on a
+    BOOLEAN column the one cached for TRUE, where on a fresh process each is refused: an
+    answer must not depend on what ran before."""
+    db = hibase.connect(str(tmp_path / "db"))
+    db.sql("CREATE TABLE t (k VARCHAR PRIMARY KEY, f.n INTEGER, f.ok BOOLEAN)")
+    db.sql("UPSERT INTO t VALUES ('a', 1, TRUE)")
+    assert db.execute("SELECT k FROM t WHERE f.n = ?", (1,)).rows == [("a",)]
+    with pytest.raises(hibase.errors.ValueTypeError, match="INTEGER value TRUE"):
+        db.sql("SELECT k FROM t WHERE f.n = ?", (True,))
+    with pytest.raises(hibase.errors.ValueTypeError, match="INTEGER value TRUE"):
+        db.sql("SELECT k FROM t WHERE f.n = TRUE")  # lifted into a parameter: the same
+    assert db.execute("SELECT k FROM t WHERE f.ok = ?", (True,)).rows == [("a",)]
+    with pytest.raises(hibase.errors.ValueTypeError, match="BOOLEAN value 1"):
+        db.sql("SELECT k FROM t WHERE f.ok = ?", (1,))
+    db.close()

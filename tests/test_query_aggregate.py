@@ -324,8 +324,8 @@ def test_parameters(db):
     ("SELECT * FROM orders WHERE f.qty = :q", (1,), "dict"),
     ("SELECT * FROM orders WHERE f.qty = :q", {"r": 1}, "no value for parameter"),
     ("SELECT * FROM orders WHERE f.qty = :q", {"q": 1, "r": 2}, "unknown parameter"),
-    ("SELECT * FROM orders WHERE f.qty = ?", ([1],), "must be int, float, str or bytes"),
-    ("SELECT * FROM orders WHERE f.qty = ?", (True,), "must be int"),
+    ("SELECT * FROM orders WHERE f.qty = ?", ([1],), "must be int, float, str, bytes, bool"),
+    ("SELECT * FROM orders WHERE f.qty = ?", (True,), "invalid INTEGER value TRUE"),
     ("SELECT * FROM orders WHERE f.qty = 1", (1,), "no parameters"),
     ("SELECT * FROM orders WHERE f.qty = ? AND f.city = :c", (1,), "either"),
 ])

@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import errors
 from ..codec import cell_decoder
-from .ast import ROWKEY, Column, Select, walk
+from .ast import ROWKEY, Between, Column, Compare, In, Select, walk
 from .columns import statement_types, usable_specs
 from .evaluate import referenced_columns
 from .normalize import normalize, typed
@@ -86,12 +86,31 @@ def _unknown_column(schema, col: bytes, declared) -> str:
             "statement: FROM table (family.qualifier TYPE))")
 
 
-@functools.lru_cache(maxsize=4096)
 def _normalized(where: Any, types: tuple) -> tuple[Any, list]:
     """The typed condition and its DNF: pure functions of the (immutable) tree and the column
-    types, cached so a repeated query skips them."""
+    types, cached so a repeated query skips them. The cache key holds the literals' Python
+    types too: trees compare values with ==, so 1, 1.0, True and Decimal(1) would share an
+    entry, though a column's typing accepts or converts them differently."""
+    return _normalized_typed(where, types, _literal_kinds(where))
+
+
+@functools.lru_cache(maxsize=4096)
+def _normalized_typed(where: Any, types: tuple, kinds: tuple) -> tuple[Any, list]:
     typed_where = typed(where, dict(types))
     return typed_where, normalize(typed_where, dict(types))
+
+
+def _literal_kinds(where: Any) -> tuple[type, ...]:
+    """The types of the condition's literal values, in tree order."""
+    out: list[type] = []
+    for n in walk(where):
+        if isinstance(n, Compare):
+            out.append(type(n.value))
+        elif isinstance(n, Between):
+            out += (type(n.low), type(n.high))
+        elif isinstance(n, In):
+            out += (type(v) for v in n.values)
+    return tuple(out)
 
 
 def types_of(select: Select, store) -> Any:
