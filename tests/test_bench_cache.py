@@ -134,3 +134,24 @@ def test_quick_scenario_table_from_the_command_line(tmp_path):
     report = json.loads(path.read_text())
     assert report["params"]["quick"] and report["params"]["scenarios"] == list(sc.FAMILIES)
     assert "target window-heat never more than 1 point below LRU" in out.output
+
+
+def test_reshuffle_moves_the_hot_values_of_the_real_workload(tmp_path):
+    """--reshuffle-every deals the telecom workload's popularity order anew (issue 44's case);
+    without it the workload is what it always was: the same hot value in every block."""
+    from hibase_bench import cache as bench_cache
+
+    def hottest_per_block(trace, block):
+        return [Counter(k for k, _ in trace[i:i + block]).most_common(1)[0][0]
+                for i in range(0, len(trace), block)]
+
+    moving, info = bench_cache.record_trace(str(tmp_path / "a"), rows=3000, queries=3000,
+                                            range_share=0, reshuffle_every=1000)
+    assert info["reshuffle_every"] == 1000 and len(moving) == 3000  # a point query: 1 lookup
+    assert len(set(hottest_per_block(moving, 1000))) == 3
+    still, _ = bench_cache.record_trace(str(tmp_path / "b"), rows=3000, queries=3000,
+                                        range_share=0)
+    assert len(set(hottest_per_block(still, 1000))) == 1
+    assert still[:1000] == moving[:1000]  # the first block is the unshuffled workload
+    out = CliRunner().invoke(cli, ["bench", "cache", "--help"])
+    assert "--reshuffle-every" in out.output

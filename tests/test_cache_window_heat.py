@@ -66,7 +66,7 @@ def test_duels_weigh_heat_per_record():
     assert big.access("E", 9) == Decision(False, False, [])
 
 
-def test_the_victim_is_the_coldest_per_record_among_the_least_recently_used():
+def test_the_victim_is_the_coldest_per_record_not_the_least_recent():
     p = WindowHeatPolicy(6, adapt=False)  # window 1 record
     for key in "wwxyzuv":  # w: two visits in the window (heat 2), then the LRU of probation
         p.access(key, 1)
@@ -78,6 +78,35 @@ def test_the_victim_is_the_coldest_per_record_among_the_least_recently_used():
     # h pushes g out: g (heat 2) beats x, the coldest per record, not w, the least recent
     assert p.access("h", 1) == Decision(False, True, ["x"])
     assert p.segments["probation"] == ["w", "y", "z", "u", "g"]
+
+
+def test_the_victim_is_the_coldest_in_the_whole_main_region():
+    """k, the only cold set, is the most recently used in the main region: a pool of the least
+    recently used (the policy before issue 44) held only sets of heat 2 and refused X."""
+    p = WindowHeatPolicy(12, adapt=False)  # window 1 record
+    for key in "aabbccddeeffgghhiijjkz":
+        p.access(key, 1)
+    assert p.segments["probation"] == list("abcdefghijk") and p.coldest() == "k"
+    assert p.access("X", 1) == Decision(False, True, ["z"])  # z (heat 1) ties k: k stays
+    assert p.access("X", 1).hit  # heat 2, in the window
+    assert p.access("Y", 1) == Decision(False, True, ["k"])  # X (2) beats k (1), not a (2)
+    assert "X" in p and p.coldest() == "a"  # heat 2 each now; the least recently used first
+
+
+def test_the_coldest_is_the_coldest_after_every_period_end():
+    """Ranks are scaled so that a set's rank stays put while it is not used; at a period end
+    (no visits in the new period yet) the first in rank is the coldest by heat per record."""
+    p = WindowHeatPolicy(60, alpha=0.3, count_period=7, adapt=False)
+    trace = zipf_trace(5, 3000, 200, max_size=4)
+    sizes, checked = dict(trace), 0
+    for key, size in trace:
+        p.access(key, size)
+        main = p.segments["probation"] + p.segments["protected"]
+        if p.stats["accesses"] % 7 == 0 and main:
+            per_record = {k: p.heat(k) / sizes[k] for k in main}
+            assert per_record[p.coldest()] == pytest.approx(min(per_record.values()))
+            checked += 1
+    assert checked > 300
 
 
 def test_the_window_serves_a_set_used_again_soon():

@@ -25,6 +25,7 @@ from itertools import chain
 from hibase.cache.policy import NO_KEY as _NO_KEY
 from hibase.cache.policy import Policy
 from hibase.cache.policy import record_cost as _cost
+from hibase.cache.segmented import WindowedSLRUPolicy
 
 __all__ = ["S3FIFOPolicy", "WTinyLFUPolicy", "PEERS"]
 
@@ -119,27 +120,19 @@ class S3FIFOPolicy(Policy):
         return chain(list(self._small), list(self._main))
 
 
-class WTinyLFUPolicy(Policy):
-    """W-TinyLFU with a fixed 1% window (see the module docstring)."""
+class WTinyLFUPolicy(WindowedSLRUPolicy):
+    """W-TinyLFU with a fixed 1% window (see the module docstring); the window and segmented
+    LRU are hibase's (cache/segmented.py, window-heat's layout too), the admission rule is
+    TinyLFU's."""
 
     name = "w-tinylfu"
     WINDOW = 0.01
-    PROTECTED = 0.8
 
     def __init__(self, capacity: int) -> None:
-        super().__init__(capacity)
-        self._window: OrderedDict[Hashable, None] = OrderedDict()  # least recent first
-        self._probation: OrderedDict[Hashable, None] = OrderedDict()
-        self._protected: OrderedDict[Hashable, None] = OrderedDict()
-        self._window_records = self._protected_records = 0
-        self._window_max = max(1, round(self.WINDOW * capacity))
+        super().__init__(capacity, max(1, round(self.WINDOW * capacity)))
         self._freq: dict[Hashable, int] = {}
         self._sample = 10 * max(1, capacity)
         self._seen = 0
-
-    @property
-    def fill_limit(self) -> int:
-        return self.capacity
 
     def _count(self, key: Hashable) -> None:
         self._freq[key] = min(15, self._freq.get(key, 0) + 1)
@@ -151,26 +144,12 @@ class WTinyLFUPolicy(Policy):
     def _access(self, key: Hashable, size: int, hit: bool) -> tuple[bool, list]:
         self._count(key)
         if hit:
-            if key in self._window:
-                self._window.move_to_end(key)
-            elif key in self._protected:
-                self._protected.move_to_end(key)
-            else:
-                del self._probation[key]
-                self._protected[key] = None
-                self._protected_records += _cost(self._cached[key])
-                limit = self.PROTECTED * (self.capacity - self._window_max)
-                while self._protected_records > limit and len(self._protected) > 1:
-                    old, _ = self._protected.popitem(last=False)
-                    self._protected_records -= _cost(self._cached[old])
-                    self._probation[old] = None
+            self._touch(key)
             evict = self._resize_cached(key, size) if self._cached[key] != size else []
             return False, evict
         if _cost(size) > self.capacity:
             return False, []
         self._store(key, size)
-        self._window[key] = None
-        self._window_records += _cost(size)
         evict = self._evict()
         if key in evict:
             evict.remove(key)
@@ -178,17 +157,11 @@ class WTinyLFUPolicy(Policy):
         return True, evict
 
     def _evict(self) -> list:
-        candidates = []
-        while self._window_records > self._window_max and self._window:
-            key, _ = self._window.popitem(last=False)
-            self._window_records -= _cost(self._cached[key])
-            self._probation[key] = None
-            candidates.append(key)
+        candidates = self._window_overflow()
         evicted = []
         for cand in candidates:  # each candidate duels the probation's LRU for its room
             while self._records > self.capacity and cand in self._cached:
-                victim = next((k for k in chain(self._probation, self._protected)
-                               if k not in candidates), None)
+                victim = next((k for k in self._main_order() if k not in candidates), None)
                 if victim is None:
                     break
                 loser = cand if self._freq.get(cand, 0) <= self._freq.get(victim, 0) \
@@ -198,29 +171,6 @@ class WTinyLFUPolicy(Policy):
         if self._records > self.capacity:
             evicted += self._make_room(0)
         return evicted
-
-    def _drop(self, key: Hashable) -> None:
-        cost = _cost(self._cached[key])
-        if key in self._window:
-            del self._window[key]
-            self._window_records -= cost
-        elif key in self._protected:
-            del self._protected[key]
-            self._protected_records -= cost
-        else:
-            del self._probation[key]
-        super()._drop(key)
-
-    def _resize_cached(self, key: Hashable, size: int) -> list:
-        delta = _cost(size) - _cost(self._cached[key])
-        if key in self._window:
-            self._window_records += delta
-        elif key in self._protected:
-            self._protected_records += delta
-        return super()._resize_cached(key, size)
-
-    def _victim_order(self) -> Iterable[Hashable]:
-        return chain(list(self._probation), list(self._protected), list(self._window))
 
 
 PEERS: dict[str, type[Policy]] = {"s3-fifo": S3FIFOPolicy, "w-tinylfu": WTinyLFUPolicy}

@@ -11,9 +11,10 @@ every access, in the shape of W-TinyLFU (Einziger, Friedman, Manes; Caffeine):
 * a **main** region, a segmented LRU (probation; protected once hit there, at most 80% of the
   main region). A set pushed out of the window is a *candidate*: it enters the main region only
   if its heat **per record** beats that of the victims it would push out (the coldest per record
-  among the 32 least recently used main sets, probation first). A set costs its size in
-  records, so a 500-record set must be hotter than the 500 records it would replace; a loser
-  leaves the cache (the candidate, or the victims);
+  in the whole main region, kept in a heap: choosing among the 8 least recently used instead,
+  as before issue 44, kept it at 88-89% of Belady's MIN on static Zipf 0.99 at cache ratios
+  0.05-0.1). A set costs its size in records, so a 500-record set must be hotter than the 500
+  records it would replace; a loser leaves the cache (the candidate, or the victims);
 * an **adaptive window**: two miniature shadow caches (the same policy on a fixed 1-in-k sample
   of the keys with 1/k of the capacity, k <= 16 and at least 1,000 records each: one with the
   smallest window, 1%, one all window, i.e. LRU) see the same accesses; at every period end the
@@ -35,22 +36,21 @@ Decision(hit=False, admit=True, evict=['d'])
 
 from __future__ import annotations
 
+import heapq
 import zlib
-from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Iterator
-from itertools import chain
+from collections.abc import Hashable
+from itertools import count
 from typing import Any
 
 from hibase.errors import InvalidArgument
 
-from .policy import _NO_KEY, Policy, _check_int, _cost
+from .policy import _NO_KEY, _check_int, _cost
+from .segmented import WindowedSLRUPolicy
 
 __all__ = ["WindowHeatPolicy"]
 
-PROTECTED = 0.8  # share of the main region that sets hit there may hold
 WINDOW_MIN, WINDOW_MAX = 0.01, 1.0  # bounds of the window, shares of the capacity
 CLIMB = 8.0  # the window's factor per period end
-VICTIM_POOL = 8  # least recently used main sets among which the coldest per record go
 SAMPLING = 16  # at most 1 key in 16 feeds the shadow caches ...
 SHADOW_RECORDS = 1000  # ... and each shadow keeps at least this many records
 PRUNE_MIN = 256  # heat entries kept before the first pruning
@@ -69,7 +69,7 @@ def _share(name: str, value: Any) -> float:
     return float(value)
 
 
-class WindowHeatPolicy(Policy):
+class WindowHeatPolicy(WindowedSLRUPolicy):
     """A recency window plus a heat-admitted main region, the window sized by shadow caches
     (see the module docstring). `alpha` and `count_period` are hotscore's: history keeps
     ``1 - alpha`` of its weight at every period end of `count_period` accesses, which is also
@@ -85,7 +85,8 @@ class WindowHeatPolicy(Policy):
 
     def __init__(self, capacity: int, alpha: float = ALPHA, count_period: int = 1000, *,
                  window: float = WINDOW_MIN, adapt: bool = True, prune: float = 0.01) -> None:
-        super().__init__(capacity)
+        self.share = min(WINDOW_MAX, max(WINDOW_MIN, _share("window", window)))
+        super().__init__(capacity, max(1, min(capacity, round(self.share * capacity))))
         self.alpha = _share("alpha", alpha)
         self.count_period = _check_int("count_period", count_period, 1)
         self.adapt = bool(adapt)
@@ -97,12 +98,15 @@ class WindowHeatPolicy(Policy):
         self._period = 0
         self._prune_at = PRUNE_MIN
         self._count = 0  # accesses in the current period
-        self._window: OrderedDict[Hashable, None] = OrderedDict()  # least recent first
-        self._probation: OrderedDict[Hashable, None] = OrderedDict()
-        self._protected: OrderedDict[Hashable, None] = OrderedDict()
-        self._window_records = self._protected_records = 0
-        self.share = min(WINDOW_MAX, max(WINDOW_MIN, _share("window", window)))
-        self.window_max = self._bounded(self.share)
+        # the main region's sets by heat per record, coldest first: (heat / records, seq, key),
+        # stale entries skipped (a set's live entry is the one whose seq _cold_seq holds)
+        self._cold: list[tuple[float, int, Hashable]] = []
+        self._cold_seq: dict[Hashable, int] = {}
+        self._seq = count()
+        # heat ranks by (visits x g + history) x g^period, g = 1 / (1 - alpha): a set's rank
+        # then stays put while it is not used (its heat decays as fast as everyone's)
+        self._growth = 1.0 / self._keep if self._keep > 0 else 0.0
+        self._scale = 1.0
         self._shadows: tuple[WindowHeatPolicy, WindowHeatPolicy] | None = None
         self._shadow_hits = (0, 0)
         self._every = 1
@@ -139,15 +143,14 @@ class WindowHeatPolicy(Policy):
             return visits, history
         return 0.0, self._keep ** (self._period - 1 - period) * (visits + self._keep * history)
 
-    @property
-    def segments(self) -> dict:
-        """Keys per region, least recently used first (for tests and tools)."""
-        return {"window": list(self._window), "probation": list(self._probation),
-                "protected": list(self._protected)}
-
-    @property
-    def fill_limit(self) -> int:
-        return self.capacity
+    def coldest(self) -> Hashable | None:
+        """The main region's coldest set per record (the first victim of a duel), or None."""
+        while self._cold:
+            _, seq, key = self._cold[0]
+            if self._cold_seq.get(key) == seq:
+                return key
+            heapq.heappop(self._cold)  # stale
+        return None
 
     @property
     def stats(self) -> dict:
@@ -174,8 +177,36 @@ class WindowHeatPolicy(Policy):
             self._heat = {k: e for k, e in self._heat.items()
                           if k in cached or heat(k) >= self.prune}
             self._prune_at = max(PRUNE_MIN, 2 * len(self._heat))
+        self._scale *= self._growth
+        if not 0 < self._scale < 1e200:  # alpha 1 (no history), or time to renormalize
+            self._rebuild_cold()
         if self._shadows is not None:
             self._climb(self._shadows)
+
+    def _rank(self, key: Hashable) -> float:
+        """`key`'s heat per record as it will stand from the next period end on, scaled so
+        that it does not change while `key` is not used (see ``_growth``)."""
+        visits, history = self._state(key)
+        if not self._growth:
+            return visits / _cost(self._cached[key])
+        return (visits * self._growth + history) * self._scale / _cost(self._cached[key])
+
+    def _push_cold(self, key: Hashable) -> None:
+        """(Re)rank a main-region set (it was used, resized, or entered the region)."""
+        seq = next(self._seq)
+        self._cold_seq[key] = seq
+        heapq.heappush(self._cold, (self._rank(key), seq, key))
+
+    def _rebuild_cold(self) -> None:
+        """Rank the main region afresh (the scale restarts at 1; stale entries go), least
+        recently used first among equals."""
+        self._scale = 1.0
+        self._cold, self._cold_seq = [], {}
+        for key in self._main_order():
+            seq = next(self._seq)
+            self._cold_seq[key] = seq
+            self._cold.append((self._rank(key), seq, key))
+        heapq.heapify(self._cold)
 
     def _climb(self, shadows: tuple[WindowHeatPolicy, WindowHeatPolicy]) -> None:
         """The window moves toward the shadow that hit more in the period that ended."""
@@ -207,62 +238,27 @@ class WindowHeatPolicy(Policy):
         return True, evict
 
     def _touch(self, key: Hashable) -> None:
-        if key in self._window:
-            self._window.move_to_end(key)
-        elif key in self._protected:
-            self._protected.move_to_end(key)
-        else:
-            del self._probation[key]
-            self._protected[key] = None
-            self._protected_records += _cost(self._cached[key])
-            self._demote()
-
-    def _demote(self) -> None:
-        """Protected sets past the protected share go back to probation (most recent end)."""
-        limit = PROTECTED * (self.capacity - self.window_max)
-        while self._protected_records > limit and len(self._protected) > 1:
-            old, _ = self._protected.popitem(last=False)
-            self._protected_records -= _cost(self._cached[old])
-            self._probation[old] = None
-
-    def _store(self, key: Hashable, size: int) -> None:
-        super()._store(key, size)
-        self._window[key] = None
-        self._window_records += _cost(size)
+        super()._touch(key)
+        if key not in self._window:
+            self._push_cold(key)  # its heat grew
 
     def _drop(self, key: Hashable) -> None:
-        cost = _cost(self._cached[key])
-        if key in self._window:
-            del self._window[key]
-            self._window_records -= cost
-        elif key in self._protected:
-            del self._protected[key]
-            self._protected_records -= cost
-        else:
-            del self._probation[key]
+        self._cold_seq.pop(key, None)
         super()._drop(key)
 
     def _resize_cached(self, key: Hashable, size: int) -> list:
-        delta = _cost(size) - _cost(self._cached[key])
-        if key in self._window:
-            self._window_records += delta
-        elif key in self._protected:
-            self._protected_records += delta
-        return super()._resize_cached(key, size)
-
-    def _victim_order(self) -> Iterable[Hashable]:
-        return chain(list(self._probation), list(self._protected), list(self._window))
+        evict = super()._resize_cached(key, size)
+        if key in self._cold_seq and key in self._cached:
+            self._push_cold(key)  # its heat per record changed
+        return evict
 
     # ---- eviction: window overflow, then duels in the main region ----------------------------
     def _evict(self, keep: object = _NO_KEY) -> list:
         """Move window overflow to probation as candidates; while over the capacity each
         candidate duels the main region's victims; return what left."""
-        candidates: list[Hashable] = []
-        while self._window_records > self.window_max and self._window:
-            key, _ = self._window.popitem(last=False)
-            self._window_records -= _cost(self._cached[key])
-            self._probation[key] = None
-            candidates.append(key)
+        candidates = self._window_overflow()
+        for key in candidates:
+            self._push_cold(key)
         evicted: list = []
         waiting = set(candidates)
         for cand in candidates:
@@ -285,37 +281,23 @@ class WindowHeatPolicy(Policy):
         return evicted
 
     def _victims(self, need: int, exclude: set) -> tuple[list, int, float]:
-        """Main-region sets to push out for `need` records, the coldest per record first among
-        the VICTIM_POOL least recently used (probation, then protected), then in LRU order:
-        (keys, their records, their summed heat)."""
-        cached, heat_of = self._cached, self.heat
-        pool = []  # (heat per record, heat, records, key)
-        for key in self._main_order():
+        """The main region's coldest sets per record to push out for `need` records (keys,
+        their records, their summed heat); all of it if that is not enough."""
+        cold, live, cached = self._cold, self._cold_seq, self._cached
+        victims, freed, total, taken = [], 0, 0.0, []
+        while cold and freed < need:
+            entry = heapq.heappop(cold)
+            _, seq, key = entry
+            if live.get(key) != seq:
+                continue  # stale
+            taken.append(entry)
             if key in exclude:
-                continue
-            heat, cost = heat_of(key), _cost(cached[key])
-            pool.append((heat / cost, heat, cost, key))
-            if len(pool) >= VICTIM_POOL:
-                break
-        pool.sort(key=lambda entry: entry[0])
-        victims, freed, total = [], 0, 0.0
-        for _, heat, cost, key in pool:
-            victims.append(key)
-            freed += cost
-            total += heat
-            if freed >= need:
-                return victims, freed, total
-        taken = set(victims)
-        for key in self._main_order():
-            if key in exclude or key in taken:
                 continue
             victims.append(key)
             freed += _cost(cached[key])
-            total += heat_of(key)
-            if freed >= need:
-                break
+            total += self.heat(key)
+        for entry in taken:  # the caller drops the losers; the rest keep their rank
+            heapq.heappush(cold, entry)
+        if len(cold) > 2 * len(live) + 64:
+            self._rebuild_cold()
         return victims, freed, total
-
-    def _main_order(self) -> Iterator[Hashable]:
-        yield from self._probation
-        yield from self._protected

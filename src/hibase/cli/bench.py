@@ -356,6 +356,9 @@ def _ints(text: str) -> list[int]:
               help="Zipf-distributed queries (point and range).")
 @click.option("--zipf", type=click.FloatRange(min=0), default=0.99, show_default=True,
               help="Zipf exponent of query popularity.")
+@click.option("--reshuffle-every", type=click.IntRange(min=0), default=0, show_default=True,
+              metavar="N", help="Deal the popularity order of the queried values anew every N "
+              "queries (a hot set that moves; 0: never).")
 @click.option("--ratios", default="0.2,0.4,0.6,0.8", show_default=True,
               help="Cache sizes as ratios of the records the workload touches.")
 @click.option("--backends", default="memory", show_default=True,
@@ -389,7 +392,8 @@ def _ints(text: str) -> list[int]:
               help="Write a PNG per scenario (hit ratio by cache ratio) into DIR; needs "
                    "matplotlib: pip install 'hibase[bench]'.")
 @bench_options
-def bench_cache(rows: int, queries: int, zipf: float, ratios: str, backends: str,
+def bench_cache(rows: int, queries: int, zipf: float, reshuffle_every: int, ratios: str,
+                backends: str,
                 redis_nodes: str, store_backend: str, seed: int, phoenix: bool, scenarios: str,
                 seeds: int, quick: bool, plots: str | None, as_json: bool, output: str | None,
                 progress: bool) -> None:
@@ -406,6 +410,7 @@ def bench_cache(rows: int, queries: int, zipf: float, ratios: str, backends: str
         hibase bench cache --scenarios only --plots benchmarks/plots -o cache_scenarios.json
         hibase bench cache --scenarios only --quick
         hibase bench cache --backends memory,redis --redis-nodes 1,2,4 --json -o cache.json
+        hibase bench cache --rows 40000 --ratios 0.2 --reshuffle-every 2500 --scenarios no
         hibase bench cache --backend gateway --backends memory,redis --rows 20000
     """
     if store_backend != "embedded":
@@ -436,7 +441,8 @@ def bench_cache(rows: int, queries: int, zipf: float, ratios: str, backends: str
                      [b.strip() for b in backends.split(",") if b.strip()],
                      _ints(redis_nodes), seed, progress=note,
                      scenarios=scenarios == "with", plots=plots,
-                     scenario_options={"seeds": seeds, "quick": quick})
+                     scenario_options={"seeds": seeds, "quick": quick},
+                     reshuffle_every=reshuffle_every)
     finish_bench(report, as_json, output, mod.summary)
 
 
