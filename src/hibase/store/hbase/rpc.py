@@ -186,11 +186,12 @@ class Rpc:
                 raise _map_io_error(message) from None
             except TApplicationException as exc:
                 if exc.type not in (TApplicationException.UNKNOWN_METHOD,
-                                    TApplicationException.WRONG_METHOD_NAME,
-                                    TApplicationException.PROTOCOL_ERROR,
-                                    TApplicationException.UNKNOWN):
-                    raise errors.BackendError(f"{where}: {method}: {exc.message}") from None
-                # the usual cause: a Thrift2 port where the Thrift1 one belongs, or back
+                                    TApplicationException.WRONG_METHOD_NAME):
+                    # e.g. HBase's "Internal error processing getTableRegions" while a region
+                    # is in transition: its callers retry (layout.py)
+                    raise
+                # a method the server does not have: a Thrift2 port where the Thrift1 one
+                # belongs, or back
                 other = "Thrift1" if thrift2 else "Thrift2"
                 raise errors.BackendUnavailable(
                     f"{where} does not understand {method!r}: is it HBase's {other} server? "
