@@ -672,20 +672,38 @@ def iso_text(v: _dt.date | _dt.time) -> str:
     return _CODECS[kind].enc_text(ColumnType(kind), v).decode("ascii")
 
 
+_TEXT_FORMS: dict[str, tuple[Callable[[str], Any], str]] = {
+    "date": (parse_date, "not a date (YYYY-MM-DD)"),
+    "time": (parse_time, "not a time (HH:MM:SS[.fff])"),
+    "timestamp": (parse_timestamp, "not a timestamp (YYYY-MM-DD HH:MM:SS[.fff])"),
+}
+
+
+def _parse_text(t: ColumnType, text: str, shown: Any) -> Any:
+    """A DATE, TIME or TIMESTAMP written as text (a value or a cell's), or a ValueTypeError
+    naming `shown` and the form its type takes."""
+    parse, form = _TEXT_FORMS[t.name]
+    try:
+        return parse(text)
+    except ValueError:
+        raise _fail(t, shown, form) from None
+
+
+def _naive_utc(v: _dt.datetime) -> _dt.datetime:
+    """An aware datetime as the naive UTC one cells hold; a naive one as it is."""
+    return v if v.tzinfo is None else v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+
+
 def _as_date(t: ColumnType, v: Any) -> _dt.date:
     if isinstance(v, _dt.datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        v = _naive_utc(v)
         if v.time() != _dt.time():
             raise _fail(t, v, "a DATE has no time of day (CAST it, or use TIMESTAMP)")
         return v.date()
     if isinstance(v, _dt.date):
         return v
     if isinstance(v, str):
-        try:
-            return parse_date(v)
-        except ValueError:
-            raise _fail(t, v, "not a date (YYYY-MM-DD)") from None
+        return _parse_text(t, v, v)
     raise _fail(t, v, f"expected a date, got {_kind(v)}")
 
 
@@ -695,17 +713,13 @@ def _as_time(t: ColumnType, v: Any) -> _dt.time:
             raise _fail(t, v, "a TIME has no time zone")
         return v
     if isinstance(v, str):
-        try:
-            return parse_time(v)
-        except ValueError:
-            raise _fail(t, v, "not a time (HH:MM:SS[.fff])") from None
+        return _parse_text(t, v, v)
     raise _fail(t, v, f"expected a time, got {_kind(v)}")
 
 
 def _as_timestamp(t: ColumnType, v: Any) -> _dt.datetime:
     if isinstance(v, _dt.datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        v = _naive_utc(v)
         if type(v) is not _dt.datetime:  # pandas.Timestamp: its nanoseconds are dropped
             v = _dt.datetime(v.year, v.month, v.day, v.hour, v.minute, v.second,
                              v.microsecond)
@@ -713,10 +727,7 @@ def _as_timestamp(t: ColumnType, v: Any) -> _dt.datetime:
     if isinstance(v, _dt.date):
         return _dt.datetime(v.year, v.month, v.day)
     if isinstance(v, str):
-        try:
-            return parse_timestamp(v)
-        except ValueError:
-            raise _fail(t, v, "not a timestamp (YYYY-MM-DD HH:MM:SS[.fff])") from None
+        return _parse_text(t, v, v)
     raise _fail(t, v, f"expected a datetime, got {_kind(v)}")
 
 
@@ -744,10 +755,7 @@ def _time_from_us(us: int) -> _dt.time:
 
 
 def _date_dec_text(t: ColumnType, raw: bytes) -> _dt.date:
-    try:
-        return parse_date(_text(t, raw))
-    except ValueError:
-        raise _fail(t, raw, "not a date (YYYY-MM-DD)") from None
+    return _parse_text(t, _text(t, raw), raw)
 
 
 def _date_dec_bin(t: ColumnType, raw: bytes) -> _dt.date:
@@ -783,10 +791,7 @@ def _date_dec_key(t: ColumnType, buf: bytes, pos: int) -> tuple[_dt.date, int]:
 
 
 def _time_dec_text(t: ColumnType, raw: bytes) -> _dt.time:
-    try:
-        return parse_time(_text(t, raw))
-    except ValueError:
-        raise _fail(t, raw, "not a time (HH:MM:SS[.fff])") from None
+    return _parse_text(t, _text(t, raw), raw)
 
 
 def _time_dec_bin(t: ColumnType, raw: bytes) -> _dt.time:
@@ -822,10 +827,7 @@ def _time_dec_key(t: ColumnType, buf: bytes, pos: int) -> tuple[_dt.time, int]:
 
 
 def _ts_dec_text(t: ColumnType, raw: bytes) -> _dt.datetime:
-    try:
-        return parse_timestamp(_text(t, raw))
-    except ValueError:
-        raise _fail(t, raw, "not a timestamp (YYYY-MM-DD HH:MM:SS[.fff])") from None
+    return _parse_text(t, _text(t, raw), raw)
 
 
 def _ts_dec_bin(t: ColumnType, raw: bytes) -> _dt.datetime:
