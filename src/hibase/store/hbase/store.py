@@ -317,15 +317,7 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
         with self._lock:
             self._check_writable()
             self.table(name)
-            # as drop_table's catalog side: the coprocessor's rows go too, the HBase table stays
-            for row in [b"copro/" + name.encode(), b"ver/" + name.encode(),
-                        *self._incarnation_rows(name)]:
-                self._meta_put(row, None)
-            self._server_kept.discard(name)
-            self._index_versions.pop(name, None)
-            self.layouts.forget(name)
-            self._meta_put(b"table/" + name.encode(), None)
-            self._tables.pop(name, None)
+            self._unrecord(name, self._incarnation_rows(name))  # the HBase table stays
 
     def save_schema(self, schema: TableSchema) -> None:
         """Persist a changed schema; the enabled flag is HBase's own (enable/disableTable)."""
@@ -344,18 +336,20 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
             self.table(name)
             incarnations = self._incarnation_rows(name)
             self._drop_hbase_table(name)
-            self.layouts.forget(name)
-            # the coprocessor's marker and version rows (a table made again under this name
-            # may be one it does not run on), and its regions' rows inc/<region> (after the
-            # drop: a region's clean close writes its mark there)
-            for row in (b"copro/", b"ver/"):
-                self._meta_put(row + name.encode(), None)
-            for row in incarnations:
-                self._meta_put(row, None)
-            self._server_kept.discard(name)
-            self._index_versions.pop(name, None)
-            self._meta_put(b"table/" + name.encode(), None)
-            del self._tables[name]
+            self._unrecord(name, incarnations)  # after the drop: see _unrecord
+
+    def _unrecord(self, name: str, incarnations: list[bytes]) -> None:
+        """Everything the catalog and this store hold of table `name`: its row, the
+        coprocessor's marker and version rows (a table made again under this name may be one it
+        does not run on) and its regions' rows inc/<region> (read before a drop, deleted after
+        it: a region's clean close writes its mark there)."""
+        self.layouts.forget(name)
+        for row in (b"copro/" + name.encode(), b"ver/" + name.encode(), *incarnations):
+            self._meta_put(row, None)
+        self._server_kept.discard(name)
+        self._index_versions.pop(name, None)
+        self._meta_put(b"table/" + name.encode(), None)
+        self._tables.pop(name, None)
 
     def _incarnation_rows(self, name: str) -> list[bytes]:
         """The catalog rows inc/<encoded region name> of the table's regions, when the
