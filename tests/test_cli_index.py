@@ -226,7 +226,6 @@ def test_bench_scbf_wiring(monkeypatch, tmp_path):
 
 
 def test_bench_store_runs_at_tiny_size(tmp_path):
-    pytest.importorskip("hibase_bench.store")
     dest = tmp_path / "store.json"
     out = run("bench", "store", "--rows", "200", "--reads", "20", "--no-progress",
               "--output", dest).stdout
