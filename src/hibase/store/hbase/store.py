@@ -159,9 +159,10 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
         return {n[len(p):].decode() for n in self.rpc.call("getTableNames") if n.startswith(p)}
 
     def _load_catalog(self, create: bool) -> None:
-        if META_TABLE not in self._hbase_tables():
+        hbase_tables = self._hbase_tables()
+        if META_TABLE not in hbase_tables:
             if not create or self.read_only:
-                raise errors.BackendUnavailable(self._no_catalog_message())
+                raise errors.BackendUnavailable(self._no_catalog_message(hbase_tables))
             try:
                 self._create_hbase_table(META_TABLE, {b"m": 1})
             except errors.TableExists:
@@ -181,10 +182,10 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
             elif key == b"gen":
                 self._gen = v
 
-    def _no_catalog_message(self) -> str:
+    def _no_catalog_message(self, hbase_tables: set[str]) -> str:
         """Why a store cannot open without a catalog, and what to do: an HBase with tables
-        of its own needs one of them recorded first."""
-        found = sorted(self._hbase_tables())
+        of its own (`hbase_tables`) needs one of them recorded first."""
+        found = sorted(hbase_tables)
         msg = f"no hibase catalog ({META_TABLE}) in HBase at {self.path}: hibase has not " \
             "recorded a table there yet"
         if found:
