@@ -51,8 +51,9 @@ class Backend:
         if kind == "hbase":
             assert cluster is not None, "an hbase backend needs the session's cluster"
             # a cluster kept across sessions (HIBASE_TEST_CLUSTER) holds earlier sessions' tables
-            self.prefix = f"t{next(_prefixes)}" + (
-                f"x{os.getpid()}" if os.environ.get("HIBASE_TEST_CLUSTER") else "")
+            # ... and xdist's workers share one: the pid keeps their tables apart
+            shared = os.environ.get("HIBASE_TEST_CLUSTER") or os.environ.get("PYTEST_XDIST_WORKER")
+            self.prefix = f"t{next(_prefixes)}" + (f"x{os.getpid()}" if shared else "")
             self.url = cluster_url(cluster, self.prefix)
         elif kind == "thrift":
             self.gateway_db = hibase.connect(self.path)

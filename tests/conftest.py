@@ -28,8 +28,11 @@ parametrized.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pathlib
+import shutil
+import tempfile
 
 import pytest
 from hypothesis import settings
@@ -40,6 +43,16 @@ from servers import required
 
 
 def pytest_configure(config):
+    # Under pytest-xdist (scripts/test.sh runs `-n 2`) the workers share one HBase: the controller
+    # names a folder for it here, before the workers start (they inherit the environment); the
+    # first worker to need HBase starts it there (_shared_cluster), the others attach, and the
+    # controller stops it at the end (pytest_unconfigure).
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput") \
+            and not os.environ.get("HIBASE_TEST_CLUSTER"):
+        shared = tempfile.mkdtemp(prefix="hibase-test-hbase-")
+        os.environ[_SHARED_HBASE] = shared
+        os.environ[_CONTROLLER] = str(os.getpid())
+        config._hibase_shared_hbase = shared
     config.addinivalue_line(
         "markers", "thrift_xfail(reason): xfail(strict=True) on the [thrift] backend only")
     config.addinivalue_line(
@@ -59,6 +72,61 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize("backend", params, indirect=True)
 
 
+def pytest_unconfigure(config):
+    shared = getattr(config, "_hibase_shared_hbase", None)
+    if shared is None:
+        return
+    from hibase.cluster import HBaseCluster
+    folder = pathlib.Path(shared, "cluster")
+    if folder.exists():  # started, or half started by a worker that failed
+        HBaseCluster(folder).stop(timeout=2.0)
+    shutil.rmtree(shared, ignore_errors=True)
+
+
+_SHARED_HBASE = "HIBASE_TEST_SHARED_HBASE"
+_CONTROLLER = "HIBASE_TEST_CONTROLLER_PID"
+_READY = "started-by-tests"
+
+# Run detached beside a shared HBase: stops it once the controller is gone (a killed or crashed
+# run), so no HBase outlives the test run that started it.
+_WATCHDOG = """
+import os, shutil, sys, time
+from hibase.cluster import HBaseCluster
+controller, shared = int(sys.argv[1]), sys.argv[2]
+while os.path.exists(shared):  # the controller removes it after stopping the cluster
+    try:
+        os.kill(controller, 0)
+    except ProcessLookupError:
+        HBaseCluster(os.path.join(shared, "cluster")).stop(timeout=2.0)
+        shutil.rmtree(shared, ignore_errors=True)
+        break
+    time.sleep(2)
+"""
+
+
+def _shared_cluster(folder: pathlib.Path):
+    """The HBase the xdist workers share in `folder`: started by the first worker that asks
+    (detached: it outlives that worker; the controller stops it, or the watchdog if the
+    controller dies), attached to by the others."""
+    import subprocess
+    import sys
+    from hibase.cluster import HBaseCluster
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # held while one worker starts it: the others wait
+        if (folder / _READY).exists():
+            return HBaseCluster(folder)
+        cluster = HBaseCluster(folder, redis_nodes=0, heap_mb=2048, phoenix=True)
+        subprocess.Popen([sys.executable, "-c", _WATCHDOG, os.environ[_CONTROLLER], str(folder.parent)],
+                         start_new_session=True, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with required():
+            cluster.start(detach=True, progress=False)
+        (folder / _READY).touch()
+        return cluster
+
+
 @pytest.fixture(scope="session")
 def hbase_cluster(tmp_path_factory):
     """The session's real HBase (hibase.cluster.HBaseCluster, no cache nodes, Phoenix's jars and
@@ -70,6 +138,10 @@ def hbase_cluster(tmp_path_factory):
     running = os.environ.get("HIBASE_TEST_CLUSTER")
     if running:  # a cluster started by `hibase cluster start DIR` (development): used, kept
         yield HBaseCluster(running)
+        return
+    shared = os.environ.get(_SHARED_HBASE)
+    if shared:  # an xdist worker: the run's one HBase, stopped by the controller
+        yield _shared_cluster(pathlib.Path(shared, "cluster"))
         return
     cluster = HBaseCluster(tmp_path_factory.mktemp("hbase"), redis_nodes=0, heap_mb=2048,
                            phoenix=True)  # tests/test_phoenix.py drives Phoenix on it
