@@ -105,25 +105,26 @@ def test_show_bytes_escapes():
 
 def test_round_trip_in_three_formats(flights):
     out = run("get", flights, "flights", "k1").stdout.splitlines()
-    assert out[0].split() == ["row", "column", "value"]
-    assert ["k1", "f:delay", "12.5"] in [line.split() for line in out]
+    assert out[0].split() == ["ROWKEY", "column", "value"]
+    assert ["k1", "f.delay", "12.5"] in [line.split() for line in out]
     assert jsonl(run("get", flights, "flights", "k1", "--json").stdout) == [
-        {"row": "k1", "columns": {"f:delay": 12.5, "f:dest": "IAH", "g:x": "1"}}]  # typed
+        {"ROWKEY": "k1", "f.delay": 12.5, "f.dest": "IAH", "g.x": "1"}]  # typed, flat
     assert cells_of(run("get", flights, "flights", "k1", "--csv").stdout) == [
-        {"row": "k1", "column": c, "value": v}
-        for c, v in [("f:delay", "12.5"), ("f:dest", "IAH"), ("g:x", "1")]]
+        {"ROWKEY": "k1", "column": c, "value": v}
+        for c, v in [("f.delay", "12.5"), ("f.dest", "IAH"), ("g.x", "1")]]
 
     rows = jsonl(run("scan", flights, "flights", "--json").stdout)
-    assert [r["row"] for r in rows] == ["k1", "k2", "k3", "m1"]
-    assert rows[1]["columns"]["f:dest"] == "SFO"
+    assert [r["ROWKEY"] for r in rows] == ["k1", "k2", "k3", "m1"]
+    assert rows[1]["f.dest"] == "SFO"
     table = run("scan", flights, "flights", "--columns", "f:dest").stdout.splitlines()
-    assert len(table) == 2 + 4 and table[2].split() == ["k1", "f:dest", "IAH"]
+    assert len(table) == 2 + 4 and table[2].split() == ["k1", "f.dest", "IAH"]
     assert len(cells_of(run("scan", flights, "flights", "--csv").stdout)) == 12
 
 
 def test_scan_options(flights):
     def keys(*opts):
-        return [r["row"] for r in jsonl(run("scan", flights, "flights", "--json", *opts).stdout)]
+        return [r["ROWKEY"] for r in jsonl(run("scan", flights, "flights", "--json",
+                                               *opts).stdout)]
     assert keys("--prefix", "k") == ["k1", "k2", "k3"]
     assert keys("--start", "k2", "--stop", "m1") == ["k2", "k3"]
     assert keys("--limit", "2") == ["k1", "k2"]
@@ -132,7 +133,7 @@ def test_scan_options(flights):
     assert keys("--filter", "SingleColumnValueFilter('f', 'dest', =, 'binary:IAH')") == [
         "k1", "k3"]
     cols = jsonl(run("scan", flights, "flights", "--json", "-c", "g,f:dest").stdout)[0]
-    assert set(cols["columns"]) == {"g:x", "f:dest"}
+    assert set(cols) == {"ROWKEY", "g.x", "f.dest"}
 
 
 def test_get_missing_row_is_an_error(flights):
@@ -146,15 +147,15 @@ def test_versions_binary_columns_and_escapes(flights):
     run("put", flights, "flights", "k1", "f:dest=HOU", "--timestamp", "99999999999999")
     got = jsonl(run("get", flights, "flights", "k1", "--versions", "2", "-c", "f:dest",
                     "--json").stdout)[0]
-    assert [c["value"] for c in got["columns"]["f:dest"]] == ["HOU", "IAH"]
-    assert got["columns"]["f:dest"][0]["timestamp"] == 99999999999999
+    assert [c["value"] for c in got["f.dest"]] == ["HOU", "IAH"]
+    assert got["f.dest"][0]["timestamp"] == 99999999999999
     # a 'long binary' column takes text and stores Bytes.toBytes
     run("put", flights, "flights", "b\\x00\\xff", "f:n=42", "f:raw=a\\x01\\\\")
     with hibase.connect(flights, read_only=True) as db:
         assert db.table("flights").row(b"b\x00\xff") == {
             b"f:n": (42).to_bytes(8, "big"), b"f:raw": b"a\x01\\"}
     row = jsonl(run("get", flights, "flights", "b\\x00\\xff", "--json").stdout)[0]
-    assert row == {"row": "b\\x00\\xff", "columns": {"f:n": 42, "f:raw": "a\\x01\\\\"}}
+    assert row == {"ROWKEY": "b\\x00\\xff", "f.n": 42, "f.raw": "a\\x01\\\\"}
 
 
 def test_declared_type_errors_write_nothing(flights):
@@ -201,7 +202,7 @@ def test_create_table_options(store):
     run("put", store, "t", "r", "f:a=1")
     run("put", store, "t", "r", "f:a=2")
     got = jsonl(run("get", store, "t", "r", "--versions", "5", "--json").stdout)[0]
-    assert [c["value"] for c in got["columns"]["f:a"]] == ["2"]
+    assert [c["value"] for c in got["f.a"]] == ["2"]
 
 
 def test_drop_table_asks(flights):
@@ -245,7 +246,10 @@ CALLS = """mdn,ts,delay,city
 
 
 def _rows(store, table):
-    return {r["row"]: r["columns"] for r in jsonl(run("scan", store, table, "--json").stdout)}
+    """{rowkey: {family.qualifier: value}} from scan --json (the rowkey is each object's first
+    key, under the table's rowkey name)."""
+    return {key: dict(cells) for (_, key), *cells in
+            (list(r.items()) for r in jsonl(run("scan", store, table, "--json").stdout))}
 
 
 def test_load_csv_with_template_reports_bad_rows_and_loads_the_rest(store, tmp_path):
@@ -262,15 +266,15 @@ def test_load_csv_with_template_reports_bad_rows_and_loads_the_rest(store, tmp_p
     assert "Rows loaded: 3, rejected: 3" in err and "rows/s" in err
     rows = _rows(store, "calls")
     assert list(rows) == ["100:1", "103:4", "105:6"]
-    assert rows["100:1"] == {"f:city": "Paris", "f:delay": 1.5, "f:mdn": "100", "f:ts": "1"}
-    assert "f:delay" not in rows["103:4"]  # empty CSV field: no cell
+    assert rows["100:1"] == {"f.city": "Paris", "f.delay": 1.5, "f.mdn": "100", "f.ts": "1"}
+    assert "f.delay" not in rows["103:4"]  # empty CSV field: no cell
     # ... so, as in Phoenix (empty string = NULL), = '' finds nothing and IS NULL finds it
     # f:city is not declared: a dynamic column names it (a bare f.city is ColumnNotFound)
     assert run("query", store, "SELECT * FROM calls (f.city VARCHAR) WHERE f.city = ''",
                "--json").stdout == ""
     found = jsonl(run("query", store, "SELECT * FROM calls WHERE f.delay IS NULL",
                       "--json").stdout)
-    assert [r["row"] for r in found] == ["103:4"]
+    assert [r["ROWKEY"] for r in found] == ["103:4"]
     assert "f.x IS NULL, not with f.x = ''" in " ".join(run("load", "--help").stdout.split())
 
 
@@ -281,8 +285,8 @@ def test_load_csv_with_rowkey_column_map_and_create(store, tmp_path):
                  "--map", "city=g:town", "--create", "--batch-size", "1")
     assert "Created table 'calls'" in result.stderr and "Rows loaded: 2, rejected: 0" in \
         result.stderr
-    assert _rows(store, "calls") == {"100": {"f:ts": 1, "g:town": "Paris"},  # detected long
-                                     "101": {"f:ts": 2, "g:town": "Rome"}}
+    assert _rows(store, "calls") == {"100": {"f.ts": 1, "g.town": "Paris"},  # detected long
+                                     "101": {"f.ts": 2, "g.town": "Rome"}}
 
 
 def test_load_with_durability(tmp_path):
@@ -293,7 +297,7 @@ def test_load_with_durability(tmp_path):
     store = str(tmp_path / "store")
     run("load", store, "calls", path, "--rowkey-column", "mdn", "--family", "f", "--create",
         "--durability", "fsync")
-    assert _rows(store, "calls") == {"100": {"f:ts": 1}, "101": {"f:ts": 2}}  # typed (long)
+    assert _rows(store, "calls") == {"100": {"f.ts": 1}, "101": {"f.ts": 2}}  # typed (long)
     result = run("load", store, "calls", path, "--rowkey-column", "mdn", "--durability",
                  "power", code=2)
     assert "'power' is not one of 'process', 'fsync'" in result.stderr
@@ -325,8 +329,8 @@ def test_load_jsonl(store, tmp_path):
     assert "line 3: invalid JSON" in err and "line 4: expected a JSON object" in err
     assert "line 5: column 'f:n'" in err and "line 6: rowkey column 'id'" in err
     assert "Rows loaded: 2, rejected: 4" in err
-    assert _rows(store, "j") == {"a": {"f:d": "2.5", "f:n": 1, "f:o": '{"x":[1]}'},
-                                 "c": {"f:n": 7}}
+    assert _rows(store, "j") == {"a": {"f.d": "2.5", "f.n": 1, "f.o": '{"x":[1]}'},
+                                 "c": {"f.n": 7}}
     # JSON lines from stdin, with a template rowkey
     result = run("load", store, "j", "-", "--format", "jsonl", "--rowkey", "x-{id}",
                  input='{"id": "q", "n": 5}\n')
@@ -364,7 +368,7 @@ def test_regions_and_split(backend, flights):
     run("split", flights, "flights")
     regions = cells_of(run("regions", flights, "flights", "--csv").stdout)
     assert len(regions) == 4 and regions[-1]["end_key"] == ""
-    assert [r["row"] for r in jsonl(run("scan", flights, "flights", "--json").stdout)] == [
+    assert [r["ROWKEY"] for r in jsonl(run("scan", flights, "flights", "--json").stdout)] == [
         "k1", "k2", "k3", "m1"]
 
 

@@ -118,8 +118,8 @@ def test_load_null_string_and_create_on_an_existing_table(tmp_path):
             "--null-string", "NA")
     assert "c:age=long" in r.stderr and "c:score=double" in r.stderr  # NA is not a value
     cells = run("scan", store, "p", "--csv").stdout.splitlines()[1:]
-    assert cells == ["1,c:name,ann", "1,c:score,1.5", "2,c:age,3", "2,c:name,bob", "3,c:age,4",
-                     "3,c:score,2"]
+    assert cells == ["1,c.name,ann", "1,c.score,1.5", "2,c.age,3", "2,c.name,bob", "3,c.age,4",
+                     "3,c.score,2"]
     # without it NA is text: the numbers become strings (the old behaviour, still chosen)
     r = run("load", store, "q", str(data), "--rowkey-column", "id", "-f", "c", "--create")
     assert "c:age=string" in r.stderr
@@ -130,7 +130,7 @@ def test_load_null_string_and_create_on_an_existing_table(tmp_path):
         r = run("load", store, "p", str(more), "--rowkey-column", "id", "-f", "c", "--create",
                 "--null-string", "NA", *args)
         assert "Table 'p' exists: loading into it." in r.stderr
-    assert "4,c:score,3.5" in run("scan", store, "p", "--csv").stdout
+    assert "4,c.score,3.5" in run("scan", store, "p", "--csv").stdout
     # ... unless --type disagrees with the table's declared type
     r = run("load", store, "p", str(more), "--rowkey-column", "id", "-f", "c", "--create",
             "--type", "age=string", code=2)

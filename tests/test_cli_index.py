@@ -128,27 +128,27 @@ def test_verify_reports_and_repairs_a_damaged_index(backend, store):
 
 def test_query_table_json_csv(store):
     run("index", "create", store, "t", "by_ip", "-c", "f:ip", "--no-progress")
-    sql = "SELECT f.port, f.url FROM t WHERE f.ip = '10.0.0.1'"
+    sql = "SELECT ROWKEY, f.port, f.url FROM t WHERE f.ip = '10.0.0.1'"
     res = run("query", store, sql)
     lines = res.stdout.splitlines()
-    assert lines[0].split() == ["row", "f:port", "f:url"]
+    assert lines[0].split() == ["ROWKEY", "f.port", "f.url"]
     body = [line.split() for line in lines[2:]]
     assert body == [["r\\tx", "8080", "http://c/\\x01"], ["r1", "443", "http://a/x"],
                     ["r2", "80", "http://a/y"]]  # rowkey order: b"\t" < b"1"
     assert res.stderr.startswith("3 row(s) in ")
 
     objs = [json.loads(x) for x in run("query", store, sql, "--json").stdout.splitlines()]
-    assert objs[1] == {"row": "r1", "columns": {"f:port": 443, "f:url": "http://a/x"}}
-    assert objs[0]["row"] == "r\\tx" and objs[0]["columns"]["f:url"] == "http://c/\\x01"
+    assert objs[1] == {"ROWKEY": "r1", "f.port": 443, "f.url": "http://a/x"}
+    assert objs[0]["ROWKEY"] == "r\\tx" and objs[0]["f.url"] == "http://c/\\x01"
 
     rows = list(csv.reader(io.StringIO(run("query", store, sql, "--csv").stdout)))
-    assert rows[0] == ["row", "f:port", "f:url"] and rows[3] == ["r2", "80", "http://a/y"]
+    assert rows[0] == ["ROWKEY", "f.port", "f.url"] and rows[3] == ["r2", "80", "http://a/y"]
 
     # SELECT *: declared columns in schema order, then the undeclared found; a missing cell
     # prints empty; --full-scan: same rows
     star = "SELECT * FROM t WHERE f.port <= 443 OR f.url IS NULL"
     rows = list(csv.reader(io.StringIO(run("query", store, star, "--csv").stdout)))
-    assert rows[0] == ["row", "f:ip", "f:port", "f:url", "f:n"]
+    assert rows[0] == ["ROWKEY", "f.ip", "f.port", "f.url", "f.n"]
     assert [r[0] for r in rows[1:]] == ["r1", "r2", "r3", "r4"]
     assert rows[4] == ["r4", "10.0.0.3", "22", "", "4"]
     assert run("query", store, star, "--csv", "--full-scan").stdout == \
@@ -329,7 +329,7 @@ def test_query_with_a_shared_redis_cache(backend):
             result = runner.invoke(cli, ["query", store, "SELECT * FROM t WHERE f.a = 2",
                                          "--json", "--cache", server.url])
             assert result.exit_code == 0, result.output
-            assert result.output.count('"row"') == 5
+            assert result.output.count('"ROWKEY"') == 5
         keys = redis_client.Redis.from_url(server.url).keys("*")
         assert keys, "the query's index set was stored in Redis"
         bad = runner.invoke(cli, ["query", store, "SELECT * FROM t", "--cache", "bogus://x"])

@@ -183,9 +183,9 @@ def test_load_create_detects_types_and_sql_compares_numbers(store, airports_csv)
         {"COUNT(*)": high}]
     top = query(store, "SELECT MAX(a.alt), MIN(a.lat), MIN(a.tz) FROM airports")[0]
     assert list(top.values()) == [7820, 21.32, -10]  # as bytes: '7820', '21.32', '-10'... '-8'
-    rows = query(store, "SELECT a.name FROM airports WHERE a.lat BETWEEN 39.5 AND 41 "
+    rows = query(store, "SELECT ROWKEY, a.name FROM airports WHERE a.lat BETWEEN 39.5 AND 41 "
                         "AND a.tz = -7")
-    assert sorted(r["row"] for r in rows) == ["DEN", "EGE", "SLC"]
+    assert sorted(r["ROWKEY"] for r in rows) == ["DEN", "EGE", "SLC"]
     # and an index on a detected column works straight away
     run("index", "create", store, "airports", "by_alt", "-c", "a:alt", "--no-progress")
     assert query(store, "SELECT COUNT(*) FROM airports WHERE a.alt > 1000") == [
@@ -226,8 +226,8 @@ def test_load_create_jsonl_from_stdin_and_a_map(store):
         "left undeclared (no values): f:z")
     assert "Rows loaded: 2" in result.stderr
     assert query(store, "SELECT MAX(f.n), SUM(f.d) FROM j") == [
-        {"MAX(f:n)": 20, "SUM(f:d)": 5.5}]
-    assert [r["row"] for r in query(store, "SELECT * FROM j WHERE f.s = '10'")] == ["a"]
+        {"MAX(f.n)": 20, "SUM(f.d)": 5.5}]
+    assert [r["ROWKEY"] for r in query(store, "SELECT * FROM j WHERE f.s = '10'")] == ["a"]
 
 
 def test_load_type_detection_leaves_a_table_that_already_exists_alone(store, airports_csv):

@@ -129,7 +129,7 @@ def test_compressed_inputs_by_extension_or_magic(tmp_path, suffix):
         store = tmp_path / f"s{name}"
         run("load", store, "t", tmp_path / name, "--rowkey-column", "id", "-f", "f", "--create")
         assert json.loads(run("get", store, "t", "b", "--json").stdout) == {
-            "row": "b", "columns": {"f:n": 2}}
+            "ROWKEY": "b", "f.n": 2}
 
 
 def test_jsonl_gz_is_json_lines(tmp_path):
@@ -190,9 +190,9 @@ def test_rowkey_auto_for_a_file_with_no_key_column(tmp_path, kind):
     args = ["--rowkey-auto"] + ([] if kind == "row" else [kind])
     run("load", tmp_path / "s", "t", path, *args, "-f", "f", "--create")
     rows = [json.loads(x) for x in run("scan", tmp_path / "s", "t", "--json").stdout.splitlines()]
-    got = [r["columns"]["f:a"] for r in rows]
+    got = [r["f.a"] for r in rows]
     assert got == [1, 2, 3] if kind != "uuid" else sorted(got) == [1, 2, 3]  # file order
-    keys = [r["row"] for r in rows]
+    keys = [r["ROWKEY"] for r in rows]
     if kind == "row":
         assert keys == ["000000000001", "000000000002", "000000000003"]
     else:
@@ -285,28 +285,27 @@ def typed(tmp_path):
 
 
 def test_json_values_are_typed_with_one_escaping_rule_and_nulls(typed):
-    k1 = {"f:b": 7, "f:n": 42, "f:s": "a\\\\b", "f:u": "raw\\x00"}
+    k1 = {"ROWKEY": "k1", "f.b": 7, "f.n": 42, "f.s": "a\\\\b", "f.u": "raw\\x00"}
     assert [json.loads(x) for x in run("scan", typed, "t", "--json").stdout.splitlines()] == [
-        {"row": "k1", "columns": k1}, {"row": "k2", "columns": {"f:x": 1.5}}]
-    assert json.loads(run("get", typed, "t", "k1", "--json").stdout) == {"row": "k1",
-                                                                       "columns": k1}
-    got = [json.loads(x) for x in run("query", typed, "SELECT f.n, f.s, f.x FROM t",
+        k1, {"ROWKEY": "k2", "f.x": 1.5}]
+    assert json.loads(run("get", typed, "t", "k1", "--json").stdout) == k1
+    got = [json.loads(x) for x in run("query", typed, "SELECT ROWKEY, f.n, f.s, f.x FROM t",
                                       "--json").stdout.splitlines()]
-    assert got == [{"row": "k1", "columns": {"f:n": 42, "f:s": "a\\\\b", "f:x": None}},
-                   {"row": "k2", "columns": {"f:n": None, "f:s": None, "f:x": 1.5}}]
+    assert got == [{"ROWKEY": "k1", "f.n": 42, "f.s": "a\\\\b", "f.x": None},
+                   {"ROWKEY": "k2", "f.n": None, "f.s": None, "f.x": 1.5}]
     groups = [json.loads(x) for x in run("query", typed, "SELECT f.s, COUNT(*), MAX(f.n) FROM t "
                                          "GROUP BY f.s", "--json").stdout.splitlines()]
-    assert groups == [{"f:s": None, "COUNT(*)": 1, "MAX(f:n)": None},
-                      {"f:s": "a\\\\b", "COUNT(*)": 1, "MAX(f:n)": 42}]
+    assert groups == [{"f.s": None, "COUNT(*)": 1, "MAX(f.n)": None},
+                      {"f.s": "a\\\\b", "COUNT(*)": 1, "MAX(f.n)": 42}]
     # the same backslash in the table output of a plain query and of GROUP BY
     plain = run("query", typed, "SELECT f.s FROM t WHERE ROWKEY = 'k1'").stdout
     grouped = run("query", typed, "SELECT f.s, COUNT(*) FROM t GROUP BY f.s").stdout
     assert "a\\\\b" in plain.split() and "a\\\\b" in grouped.split()
     # NULL: empty in table and CSV, for plain and aggregate rows alike
-    csv_rows = run("query", typed, "SELECT f.n FROM t", "--csv").stdout.splitlines()
-    assert csv_rows == ["row,f:n", "k1,42", "k2,"]
+    csv_rows = run("query", typed, "SELECT ROWKEY, f.n FROM t", "--csv").stdout.splitlines()
+    assert csv_rows == ["ROWKEY,f.n", "k1,42", "k2,"]
     assert run("query", typed, "SELECT f.s, COUNT(*) FROM t GROUP BY f.s",
-               "--csv").stdout.splitlines() == ["f:s,COUNT(*)", ",1", "a\\\\b,1"]
+               "--csv").stdout.splitlines() == ["f.s,COUNT(*)", ",1", "a\\\\b,1"]
 
 
 def test_get_of_a_missing_row_exits_1(typed):
@@ -335,8 +334,8 @@ def test_a_closed_pipe_or_stdout_is_a_clean_exit(tmp_path, command):
 def test_delete_a_row_or_columns(typed):
     assert run("delete", typed, "t", "k1", "f:s", "f:u").stderr.strip() == \
         "Deleted columns f:s, f:u of row 'k1' of 't'."
-    assert json.loads(run("get", typed, "t", "k1", "--json").stdout)["columns"] == {
-        "f:b": 7, "f:n": 42}
+    assert json.loads(run("get", typed, "t", "k1", "--json").stdout) == {
+        "ROWKEY": "k1", "f.b": 7, "f.n": 42}
     run("delete", typed, "t", "k1")
     assert error("get", typed, "t", "k1") == "Error: no row 'k1' in table 't'"
     assert error("delete", typed, "t", "k1") == "Error: no row 'k1' in table 't'"
@@ -346,9 +345,9 @@ def test_delete_a_row_or_columns(typed):
 
 def test_scan_csv_wide_is_one_row_per_line(typed):
     lines = run("scan", typed, "t", "--csv", "--wide").stdout.splitlines()
-    assert lines == ["row,f:b,f:n,f:s,f:u,f:x", "k1,7,42,a\\\\b,raw\\x00,", "k2,,,,,1.5"]
+    assert lines == ["ROWKEY,f.b,f.n,f.s,f.u,f.x", "k1,7,42,a\\\\b,raw\\x00,", "k2,,,,,1.5"]
     assert run("scan", typed, "t", "--csv", "--wide", "-c", "f:x,f:n").stdout.splitlines() == [
-        "row,f:x,f:n", "k1,,42", "k2,1.5,"]
+        "ROWKEY,f.x,f.n", "k1,,42", "k2,1.5,"]
 
 
 def _cells(path):
@@ -459,9 +458,10 @@ def test_the_gateway_serves_the_catalog_the_cli_wrote(tmp_path):
         url = served.url
         tables = run("tables", url, "--json").stdout
         assert json.loads(tables)["columns"] == {"f:dest": "string", "f:delay": "double"}
-        got = run("query", url, "SELECT f.delay FROM flights WHERE f.delay > 10", "--json")
+        got = run("query", url, "SELECT ROWKEY, f.delay FROM flights WHERE f.delay > 10",
+                  "--json")
         assert [json.loads(x) for x in got.stdout.splitlines()] == [
-            {"row": "k1", "columns": {"f:delay": 12.5}}, {"row": "k3", "columns": {"f:delay": 40}}]
+            {"ROWKEY": "k1", "f.delay": 12.5}, {"ROWKEY": "k3", "f.delay": 40}]
         assert run("index", "list", url).stdout.splitlines()[2:] == []  # the folder's own
         # as docs/hbase.md's Cluster section: an index made through the URL, used and verified
         run("index", "create", url, "flights", "by_dest", "-c", "f:dest", "--no-progress")
@@ -471,8 +471,8 @@ def test_the_gateway_serves_the_catalog_the_cli_wrote(tmp_path):
                    "--csv").stdout.splitlines() == ["COUNT(*)", "2"]
         assert "OK" in run("index", "verify", url, "flights", "by_dest", "--repair").stdout
         run("put", url, "flights", "k4", "f:dest=IAH", "f:delay=1")
-        assert json.loads(run("get", url, "flights", "k4", "--json").stdout)["columns"] == {
-            "f:dest": "IAH", "f:delay": 1}
+        assert json.loads(run("get", url, "flights", "k4", "--json").stdout) == {
+            "ROWKEY": "k4", "f.dest": "IAH", "f.delay": 1}
         run("delete", url, "flights", "k4")
         assert len(run("scan", url, "flights", "--json").stdout.splitlines()) == 3
         assert '"table":"flights"' in run("dump", url).stdout
@@ -585,9 +585,9 @@ def test_the_first_ten_minutes_in_a_fresh_venv(tmp_path, base_install):
     assert "Error: 10 row(s) rejected, 4990 loaded; every one in rejected.txt" in err
     assert "Detected types: e:kind=string, e:value=long" in err
     assert "INDEX by_dest" in out
-    assert '"f:delay": ' in out and '"f:delay": "' not in out  # typed JSON
-    assert "row,e:kind,e:value\n000000000001,click," in out or \
-        "row,e:kind,e:value\n000000000001,view," in out
+    assert '"f.delay": ' in out and '"f.delay": "' not in out  # typed JSON
+    assert "ROWKEY,e.kind,e.value\n000000000001,click," in out or \
+        "ROWKEY,e.kind,e.value\n000000000001,view," in out
     assert "Error: no row 'k2' in table 'flights'" in err
     assert out.count(": OK") >= 2  # check data, check copy
     tables = out[out.rindex("table "):].splitlines()
@@ -601,16 +601,16 @@ def test_delete_get_wide_and_typed_json_on_every_backend(backend):
     run("put", s, "t", "k1", "f:n=42", "f:u=a\\\\b")
     run("put", s, "t", "k2", "f:x=2.5")
     assert run("scan", s, "t", "--csv", "--wide").stdout.splitlines() == [
-        "row,f:n,f:u,f:x", "k1,42,a\\\\b,", "k2,,,2.5"]
+        "ROWKEY,f.n,f.u,f.x", "k1,42,a\\\\b,", "k2,,,2.5"]
     assert json.loads(run("get", s, "t", "k1", "--json").stdout) == {
-        "row": "k1", "columns": {"f:n": 42, "f:u": "a\\\\b"}}
+        "ROWKEY": "k1", "f.n": 42, "f.u": "a\\\\b"}
     got = run("query", s, "SELECT f.n, f.x FROM t", "--json").stdout.splitlines()
-    assert [json.loads(x)["columns"] for x in got] == [{"f:n": 42, "f:x": None},
-                                                      {"f:n": None, "f:x": 2.5}]
+    assert [json.loads(x) for x in got] == [{"f.n": 42, "f.x": None},
+                                            {"f.n": None, "f.x": 2.5}]
     run("delete", s, "t", "k1", "f:u")
     run("delete", s, "t", "k2")
     assert error("get", s, "t", "k2") == "Error: no row 'k2' in table 't'"
-    assert [json.loads(x)["row"] for x in run("scan", s, "t", "--json").stdout.splitlines()] \
+    assert [json.loads(x)["ROWKEY"] for x in run("scan", s, "t", "--json").stdout.splitlines()] \
         == ["k1"]
 
 
@@ -621,7 +621,7 @@ def test_scan_csv_wide_then_load_unescape_copies_binary_values(tmp_path):
     run("put", a, "t", "k2", "f:v=plain")
     wide = run("scan", a, "t", "--csv", "--wide").stdout
     run("create-table", b, "t", "-f", "f")
-    run("load", b, "t", "-", "--rowkey-column", "row", "--unescape", input=wide)
+    run("load", b, "t", "-", "--rowkey-column", "ROWKEY", "--unescape", input=wide)
     with hibase.connect(str(a), read_only=True) as da, hibase.connect(str(b),
                                                                         read_only=True) as db:
         assert list(db.table("t").scan()) == list(da.table("t").scan())

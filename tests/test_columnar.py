@@ -210,6 +210,6 @@ def test_index_lookups_keep_the_lean_path(tmp_path):
         assert "COLUMNAR" in db.explain("SELECT MAX(f.s) FROM t")
         db.sql("SELECT MAX(f.s) FROM t")
         assert "COLUMNAR" in db.explain("SELECT * FROM t WHERE f.s = 'x'")
-        assert db.sql("SELECT * FROM t WHERE f.a = 3") == [(b"r3", {b"f:a": 3, b"f:s": "x"})]
+        assert db.sql("SELECT * FROM t WHERE f.a = 3") == [("r3", {b"f:a": 3, b"f:s": "x"})]
     finally:
         db.close()

@@ -357,7 +357,7 @@ def test_cli_aggregates_and_params(backend):
     conn = backend.connect()
     want = conn.sql("SELECT f.city, COUNT(*) FROM orders WHERE f.qty = 1 GROUP BY f.city")
     conn.close()
-    assert [(d["f:city"], d["COUNT(*)"]) for d in lines] == want
+    assert [(d["f.city"], d["COUNT(*)"]) for d in lines] == want
     r = runner.invoke(main, ["query", backend.url, "SELECT COUNT(*) FROM orders WHERE "
                              "f.city = :c", "-P", "c='NY'"])
     assert r.exit_code == 0, r.output

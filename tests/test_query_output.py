@@ -1,7 +1,8 @@
 """`hibase query`'s output does not depend on the data (issue 36): every selected column, in the
 table's declared order for SELECT * (as Result.description, which `hibase sql` and hibase.dbapi
 print) or the statement's order, NULL where a row has none, the same in --table, --csv and
---json, whatever the WHERE finds."""
+--json, whatever the WHERE finds. Columns are labelled as SQL results label them (issue 42):
+ROWKEY, family.qualifier; --json objects are flat."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hibase.cli import cli
 
 # declared name, age, city: not alphabetical, so schema order and sorted order differ
-DECLARED = ["t:name", "t:age", "t:city"]
+DECLARED = ["t.name", "t.age", "t.city"]
 ROWS = {"k1": ["t:name=ann", "t:age=3", "t:city=Oslo"],
         "k2": ["t:name=bob"],
         "k3": ["t:age=7"],
@@ -70,49 +71,49 @@ def outputs(store, sql) -> tuple[list[str], list[list[str]], list[dict]]:
 @pytest.mark.parametrize("where", WHERES)
 def test_select_star_prints_the_declared_columns_in_schema_order_whatever_the_where(store,
                                                                                     where):
-    """SELECT *: row, then every declared column in schema order, in all three outputs, also
-    when the WHERE finds no row or only rows lacking a column (the header used to be the
+    """SELECT *: ROWKEY, then every declared column in schema order, in all three outputs,
+    also when the WHERE finds no row or only rows lacking a column (the header used to be the
     columns found, sorted)."""
     header, table, objs = outputs(store, f"SELECT * FROM t {where}")
-    assert header == table == ["row"] + DECLARED
+    assert header == table == ["ROWKEY"] + DECLARED
     for obj in objs:
-        assert list(obj) == ["row", "columns"] and list(obj["columns"]) == DECLARED
+        assert list(obj) == ["ROWKEY"] + DECLARED
 
 
 def test_json_gives_a_missing_column_as_null(store):
     """--json keeps every selected column's key, null where the row has no cell (as `query
     --help` promises), for SELECT * and a select list alike."""
     _, _, objs = outputs(store, "SELECT * FROM t WHERE t.age IS NULL")
-    assert objs == [{"row": "k2", "columns": {"t:name": "bob", "t:age": None, "t:city": None}},
-                    {"row": "k4", "columns": {"t:name": None, "t:age": None, "t:city": "Rome"}}]
+    assert objs == [{"ROWKEY": "k2", "t.name": "bob", "t.age": None, "t.city": None},
+                    {"ROWKEY": "k4", "t.name": None, "t.age": None, "t.city": "Rome"}]
     _, _, objs = outputs(store, "SELECT t.city, t.age FROM t WHERE ROWKEY = 'k2'")
-    assert objs == [{"row": "k2", "columns": {"t:city": None, "t:age": None}}]
+    assert objs == [{"t.city": None, "t.age": None}]
 
 
 def test_select_star_agrees_with_the_sql_result_description(store, backend):
-    """The header is Result.description's (what `hibase sql` and DB-API give) with the rowkey
-    as `row` and columns spelt family:qualifier, for WHEREs that find different rows."""
+    """The header is Result.description's (what `hibase sql` and DB-API give), for WHEREs
+    that find different rows."""
     with backend.connect() as db:
         for where in WHERES:
             sql = f"SELECT * FROM t {where}"
             labels = [name for name, _ in db.execute(sql).description]
             header, _, _ = outputs(store, sql)
-            assert labels[0] == "ROWKEY" and header[0] == "row"
-            assert header[1:] == [x.replace(".", ":", 1) for x in labels[1:]], where
+            assert labels[0] == "ROWKEY"
+            assert header == labels, where
 
 
 @pytest.mark.parametrize("where", WHERES)
 def test_a_select_list_prints_its_columns_in_its_order_repeats_included(store, where):
     """An explicit select list prints its columns in the statement's order, a column named
     twice twice in --table and --csv (as SQL); --json's object holds it once (a key cannot
-    repeat), null where the row has none. ROWKEY is the `row` column, printed first."""
+    repeat), null where the row has none. ROWKEY prints where the list names it."""
     sql = f"SELECT t.city, ROWKEY, t.age, t.city FROM t {where}"
     header, table, objs = outputs(store, sql)
-    assert header == table == ["row", "t:city", "t:age", "t:city"]
+    assert header == table == ["t.city", "ROWKEY", "t.age", "t.city"]
     for obj in objs:
-        assert list(obj["columns"]) == ["t:city", "t:age"]
+        assert list(obj) == ["t.city", "ROWKEY", "t.age"]
     body = list(csv.reader(io.StringIO(run("query", store, sql, "--csv").stdout)))[1:]
-    assert all(len(r) == 4 and r[1] == r[3] for r in body)
+    assert all(len(r) == 4 and r[0] == r[3] for r in body)
 
 
 def test_undeclared_columns_follow_the_declared_ones_by_name(store):
@@ -120,11 +121,11 @@ def test_undeclared_columns_follow_the_declared_ones_by_name(store):
     in Result.description: the only part of a SELECT * header that depends on the rows."""
     run("put", store, "t", "k5", "t:zz=1", "t:aa=2")
     header, table, objs = outputs(store, "SELECT * FROM t")
-    assert header == table == ["row"] + DECLARED + ["t:aa", "t:zz"]
-    assert objs[0]["columns"] == {"t:name": "ann", "t:age": 3, "t:city": "Oslo",
-                                  "t:aa": None, "t:zz": None}
+    assert header == table == ["ROWKEY"] + DECLARED + ["t.aa", "t.zz"]
+    assert objs[0] == {"ROWKEY": "k1", "t.name": "ann", "t.age": 3, "t.city": "Oslo",
+                       "t.aa": None, "t.zz": None}
     header, _, _ = outputs(store, "SELECT * FROM t WHERE ROWKEY < 'k5'")
-    assert header == ["row"] + DECLARED
+    assert header == ["ROWKEY"] + DECLARED
 
 
 _ATOMS = st.sampled_from([
@@ -146,8 +147,8 @@ def test_the_header_never_depends_on_the_where(tmp_path, condition, star):
     if not store.exists():
         _make(store)
     cols = "*" if star else "t.age, t.name, t.age"
-    expected = ["row"] + DECLARED if star else ["row", "t:age", "t:name", "t:age"]
+    expected = ["ROWKEY"] + DECLARED if star else ["t.age", "t.name", "t.age"]
     header, _, objs = outputs(store, f"SELECT {cols} FROM t WHERE {condition}")
     assert header == expected
     for obj in objs:
-        assert list(obj["columns"]) == list(dict.fromkeys(expected[1:]))
+        assert list(obj) == list(dict.fromkeys(expected))

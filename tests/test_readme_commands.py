@@ -74,7 +74,7 @@ def test_every_readme_command_runs_as_written(tmp_path):
     assert "Noble Numbat" in out and "Resolute Raccoon" in out  # the indexed range
     assert "Warty Warthog" not in out
     assert "INDEX by_eol" in out  # EXPLAIN
-    assert '"u:codename": "Noble Numbat"' in out  # get --json
+    assert '"u.codename": "Noble Numbat"' in out  # get --json, flat (issue 42)
     assert "\n11\n" in out  # LTS releases, through hibase sql
     assert "data: OK" in out
 

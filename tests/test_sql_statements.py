@@ -114,9 +114,9 @@ def test_rowkey_name_selects_and_filters(db):
     db.sql(DDL.format(t="t"))
     assert db.sql("UPSERT INTO t (k, f.a, f.b) VALUES ('x', 1, 'one'), ('y', 2, 'two')") == 2
     rows = db.sql("SELECT k, f.a FROM t WHERE k = 'x'")
-    assert [r[0] for r in rows] == [b"x"]
+    assert [r[0] for r in rows] == ["x"]  # a VARCHAR rowkey is str, as in DB-API
     assert db.sql("SELECT COUNT(*) FROM t WHERE k >= 'y'") == [(1,)]
-    assert db.sql("SELECT k, a FROM t WHERE a = 2")[0][0] == b"y"  # bare qualifiers resolve
+    assert db.sql("SELECT k, a FROM t WHERE a = 2")[0][0] == "y"  # bare qualifiers resolve
     with pytest.raises(ColumnNotFound, match="position 7"):
         db.sql("SELECT nope FROM t")
 
@@ -146,7 +146,7 @@ def test_indexes_ddl(db):
     db.sql("ALTER INDEX by_c ON t REBUILD")
     assert [s["state"] for s in db.indexes("t") if s["name"] == "by_c"] == ["ready"]
     assert "by_c" in db.explain("SELECT * FROM t WHERE g.c = 2.5")
-    assert [r[0] for r in db.sql("SELECT k FROM t WHERE g.c > 1")] == [b"y", b"z"]
+    assert [r[0] for r in db.sql("SELECT k FROM t WHERE g.c > 1")] == ["y", "z"]
     db.sql("DROP INDEX by_c ON t")
     with pytest.raises(IndexNotFound):
         db.sql("DROP INDEX by_c ON t")
@@ -349,16 +349,16 @@ def test_hibase_query_runs_ddl_and_dml(tmp_path):
 
 
 def test_typed_values_raw_and_explain_rows(db):
-    """db.sql decodes declared columns (undeclared stay bytes), raw=True keeps the stored
-    bytes; EXPLAIN is rows like any statement, db.explain the text."""
+    """db.sql decodes declared columns (undeclared stay bytes) and the VARCHAR rowkey,
+    raw=True keeps the stored bytes; EXPLAIN is rows like any statement, db.explain the text."""
     db.sql(DDL.format(t="t"))
     db.sql("UPSERT INTO t (k, f.a, f.b, g.c) VALUES ('x', 1, 'one', 0.5)")
     db.table("t").put(b"x", {b"f:raw": b"\xff"})
     assert db.sql("SELECT * FROM t") == [
-        (b"x", {b"f:a": 1, b"f:b": "one", b"g:c": 0.5, b"f:raw": b"\xff"})]
+        ("x", {b"f:a": 1, b"f:b": "one", b"g:c": 0.5, b"f:raw": b"\xff"})]
     assert db.sql("SELECT * FROM t", raw=True) == [
         (b"x", {b"f:a": b"1", b"f:b": b"one", b"g:c": b"0.5", b"f:raw": b"\xff"})]
-    assert db.sql("SELECT f.a FROM t ORDER BY f.a DESC") == [(b"x", {b"f:a": 1})]
+    assert db.sql("SELECT f.a FROM t ORDER BY f.a DESC") == [("x", {b"f:a": 1})]
     rows = db.sql("EXPLAIN SELECT * FROM t WHERE k = 'x'")
     assert all(isinstance(r, tuple) and len(r) == 1 for r in rows)
     assert "\n".join(r[0] for r in rows) == db.explain("SELECT * FROM t WHERE k = 'x'")

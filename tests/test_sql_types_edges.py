@@ -42,8 +42,8 @@ def test_a_double_literal_past_the_double_range_is_refused_not_stored_as_inf(db)
     db.sql("UPSERT INTO t (k, f.d) VALUES ('max', 1.7976931348623157e308)")
     db.sql("UPSERT INTO t (k, f.d, f.r) VALUES (?, ?, ?)", ("inf", math.inf, -math.inf))
     got = dict(db.sql("SELECT k, f.d, f.r FROM t"))
-    assert got[b"max"] == {b"f:d": 1.7976931348623157e308}
-    assert got[b"inf"] == {b"f:d": math.inf, b"f:r": -math.inf}
+    assert got["max"] == {b"f:d": 1.7976931348623157e308}
+    assert got["inf"] == {b"f:d": math.inf, b"f:r": -math.inf}
 
 
 # -- whole floats for integer columns --------------------------------------------------------------
@@ -55,12 +55,12 @@ def test_a_whole_float_parameter_fills_an_integer_column(db):
     assert db.sql("UPSERT INTO t VALUES (?, ?, ?)", ("k7", 7.0, -3.0)) == 1
     assert db.sql("UPSERT INTO t VALUES ('k8', 8.0, 1e15)") == 1
     rows = dict(db.sql("SELECT k, f.n, f.b FROM t"))
-    assert rows == {b"k7": {b"f:n": 7, b"f:b": -3}, b"k8": {b"f:n": 8, b"f:b": 10 ** 15}}
+    assert rows == {"k7": {b"f:n": 7, b"f:b": -3}, "k8": {b"f:n": 8, b"f:b": 10 ** 15}}
     assert all(type(v) is int for cells in rows.values() for v in cells.values())
     # WHERE reads the same parameter the same way, through the index too
     for _ in range(2):
-        assert keys(db.sql("SELECT k FROM t WHERE f.n = ?", (7.0,))) == [b"k7"]
-        assert keys(db.sql("SELECT k FROM t WHERE f.n IN (?, 8)", (7.0,))) == [b"k7", b"k8"]
+        assert keys(db.sql("SELECT k FROM t WHERE f.n = ?", (7.0,))) == ["k7"]
+        assert keys(db.sql("SELECT k FROM t WHERE f.n IN (?, 8)", (7.0,))) == ["k7", "k8"]
         db.sql("CREATE INDEX IF NOT EXISTS i ON t (f.n)")
 
 
@@ -75,10 +75,10 @@ def test_a_fractional_float_is_refused_for_an_integer_column_and_compares_false(
             db.sql(sql, params)
     with pytest.raises(ValueTypeError, match="INTEGER value 1e\\+30: out of range"):
         db.sql("UPSERT INTO t VALUES (?, ?)", ("c", 1e30))
-    assert keys(db.sql("SELECT k FROM t")) == [b"k7"]
+    assert keys(db.sql("SELECT k FROM t")) == ["k7"]
     assert db.sql("SELECT k FROM t WHERE f.n = 7.5") == []
     assert db.sql("SELECT k FROM t WHERE f.n = ?", (7.5,)) == []
-    assert keys(db.sql("SELECT k FROM t WHERE f.n < ?", (7.5,))) == [b"k7"]
+    assert keys(db.sql("SELECT k FROM t WHERE f.n < ?", (7.5,))) == ["k7"]
 
 
 # -- CHAR(n) and VARCHAR(n) ------------------------------------------------------------------------
@@ -94,12 +94,12 @@ def test_char_n_holds_n_characters_in_writes_where_explain_and_delete(db):
     with pytest.raises(ValueTypeError, match=r"f\.lang: invalid CHAR\(3\) value 'ENGL': 4 "
                                              "characters, longer than 3"):
         db.sql("UPSERT INTO t VALUES ('c', 'FR', 'Cy'), ('d', 'ENGL', 'Di')")
-    assert keys(db.sql("SELECT k FROM t")) == [b"a", b"b"]
-    assert keys(db.sql("SELECT k FROM t WHERE f.lang = 'ENG'")) == [b"a"]
+    assert keys(db.sql("SELECT k FROM t")) == ["a", "b"]
+    assert keys(db.sql("SELECT k FROM t WHERE f.lang = 'ENG'")) == ["a"]
     plan = "\n".join(r[0] for r in db.sql("EXPLAIN DELETE FROM t WHERE f.lang = 'ENG'"))
     assert "f:lang = 'ENG'" in plan
     assert db.sql("DELETE FROM t WHERE f.lang = ?", ("ENG",)) == 1
-    assert keys(db.sql("SELECT k FROM t")) == [b"b"]
+    assert keys(db.sql("SELECT k FROM t")) == ["b"]
 
 
 @pytest.mark.parametrize("indexed", [False, True], ids=["scan", "index"])
@@ -112,13 +112,13 @@ def test_char_n_compares_without_its_padding(db, indexed):
         db.sql("CREATE INDEX by_lang ON t (f.lang)")
     db.sql("UPSERT INTO t VALUES ('a', 'ENG', 'x'), ('b', 'EN ', 'y '), ('c', 'FR', 'z')")
     assert dict(db.sql("SELECT k, f.lang, f.name FROM t")) == {
-        b"a": {b"f:lang": "ENG", b"f:name": "x"}, b"b": {b"f:lang": "EN", b"f:name": "y "},
-        b"c": {b"f:lang": "FR", b"f:name": "z"}}
+        "a": {b"f:lang": "ENG", b"f:name": "x"}, "b": {b"f:lang": "EN", b"f:name": "y "},
+        "c": {b"f:lang": "FR", b"f:name": "z"}}
     for where, params in (("f.lang = 'EN'", None), ("f.lang = 'EN  '", None),
                           ("f.lang = ?", ("EN ",)), ("f.lang BETWEEN 'EN ' AND 'EN'", None)):
-        assert keys(db.sql(f"SELECT k FROM t WHERE {where}", params)) == [b"b"], where
-    assert keys(db.sql("SELECT k FROM t WHERE f.lang IN ('EN ', 'FR  ')")) == [b"b", b"c"]
-    assert keys(db.sql("SELECT k FROM t WHERE f.lang > 'EN '")) == [b"a", b"c"]
+        assert keys(db.sql(f"SELECT k FROM t WHERE {where}", params)) == ["b"], where
+    assert keys(db.sql("SELECT k FROM t WHERE f.lang IN ('EN ', 'FR  ')")) == ["b", "c"]
+    assert keys(db.sql("SELECT k FROM t WHERE f.lang > 'EN '")) == ["a", "c"]
     assert keys(db.sql("SELECT k FROM t WHERE f.name = 'y'")) == []
 
 
@@ -139,7 +139,7 @@ def test_varchar_n_refuses_longer_values_on_every_write_path(db):
     with pytest.raises(ValueTypeError, match="trailing spaces"):
         t.put(b"e", {b"f:lang": b"EN "})
     t.put(b"e", {b"f:lang": b"EN", b"f:name": b"abcde"})
-    assert keys(db.sql("SELECT k FROM t")) == [b"d", b"e"]
+    assert keys(db.sql("SELECT k FROM t")) == ["d", "e"]
 
 
 def test_declared_lengths_persist_and_old_schemas_still_read(backend):

@@ -462,14 +462,14 @@ def test_loaded_csv_answers_the_issue_queries(tmp_path):
     assert one("SELECT COUNT(*) FROM airports WHERE a.alt > 9")[0]["COUNT(*)"] == \
         sum(a > 9 for a in alts)
     top = one("SELECT a.name, a.alt FROM airports WHERE a.alt > 9 ORDER BY a.alt DESC LIMIT 3")
-    assert [int(r["columns"]["a:alt"]) for r in top] == sorted(alts, reverse=True)[:3]
+    assert [int(r["a.alt"]) for r in top] == sorted(alts, reverse=True)[:3]
     delays = [d for _, _, d, _ in flights if d is not None]
     assert one("SELECT COUNT(*) FROM flights WHERE f.dep_delay > 60")[0]["COUNT(*)"] == \
         sum(d > 60 for d in delays)
     assert one("SELECT COUNT(*) FROM flights WHERE f.distance > 1000")[0]["COUNT(*)"] == \
         sum(x > 1000 for *_, x in flights)
     got = one("SELECT MAX(f.dep_delay), SUM(f.distance), AVG(f.dep_delay) FROM flights")[0]
-    assert float(got["MAX(f:dep_delay)"]) == max(delays)
-    assert int(got["SUM(f:distance)"]) == sum(x for *_, x in flights)
-    assert math.isclose(float(got["AVG(f:dep_delay)"]), sum(delays) / len(delays))
+    assert float(got["MAX(f.dep_delay)"]) == max(delays)
+    assert int(got["SUM(f.distance)"]) == sum(x for *_, x in flights)
+    assert math.isclose(float(got["AVG(f.dep_delay)"]), sum(delays) / len(delays))
     assert one("SELECT f.dest FROM flights LIMIT 0") == []

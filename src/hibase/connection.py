@@ -447,8 +447,9 @@ class Connection:
         SELECT: `SELECT ... FROM t [WHERE ...] [GROUP BY ...] [HAVING ...] [ORDER BY ...]
         [LIMIT n] [OFFSET m]`; plain queries return a list of (rowkey, {column: value}) with
         each declared column's value decoded by its type (int, float, str; CAST types too) and
-        undeclared columns as stored bytes (raw=True: every value as stored bytes, the shape
-        before issue 28); queries with aggregates (COUNT, SUM, MIN, MAX, AVG), GROUP BY or
+        undeclared columns as stored bytes, the rowkey a str when the table declares it VARCHAR
+        (as execute() and DB-API give it), else bytes (raw=True: every value as stored bytes,
+        the shape before issue 28); queries with aggregates (COUNT, SUM, MIN, MAX, AVG), GROUP BY or
         DISTINCT return a list of tuples of values decoded by the columns' types (None for
         NULL), in select-list order. A cell that does not parse as its declared type (written
         by a client that skips hibase's checks) is None, as queries and indexes treat it, and
@@ -513,19 +514,23 @@ class Connection:
         # before the plan (query/prepare.py shape_of)
         rows, shape = engine.select_rows(select, self.store, self.indexer, range_method,
                                          full_scan, params)
-        if raw or select.aggregate:
+        if raw:
             return rows
+        schema = self.store.schema(select.table)
+        if select.aggregate:
+            return sqlexec.decode_keys(schema, select, rows)
         if shape is None:
             types = engine.types_of(engine.bind(select, params), self.store)
             decoders = None
         else:
             types, decoders = shape.types, shape.cell_decoders()
-        if not types:
-            return rows
-        bad = codec.BadCells()
-        out = sqlexec.decode_rows(rows, types, bad, decoders)
-        sqlexec.warn_bad_cells(bad)
-        return out
+        if types:
+            bad = codec.BadCells()
+            rows = sqlexec.decode_rows(rows, types, bad, decoders)
+            sqlexec.warn_bad_cells(bad)
+        if sqlexec.text_key(schema):  # a VARCHAR rowkey is str, as in execute() and DB-API
+            rows = [(sqlexec.decode_key(schema, key), cells) for key, cells in rows]
+        return rows
 
     def _parse_shape(self, text: str) -> Any:
         parsed = sqlexec.parse(self, text)

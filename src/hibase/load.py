@@ -11,7 +11,8 @@ Rules:
   literal braces), whose columns are stored as cells too.
 - Every other input column `name` becomes the cell `family:name`, where `family` is the given
   default (or the table's only family), unless `columns_map` maps it (`{"name": "f:q"}`); an input
-  column already named `fam:qual` for a family of the table keeps that name.
+  column already named `fam:qual` (or `fam.qual`, the spelling hibase's output prints) for a
+  family of the table is that column.
 - CSV: the header row names the columns; empty fields make no cell (as ImportTsv). JSON lines:
   one object per line; `null` makes no cell, strings are stored as UTF-8, other values as their
   JSON text. Bytes that are not UTF-8 pass through unchanged.
@@ -216,13 +217,15 @@ def cell_to_text(ctype: codec.ColumnType | None, raw: bytes) -> bytes:
 def cell_column(name: str, families: Iterable[str], family: str | None,
                 columns_map: Mapping[str, str] | None = None) -> str | None:
     """The cell ``family:qualifier`` that load_file stores input column `name` as: its
-    `columns_map` target; itself when it is already ``fam:qual`` for one of `families`; else
+    `columns_map` target; itself when it is already ``fam:qual`` for one of `families`, or
+    ``fam.qual`` (the spelling hibase's --csv output prints, so it loads back); else
     ``family:name`` under the default `family`; None when it has none."""
     if columns_map and name in columns_map:
         return columns_map[name]
-    fam, sep, qual = name.partition(":")
-    if sep and qual and fam in families:
-        return name
+    for mark in (":", "."):
+        fam, sep, qual = name.partition(mark)
+        if sep and qual and fam in families:
+            return f"{fam}:{qual}"
     return None if family is None else f"{family}:{name}"
 
 

@@ -37,8 +37,8 @@ from .index.manager import IndexManager
 from .store.api import Store
 from .store.schema import FOREVER
 
-__all__ = ["Database", "Result", "execute", "execute_many", "parse", "label", "decode_row", "generated_rowkey",
-           "result_columns", "warn_bad_cells", "describe_rows", "user_tables"]
+__all__ = ["Database", "Result", "execute", "execute_many", "parse", "label", "decode_row",
+           "decode_key", "decode_keys", "text_key", "generated_rowkey", "result_columns", "warn_bad_cells", "describe_rows", "user_tables"]
 
 
 class Rows(Protocol):
@@ -140,12 +140,29 @@ def _decode(t: Any, raw: bytes | None, bad: codec.BadCells | None = None, row: b
 
 
 def decode_key(schema: Any, key: bytes) -> Any:
-    if schema.rowkey_type is not None and schema.rowkey_type.name == "string":
+    """A rowkey as results give it: str for a VARCHAR rowkey (bytes when not UTF-8), else the
+    stored bytes (VARBINARY or undeclared)."""
+    if text_key(schema):
         try:
             return key.decode("utf-8")
         except UnicodeDecodeError:
             return key
     return key
+
+
+def text_key(schema: Any) -> bool:
+    """Whether the table declares its rowkey VARCHAR, so results give it as str."""
+    return schema.rowkey_type is not None and schema.rowkey_type.name == "string"
+
+
+def decode_keys(schema: Any, select: Select, rows: list) -> list:
+    """An aggregate query's rows with the rowkey (selected, or its MIN / MAX) decoded as
+    decode_key does, so every result gives a VARCHAR rowkey as str."""
+    at = {i for i, item in enumerate(select.items or ()) if _item_type(item, {}) == "rowkey"}
+    if not at or not text_key(schema):
+        return rows
+    return [tuple(decode_key(schema, v) if i in at and type(v) is bytes else v
+                  for i, v in enumerate(r)) for r in rows]
 
 
 def decode_row(cells: Mapping[bytes, bytes], types: Mapping[bytes, Any],
@@ -212,7 +229,7 @@ def run_select(db: Database, select: Select, params: Any, full: Callable[[str], 
         result.description = [(_item_label(i, schema), _item_type(i, types))
                               for i in select.items]
         result.description = _aliased(result.description, labels)
-        result.rows = records
+        result.rows = decode_keys(schema, select, records)
         return result
     names = result_columns(select, schema, records)
     result.description = [(label(c, schema), "rowkey" if c == ROWKEY else types.get(c))

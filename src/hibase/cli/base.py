@@ -32,6 +32,7 @@ import json
 import math
 import os
 import sys
+import warnings
 from typing import Any, Callable, Iterable, Sequence
 
 import click
@@ -41,11 +42,13 @@ from ..connection import Connection, connect
 from ..table import Table
 from ..dump import parse_bytes, show_bytes
 from ..load import cell_to_text
+from ..sql import Result, label
 
 __all__ = ["cli", "main", "HibaseGroup", "store_argument", "table_argument", "output_options",
            "columns_option", "open_store", "check_store_folder", "emit", "note", "cell_text",
            "cell_json", "value_json", "value_text", "show_bytes",
-           "parse_bytes"]
+           "parse_bytes", "column_label", "rowkey_label", "run_sql", "print_rows",
+           "print_result"]
 
 BYTES_HELP = """Rowkeys, column names and values are bytes. They print as UTF-8 text, except that a
 byte that is not part of valid UTF-8 or is a control character prints as \\xNN (\\t, \\n, \\r
@@ -368,3 +371,44 @@ def cell_json(t: Table, column: bytes, value: bytes, row: bytes | None = None) -
         return show_bytes(cell_to_text(ctype, value))
     return value_json(codec.decode_cell(ctype, value))
 
+
+
+# -- one voice for rows: `hibase query`, `hibase sql`, `scan`, `get` ---------------------------
+
+def rowkey_label(t: Table) -> str:
+    """The rowkey's name in output: its declared name (PRIMARY KEY) or ROWKEY, as in SQL."""
+    return t.schema.rowkey or "ROWKEY"
+
+
+def column_label(t: Table, column: bytes) -> str:
+    """A column's name in output: family.qualifier (a default-family column's qualifier), the
+    label SQL results give it, so every command spells a column the same way."""
+    return label(column, t.schema)
+
+
+def run_sql(db: Connection, statement: str, params: Any = None, **options: Any) -> Result:
+    """db.execute without its CellTypeWarning: the command says the bad cells itself, once,
+    in print_result's closing line."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", errors.CellTypeWarning)
+        return db.execute(statement, params, **options)
+
+
+def print_rows(fmt: str, heads: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
+    """Print rows of decoded values under `heads`: value_text in a table or CSV, a flat JSON
+    object {head: value_json} per row."""
+    heads = list(heads)
+    return emit(fmt, heads, rows, lambda r: [[value_text(v) for v in r]],
+                lambda r: dict(zip(heads, map(value_json, r))))
+
+
+def print_result(fmt: str, result: Result, summary: str | None = None) -> int:
+    """Print a SELECT's rows under its labels (JSON: one flat object per row), then `summary`
+    and any cells read as NULL on stderr: the one printing path of `hibase query` and
+    `hibase sql`, so both print a statement alike. Returns the number of rows."""
+    n = print_rows(fmt, [name for name, _ in result.description or ()], result.rows)
+    if summary is not None:
+        note(summary)
+    if result.bad_cells:
+        note(result.bad_cells.message())
+    return n

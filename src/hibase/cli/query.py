@@ -13,19 +13,15 @@ from typing import Any, Callable, Iterator
 import click
 from tqdm import tqdm
 
-from .. import codec
-from ..codec import ColumnType
 from ..connection import Connection
 from ..errors import NeedsEngine
 from ..index.catalog import close_columns
-from ..table import Table
 from ..query import engine
 from ..query.ast import ROWKEY, Between, Compare, In, Param, walk
 from ..query.resolve import resolve
 from ..query.statements import first_word, is_select
-from ..sql import result_columns
-from .base import (HibaseGroup, cell_json, cell_text, emit, note, open_store, output_options,
-                   show_bytes, store_argument, table_argument, value_json, value_text)
+from .base import (HibaseGroup, emit, note, open_store, output_options, print_result, run_sql,
+                   show_bytes, store_argument, table_argument)
 
 __all__ = ["index", "query"]
 
@@ -376,21 +372,6 @@ def _number(text: str) -> Any:
     return text
 
 
-def _engine_query(db: Connection, statement: str, bound: Any, range_method: str,
-                  full_scan: bool, fmt: str) -> None:
-    """Print a statement the SQL engine runs: its plan, or its rows under their labels."""
-    t0 = time.perf_counter()
-    result = db.execute(statement, bound, range_method=range_method, full_scan=full_scan)
-    if result.kind == "explain":
-        click.echo(result.text or "")
-        return
-    elapsed = time.perf_counter() - t0
-    heads = [name for name, _ in result.description or ()]
-    emit(fmt, heads, result.rows, lambda r: [[value_text(v) for v in r]],
-         lambda r: dict(zip(heads, map(value_json, r))))
-    note(f"{len(result.rows)} row(s) in {elapsed * 1e3:.1f} ms")
-
-
 def _text_params(select: Any, schema: Any) -> set[Param]:
     """The placeholders of a (resolved) SELECT's condition that meet a text column (VARCHAR,
     CHAR, VARBINARY, undeclared, a VARCHAR or bytes rowkey): their -p / -P values stay text,
@@ -429,14 +410,6 @@ def _cli_params(params: tuple[str, ...], named: tuple[str, ...],
             out[name] = typed(Param(name=name), value)
         return out
     return [typed(Param(index=i), p) for i, p in enumerate(params)] or None
-
-
-def _headers(select: Any, schema: Any, rows: list) -> list[bytes]:
-    """The columns a plain query prints after `row`, whatever rows the WHERE found: those of
-    Result.description (hibase.sql.result_columns: the select list with its repeats, or for *
-    the declared columns in schema order, then undeclared ones found, by name), without the
-    rowkey, which is the `row` column."""
-    return [c for c in result_columns(select, schema, rows) if c != ROWKEY]
 
 
 @click.command()
@@ -484,13 +457,15 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
     CASE, JOIN, subqueries and UNION run on DuckDB over hibase's scans (rows as values under
     their labels). The planner answers each part of the
     condition by the rowkey, an index or, when nothing applies, a filtered full scan; EXPLAIN
-    SELECT ... (or --explain) prints the plan. Output: a row per line (--table, --csv) or a JSON
-    object per row (--json: {"row": ..., "columns": {"f:q": value}}, every selected column,
-    null where the row has none, numbers of declared columns as JSON numbers; aggregate rows
-    as {"f:q": value, "COUNT(*)": n}), then the row count and time on stderr. The columns
-    are the same whatever rows the WHERE finds: the select list's, in its order (a column
-    named twice prints twice; once in a JSON object), or for * the declared columns in the
-    table's order, then any undeclared ones the rows hold, by name (as `hibase sql`).
+    SELECT ... (or --explain) prints the plan. Output, the same as `hibase sql` prints for the
+    statement: a row per line (--table, --csv) or a flat JSON object per row (--json:
+    {"ROWKEY": ..., "f.q": value, "COUNT(*)": n}), each column under its label (an AS alias,
+    family.qualifier, the rowkey's PRIMARY KEY name or ROWKEY), null where the row has none,
+    numbers of declared columns as JSON numbers; then the row count and time on stderr, and a
+    line naming any cells read as NULL because they do not parse as their declared type. The
+    columns are the same whatever rows the WHERE finds: the select list's, in its order (a
+    column named twice prints twice; once in a JSON object), or for * the rowkey, the declared
+    columns in the table's order, then any undeclared ones the rows hold, by name.
 
     Example:
 
@@ -504,72 +479,38 @@ def query(dir: str, statement: str, params: tuple[str, ...], named: tuple[str, .
     """
     if explain and not _EXPLAIN.match(statement):
         statement = "EXPLAIN " + statement
+    options = dict(range_method=range_method, full_scan=full_scan)
     if not is_select(statement):  # DDL / DML (issue 28): a writable store, the count or plan
         word = first_word(statement)
         shows = word in ("SHOW", "DESCRIBE", "DESC")  # SHOW TABLES, DESCRIBE t: reads
         db = open_store(dir, read_only=shows, create=word == "CREATE")
-        t0 = time.perf_counter()
-        result = db.execute(statement, _cli_params(params, named), range_method=range_method,
-                            full_scan=full_scan)
-        ms = f"{(time.perf_counter() - t0) * 1e3:.1f} ms"
-        if result.kind == "explain":  # EXPLAIN DELETE / UPSERT ... SELECT
-            click.echo("\n".join(line for (line,) in result.rows))
-        elif result.kind == "select":
-            heads = [name for name, _ in result.description or ()]
-            emit(fmt, heads, result.rows, lambda r: [[value_text(v) for v in r]],
-                 lambda r: dict(zip(heads, map(value_json, r))))
-            note(f"{len(result.rows)} row(s) in {ms}")
-        else:
-            note(("OK" if result.kind == "ddl" else f"{result.rowcount} row(s) {result.verb}")
-                 + f" in {ms}")
-        return
-    if cache is None:
-        db = open_store(dir, read_only=True)
-    elif cache.startswith("zk://"):  # the cache-node services run the policy there
-        db = open_store(dir, read_only=True, cache=cache)
+        bound = _cli_params(params, named)
     else:
-        db = open_store(dir, read_only=True, cache=cache, cache_policy=cache_policy,
-                        cache_capacity=cache_capacity)
-    if explain and not _EXPLAIN.match(statement):
-        statement = "EXPLAIN " + statement
-    engine.check_size(statement, db.max_statement)
-    try:
-        select = engine.parse_select(statement)
-    except NeedsEngine:  # beyond the lean path: the SQL engine's tuples (hibase.query.duck)
-        _engine_query(db, statement, _cli_params(params, named), range_method, full_scan, fmt)
-        return
-    t: Table = db.table(select.table)
-    select = resolve(select, t.schema)  # the rowkey's name, bare qualifiers
-    bound = _cli_params(params, named, _text_params(select, t.schema))
-    if select.explain:
-        click.echo(db.explain(statement, bound, range_method=range_method, full_scan=full_scan))
-        return
+        if cache is None:
+            db = open_store(dir, read_only=True)
+        elif cache.startswith("zk://"):  # the cache-node services run the policy there
+            db = open_store(dir, read_only=True, cache=cache)
+        else:
+            db = open_store(dir, read_only=True, cache=cache, cache_policy=cache_policy,
+                            cache_capacity=cache_capacity)
+        engine.check_size(statement, db.max_statement)
+        text: set[Param] = set()
+        try:
+            select = engine.parse_select(statement)
+        except NeedsEngine:  # beyond the lean path: the SQL engine types the values itself
+            pass
+        else:
+            schema = db.table(select.table).schema  # an unknown table fails here
+            text = _text_params(resolve(select, schema), schema)
+        bound = _cli_params(params, named, text)
     t0 = time.perf_counter()
-    rows = db.sql(statement, bound, range_method=range_method, full_scan=full_scan,
-                  raw=True)  # printed by cell_text, which decodes the stored bytes
-    elapsed = time.perf_counter() - t0
-    assert isinstance(rows, list)
-    if select.aggregate:
-        heads = [str(i) for i in select.items or ()]
-        emit(fmt, heads, rows, lambda r: [[value_text(v) for v in r]],
-             lambda r: dict(zip(heads, map(value_json, r))))
-        note(f"{len(rows)} row(s) in {elapsed * 1e3:.1f} ms")
-        return
-    cols = _headers(select, t.schema, rows)
-    casts = {c.key: ColumnType(c.cast.name) for c in select.computed if c.cast is not None}
-
-    def text(c: bytes, raw: bytes, row: bytes) -> str | None:  # a CAST: the text of its type
-        return value_text(codec.decode_cell(casts[c], raw)) if c in casts else \
-            cell_text(t, c, raw, row)
-
-    def json_value(c: bytes, raw: bytes, row: bytes) -> Any:
-        return value_json(codec.decode_cell(casts[c], raw)) if c in casts else \
-            cell_json(t, c, raw, row)
-
-    emit(fmt, ["row"] + [show_bytes(c) for c in cols], rows,
-         lambda it: [[show_bytes(it[0])] + [text(c, it[1][c], it[0]) if c in it[1] else None
-                                            for c in cols]],
-         lambda it: {"row": show_bytes(it[0]),  # a column named twice: one key, same value
-                     "columns": {show_bytes(c): json_value(c, it[1][c], it[0]) if c in it[1]
-                                 else None for c in cols}})
-    note(f"{len(rows)} row(s) in {elapsed * 1e3:.1f} ms")
+    result = run_sql(db, statement, bound, **options)
+    ms = f"{(time.perf_counter() - t0) * 1e3:.1f} ms"
+    if result.kind == "explain":  # EXPLAIN SELECT / DELETE / UPSERT ... SELECT
+        click.echo(result.text if result.text is not None else
+                   "\n".join(line for (line,) in result.rows))
+    elif result.kind == "select":  # as `hibase sql` prints it (cli/base.py print_result)
+        print_result(fmt, result, f"{len(result.rows)} row(s) in {ms}")
+    else:
+        note(("OK" if result.kind == "ddl" else f"{result.rowcount} row(s) {result.verb}")
+             + f" in {ms}")

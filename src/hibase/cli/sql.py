@@ -18,7 +18,6 @@ read-only, as `hibase query` reads it, and the shell says so.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -30,7 +29,7 @@ import click
 from .. import errors
 from ..query.statements import first_word
 from ..sql import describe_rows, user_tables
-from .base import (_lock_holder, emit, note, open_store, output_options, show_bytes,
+from .base import (_lock_holder, note, open_store, output_options, print_result, print_rows,
                    store_argument)
 
 __all__ = ["sql_shell", "split_statements"]
@@ -45,12 +44,6 @@ TABLE, CREATE/DROP INDEX, ALTER INDEX ... REBUILD, EXPLAIN ..., SHOW TABLES, DES
                        .describe, DESCRIBE TABLE;)
   !help                this text (also .help)
   !quit                leave (also !exit, .quit, .exit, Ctrl-D)"""
-
-
-def _text(v: Any) -> Any:
-    if isinstance(v, (bytes, bytearray)):
-        return show_bytes(bytes(v))
-    return v
 
 
 def split_statements(text: str) -> tuple[list[str], str]:
@@ -105,12 +98,7 @@ class Shell:
         self.read_only = ""  # why the store was opened read-only, if it was
 
     def show(self, headers: list[str], rows: list[tuple]) -> None:
-        if self.fmt == "json":
-            for r in rows:
-                click.echo(json.dumps({h: _text(v) for h, v in zip(headers, r)},
-                                      ensure_ascii=False))
-            return
-        emit(self.fmt, headers, rows, lambda r: [[_text(v) for v in r]])
+        print_rows(self.fmt, headers, rows)
 
     def guarded(self, what: str, run: Any) -> bool:
         """Call run(); an error is one `Error: ...` line. False when Ctrl-C cancelled it (in
@@ -184,18 +172,14 @@ class Shell:
         if result.kind == "explain":
             for (line,) in result.rows:
                 click.echo(line)
-            summary = None
-        elif result.kind == "select":
-            self.show([name for name, _ in result.description], result.rows)
-            summary = f"{len(result.rows)} row(s) selected"
+            return
+        timing = f" ({ms:.1f} ms)" if self.timing else ""
+        if result.kind == "select":  # as `hibase query` prints it (cli/base.py print_result)
+            print_result(self.fmt, result, f"{len(result.rows)} row(s) selected{timing}")
         elif result.kind == "dml":
-            summary = f"{result.rowcount} row(s) {result.verb}"
+            note(f"{result.rowcount} row(s) {result.verb}{timing}")
         else:
-            summary = "OK"
-        if summary is not None:
-            note(summary + (f" ({ms:.1f} ms)" if self.timing else ""))
-        if result.bad_cells:
-            note(result.bad_cells.message())
+            note(f"OK{timing}")
 
 
 def _lines(interactive: bool,

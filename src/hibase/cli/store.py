@@ -23,9 +23,9 @@ from ..load import (FORMATS, ON_DUPLICATE, ROWKEY_AUTO, LoadError, cell_column, 
                     check_text, detect_types, load_file, text_to_cell)
 from ..store.schema import FOREVER, FamilyOptions
 from ..sql import describe_rows, user_tables
-from .base import (cell_json, cell_text, columns_option, durability_option, emit, note,
-                   open_store, output_options, parse_bytes, show_bytes, store_argument,
-                   table_argument)
+from .base import (cell_json, cell_text, column_label, columns_option, durability_option, emit,
+                   note, open_store, output_options, parse_bytes, rowkey_label, show_bytes,
+                   store_argument, table_argument)
 
 
 # -- tables ------------------------------------------------------------------------------------
@@ -335,13 +335,20 @@ def put(dir: str, table: str, row: str, cells: tuple, timestamp: int | None) -> 
 
 
 def _row_json(t: Table, row: bytes, data: dict) -> dict:
-    return {"row": show_bytes(row),
-            "columns": {show_bytes(c): cell_json(t, c, v, row) for c, v in sorted(data.items())}}
+    """A row as one flat JSON object, as `hibase query --json` prints SELECT *: the rowkey
+    under its label, then each cell under its family.qualifier label."""
+    return {rowkey_label(t): show_bytes(row),
+            **{column_label(t, c): cell_json(t, c, v, row) for c, v in sorted(data.items())}}
+
+
+def _cell_heads(t: Table, *rest: str) -> list[str]:
+    """The header of a line-per-cell listing: the rowkey's label, then `rest`."""
+    return [rowkey_label(t), *rest]
 
 
 def _row_lines(t: Table, row: bytes, data: dict) -> list:
     r = show_bytes(row)
-    return [[r, show_bytes(c), cell_text(t, c, v, row)] for c, v in sorted(data.items())]
+    return [[r, column_label(t, c), cell_text(t, c, v, row)] for c, v in sorted(data.items())]
 
 
 @click.command()
@@ -356,8 +363,10 @@ def get(dir: str, table: str, row: str, columns: list | None, versions: int | No
         fmt: str) -> None:
     """Print one row: a line per cell (--table, --csv) or one JSON object (--json).
 
-    JSON: {"row": ..., "columns": {"f:q": value}}, values of declared number columns as JSON
-    numbers; with --versions each value becomes a list of {"timestamp": ms, "value": ...}. A
+    JSON: one flat object as `hibase query --json` prints SELECT *: {"ROWKEY": ..., "f.q":
+    value} (the rowkey under its PRIMARY KEY name if it has one), values of declared number
+    columns as JSON numbers; with --versions each value becomes a list of {"timestamp": ms,
+    "value": ...}. Columns print as family.qualifier, the spelling of SQL results. A
     missing row (or one with none of --columns) is an error, exit code 1. Bytes print as
     `hibase --help` describes (UTF-8, else \\xNN escapes).
 
@@ -379,17 +388,17 @@ def get(dir: str, table: str, row: str, columns: list | None, versions: int | No
         raise click.ClickException(f"no row {codec.sql_literal(key)} in table {table!r}")
     items = [(key, data)]
     if versions is None:
-        emit(fmt, ["row", "column", "value"], items, lambda it: _row_lines(t, *it),
+        emit(fmt, _cell_heads(t, "column", "value"), items, lambda it: _row_lines(t, *it),
              lambda it: _row_json(t, *it))
         return
     cells = {c: t.cells(key, c, versions=versions, include_timestamp=True) for c in sorted(data)}
     r = show_bytes(key)
-    emit(fmt, ["row", "column", "timestamp", "value"], items,
-         lambda it: [[r, show_bytes(c), ts, cell_text(t, c, v, key)]
+    emit(fmt, _cell_heads(t, "column", "timestamp", "value"), items,
+         lambda it: [[r, column_label(t, c), ts, cell_text(t, c, v, key)]
                      for c, vs in cells.items() for v, ts in vs],
-         lambda it: {"row": r, "columns": {
-             show_bytes(c): [{"timestamp": ts, "value": cell_json(t, c, v, key)}
-                             for v, ts in vs]
+         lambda it: {rowkey_label(t): r, **{
+             column_label(t, c): [{"timestamp": ts, "value": cell_json(t, c, v, key)}
+                                  for v, ts in vs]
              for c, vs in cells.items()}})
 
 
@@ -442,8 +451,9 @@ def delete(dir: str, table: str, row: str, columns: tuple) -> None:
 def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str | None,
          columns: list | None, filter_: str | None, limit: int | None, reverse: bool,
          wide: bool, fmt: str) -> None:
-    """Print rows in key order: a line per cell (--table, --csv) or a JSON object per row
-    (--json: {"row": ..., "columns": {"f:q": value}}).
+    """Print rows in key order: a line per cell (--table, --csv) or a flat JSON object per row
+    (--json: {"ROWKEY": ..., "f.q": value}, as `hibase query --json` prints SELECT *; the
+    rowkey under its PRIMARY KEY name if it has one). Columns print as family.qualifier.
 
     JSON lines and CSV stream; --table waits for the last row to align the columns. Bytes
     print as `hibase --help` describes (UTF-8, else \\xNN escapes).
@@ -471,11 +481,11 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
             for _, data in rows(**({} if filter_ else {"filter": "KeyOnlyFilter()"})):
                 seen.update(data)
             cols = sorted(seen)
-        emit(fmt, ["row"] + [show_bytes(c) for c in cols], rows(),
+        emit(fmt, [rowkey_label(t)] + [column_label(t, c) for c in cols], rows(),
              lambda it: [[show_bytes(it[0])] + [cell_text(t, c, it[1][c], it[0]) if c in it[1]
                                                 else None for c in cols]])
         return
-    emit(fmt, ["row", "column", "value"], rows(), lambda it: _row_lines(t, *it),
+    emit(fmt, _cell_heads(t, "column", "value"), rows(), lambda it: _row_lines(t, *it),
          lambda it: _row_json(t, *it))
 
 
@@ -551,7 +561,8 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
     The rowkey comes from one column (--rowkey-column), a template of columns (--rowkey), or,
     for a file with no key column, --rowkey-auto (row numbers, uuid or ulid).
     Every other input column NAME becomes the cell FAMILY:NAME (--family), unless --map says
-    otherwise; a column already named fam:qual for a family of the table keeps its name. Empty
+    otherwise; a column already named fam:qual or fam.qual (as --csv output spells it) for a
+    family of the table is that column. Empty
     CSV fields and JSON nulls make no cell (Phoenix treats the empty string as NULL): a query
     then finds that row with f.x IS NULL, not with f.x = ''. Other JSON values that are not
     strings are stored as their JSON text.
