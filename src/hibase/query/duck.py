@@ -9,11 +9,13 @@ and run (``run``):
    the conjuncts that touch that table alone;
 2. each table is read by the lean path with those conjuncts pushed down (so indexes, rowkey
    ranges and the native scan filter first) into a typed in-process DuckDB view
-   (``duck_feed``);
+   (``duck_feed``); a table that read would scan whole on the embedded store, all of whose
+   columns the statement reads are numbers or strings, comes from the columnar feed instead
+   (``columnar``: decoded a column at a time, kept until the next write);
 3. the statement, rewritten for DuckDB with Phoenix's semantics kept (``duck_sql``), runs
    there; DuckDB's errors become QueryPlanError / QuerySyntaxError.
 
-Nothing here is backend-specific: the scans are the lean path's, on any store.
+Nothing else here is backend-specific: the scans are the lean path's, on any store.
 """
 
 from __future__ import annotations
