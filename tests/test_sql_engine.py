@@ -543,6 +543,33 @@ class Gen:
         o, so = self.order(len(items), labels)
         return h + o, s + so, True
 
+    def join_grouped(self) -> tuple[str, str, bool]:
+        """Two or three tables joined (t2 twice, as y and z), grouped by an expression: no
+        rowkey read, so a table no index narrows comes from the columnar feed."""
+        r = self.r
+        c1, c2 = self.scope("t1", True, "x"), self.scope("t2", True, "y")
+        both = {k: c1[k] + c2[k] for k in c1}
+        kind = r.choice(["JOIN", "LEFT JOIN"])
+        frm = f"t1 AS x {kind} t2 AS y ON x.f.a = y.g.a"
+        frm_s = f"t1 AS x {kind} t2 AS y ON x.a = y.a"
+        if r.random() < 0.5:
+            c3 = self.scope("t2", True, "z")
+            both = {k: both[k] + c3[k] for k in both}
+            kind = r.choice(["JOIN", "LEFT JOIN"])
+            on = r.choice([("y.g.s = z.g.s", "y.s = z.s"), ("x.f.dt = z.g.dt", "x.dt = z.dt")])
+            frm, frm_s = frm + f" {kind} t2 AS z ON {on[0]}", frm_s + f" {kind} t2 AS z ON {on[1]}"
+        feed = {k: [c for c in v if not c[0].endswith(".k")] for k, v in both.items()}
+        (g, sg), _ = self.expr(feed, r.choice(["int", "str", "dbl"]))
+        (x, sx), _ = self.expr(feed, "int")
+        h = f"SELECT {g} AS c0, COUNT(*) AS c1, SUM({x}) AS c2 FROM {frm}"
+        s = f"SELECT {sg} AS c0, COUNT(*) AS c1, SUM({sx}) AS c2 FROM {frm_s}"
+        if r.random() < 0.6:
+            c, sc = self.cond(feed, 1, subquery=False)
+            h, s = h + f" WHERE {c}", s + f" WHERE {sc}"
+        by = r.choice(["1", "c0"])
+        o, so = self.order(3, ["c0", "c1", "c2"])
+        return h + f" GROUP BY {by}" + o, s + f" GROUP BY {by}" + so, True
+
     def union(self) -> tuple[str, str, bool]:
         kind = self.r.choice(["int", "str", "date", "dec"])
         (a, sa), _ = self.expr(self.scope("t1"), kind)
@@ -597,7 +624,7 @@ class Gen:
     def statement(self) -> tuple[str, str, bool]:
         shape = self.r.choices(
             [self.plain, self.grouped, self.total, self.join, self.union, self.scalar,
-             self.derived], weights=[30, 20, 10, 20, 12, 8, 8])[0]
+             self.derived, self.join_grouped], weights=[30, 20, 10, 20, 12, 8, 8, 10])[0]
         return shape()
 
 
