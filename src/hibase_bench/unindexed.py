@@ -7,7 +7,14 @@ columns, k the PRIMARY KEY, no other index), then per query:
 * ``lean``: hibase's row-at-a-time path (query/fast.ENABLED off), one run;
 * ``cold``: the columnar feed scanned afresh (the kept feed dropped first), one run;
 * ``warm``: the feed kept from an earlier statement (no write since), median of ``repeats``;
+  a filtered statement takes the feed only once one is kept (cold, the lean fast scan wins),
+  so when the cold run built none ``PRIME`` builds it first (``primed`` in the report);
 * ``sqlite``: median of ``repeats``.
+
+The 3-table join reads a fact table of ``rows`` flights (origin airport, carrier, departure
+delay, distance) joined to its dimensions by their code rowkeys: ``AIRPORTS`` airports (a
+few hundred) and ``AIRLINES`` airlines (tens), filtered on the delay and grouped by airline
+and country; the flights' origins are skewed toward big airports, as real traffic is.
 
 Every variant must return SQLite's answer (``same``). Ratios are hibase / SQLite.
 """
@@ -39,6 +46,20 @@ QUERIES = [
     ("order by limit 3", "SELECT * FROM t ORDER BY f.d LIMIT 3",
      "SELECT * FROM t ORDER BY d LIMIT 3"),
 ]
+JOINS = [
+    ("3-table join",
+     "SELECT al.c.name, ap.p.country, COUNT(*), SUM(fl.f.delay), MAX(fl.f.distance) "
+     "FROM flights AS fl JOIN airports AS ap ON fl.f.origin = ap.code "
+     "JOIN airlines AS al ON fl.f.carrier = al.code WHERE fl.f.delay > 60 "
+     "GROUP BY al.c.name, ap.p.country ORDER BY 1, 2",
+     "SELECT al.name, ap.country, COUNT(*), SUM(fl.delay), MAX(fl.distance) "
+     "FROM flights AS fl JOIN airports AS ap ON fl.origin = ap.code "
+     "JOIN airlines AS al ON fl.carrier = al.code WHERE fl.delay > 60 "
+     "GROUP BY al.name, ap.country ORDER BY 1, 2"),
+]
+PRIME = "SELECT MAX(f.a) FROM t"
+AIRPORTS = 300
+AIRLINES = 25
 TARGET_RATIO = 4.0
 
 
@@ -64,6 +85,35 @@ def _median(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
     return statistics.median(times), out
 
 
+def _load_flights(db: Any, lite: sqlite3.Connection, rows: int, rng: random.Random) -> None:
+    """The join's tables, in hibase and SQLite (codes are the rowkeys / PRIMARY KEYs)."""
+    countries = [f"C{i:02d}" for i in range(30)]
+    airports = [(f"A{i:03d}", f"city {i}", rng.choice(countries)) for i in range(AIRPORTS)]
+    airlines = [(f"L{i:02d}", f"airline {i}") for i in range(AIRLINES)]
+    weights = [1 / (i + 1) for i in range(AIRPORTS)]  # a few hubs, many small airports
+    origins = rng.choices([a[0] for a in airports], weights, k=rows)
+    flights = [(f"f{i:07d}", origins[i], f"L{rng.randrange(AIRLINES):02d}",
+                rng.randint(-15, 180) if rng.random() < 0.98 else None,
+                round(rng.uniform(100, 5000), 1)) for i in range(rows)]
+    db.sql("CREATE TABLE airports (code VARCHAR PRIMARY KEY, p.city VARCHAR, p.country VARCHAR)")
+    db.sql("CREATE TABLE airlines (code VARCHAR PRIMARY KEY, c.name VARCHAR)")
+    db.sql("CREATE TABLE flights (k VARCHAR PRIMARY KEY, f.origin VARCHAR, f.carrier VARCHAR, "
+           "f.delay BIGINT, f.distance DOUBLE)")
+    db.execute_many("UPSERT INTO airports (code, p.city, p.country) VALUES (?, ?, ?)", airports)
+    db.execute_many("UPSERT INTO airlines (code, c.name) VALUES (?, ?)", airlines)
+    for i in range(0, rows, 20_000):
+        db.execute_many("UPSERT INTO flights (k, f.origin, f.carrier, f.delay, f.distance) "
+                        "VALUES (?, ?, ?, ?, ?)", flights[i:i + 20_000])
+    lite.execute("CREATE TABLE airports (code TEXT PRIMARY KEY, city TEXT, country TEXT)")
+    lite.execute("CREATE TABLE airlines (code TEXT PRIMARY KEY, name TEXT)")
+    lite.execute("CREATE TABLE flights (k TEXT PRIMARY KEY, origin TEXT, carrier TEXT, "
+                 "delay INTEGER, distance REAL)")
+    lite.executemany("INSERT INTO airports VALUES (?, ?, ?)", airports)
+    lite.executemany("INSERT INTO airlines VALUES (?, ?)", airlines)
+    lite.executemany("INSERT INTO flights VALUES (?, ?, ?, ?, ?)", flights)
+    lite.commit()
+
+
 def run(rows: int = 300_000, repeats: int = 5, seed: int = 38, workdir: str | None = None,
         progress: bool = False) -> dict[str, Any]:
     rng = random.Random(seed)
@@ -73,6 +123,10 @@ def run(rows: int = 300_000, repeats: int = 5, seed: int = 38, workdir: str | No
     os.makedirs(tmp, exist_ok=True)
     report: dict[str, Any] = {"rows": rows, "repeats": repeats, "seed": seed,
                               "target_ratio": TARGET_RATIO, "queries": []}
+    try:
+        report["loadavg_start"] = os.getloadavg()
+    except OSError:
+        pass
     try:
         db = hibase.connect(os.path.join(tmp, "hibase"))
         db.sql("CREATE TABLE t (k VARCHAR PRIMARY KEY, f.a BIGINT, f.d DOUBLE, f.s VARCHAR, "
@@ -87,7 +141,8 @@ def run(rows: int = 300_000, repeats: int = 5, seed: int = 38, workdir: str | No
         lite.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)", data)
         lite.commit()
         del data
-        for name, hq, lq in QUERIES:
+        _load_flights(db, lite, rows, rng)
+        for name, hq, lq in QUERIES + JOINS:
             sl, want = _median(lambda: lite.execute(lq).fetchall(), repeats)
             fast.ENABLED = False
             try:
@@ -100,10 +155,14 @@ def run(rows: int = 300_000, repeats: int = 5, seed: int = 38, workdir: str | No
             t = time.perf_counter()
             cold = db.sql(hq)
             cold_s = time.perf_counter() - t
+            primed = "COLUMNAR" not in db.explain(hq)
+            if primed:
+                db.sql(PRIME)
             warm_s, warm = _median(lambda: db.sql(hq), repeats)
             want_n = _norm(want)
             q: dict[str, Any] = {"query": name, "hibase_sql": hq, "sqlite_sql": lq, "rows_returned": len(want),
                  "path": "columnar" if "COLUMNAR" in db.explain(hq) else "lean",
+                 "primed": primed,
                  "lean_s": lean_s, "cold_s": cold_s, "warm_s": warm_s, "sqlite_s": sl,
                  "lean_ratio": lean_s / sl, "cold_ratio": cold_s / sl,
                  "warm_ratio": warm_s / sl,

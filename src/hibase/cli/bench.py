@@ -533,8 +533,9 @@ def bench_scan(rows: int, repeats: int, seed: int, workdir: str | None, as_json:
 @bench_options
 def bench_unindexed(rows: int, repeats: int, seed: int, workdir: str | None, as_json: bool,
                     output: str | None, progress: bool) -> None:
-    """Queries no index answers (issue 38): a filtered scan, MAX, SUM, GROUP BY and ORDER BY
-    an unindexed column LIMIT 3, on hibase's lean path, on the columnar feed (cold: scanned
+    """Queries no index answers (issue 38): a filtered scan, MAX, SUM, GROUP BY, ORDER BY
+    an unindexed column LIMIT 3 and a 3-table join (flights, airports, airlines), on
+    hibase's lean path, on the columnar feed (cold: scanned
     afresh; warm: kept since the last write) and on SQLite, in one run.
 
     Example:

@@ -9,11 +9,13 @@ and run (``run``):
    the conjuncts that touch that table alone;
 2. each table is read by the lean path with those conjuncts pushed down (so indexes, rowkey
    ranges and the native scan filter first) into a typed in-process DuckDB view
-   (``duck_feed``);
+   (``duck_feed``); a table that read would scan whole on the embedded store, all of whose
+   columns the statement reads are numbers or strings, comes from the columnar feed instead
+   (``columnar``: decoded a column at a time, kept until the next write);
 3. the statement, rewritten for DuckDB with Phoenix's semantics kept (``duck_sql``), runs
    there; DuckDB's errors become QueryPlanError / QuerySyntaxError.
 
-Nothing here is backend-specific: the scans are the lean path's, on any store.
+Nothing else here is backend-specific: the scans are the lean path's, on any store.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ from . import engine
 from .duck_sql import database as _database
 from .ast import ROWKEY
 from .duck_bind import TableUse, bind
-from .duck_feed import duck_type, lean_select, register, view_columns
+from .duck_feed import duck_type, feedable, lean_select, register, register_feed, view_columns
+from . import columnar, fast
+from .prepare import prepared
 from .duck_sql import Phoenix, read, to_duckdb
 from .parse import _number_placeholders
 
@@ -88,6 +92,10 @@ def run(stmt: EngineStatement, params: Any, store: Any, indexer: Any,
     try:
         views = {}
         for i, use in enumerate(uses.values()):
+            if _columnar(use, values, store, indexer, full, range_method, full_scan):
+                views[use.name] = register_feed(con, use, columnar.feed(store, full(use.name)),
+                                                i)
+                continue
             rows = _read(use, values, store, indexer, full, range_method, full_scan)
             views[use.name] = register(con, use, rows, i)
         sql = to_duckdb(tree, views)
@@ -128,6 +136,21 @@ def _read(use: TableUse, values: dict[str, Any], store: Any, indexer: Any,
                                indexer, range_method, full_scan))
 
 
+def _columnar(use: TableUse, values: dict[str, Any], store: Any, indexer: Any,
+              full: Callable[[str], str], range_method: str, full_scan: bool) -> bool:
+    """Whether ``use`` is read from the table's columnar feed: its lean read would scan the
+    whole embedded table anyway (no index or rowkey range for its pushed-down conditions)."""
+    table = full(use.name)
+    if not fast.ENABLED or not feedable(use) or not columnar.supported(store, table):
+        return False
+    try:
+        plan = prepared(lean_select(use, table, values), store, indexer, range_method,
+                        full_scan)[0]
+    except (QueryPlanError, InvalidArgument):
+        return True  # the lean path reads the whole table too (_read)
+    return fast.full_scan_plan(plan)
+
+
 def explain(stmt: EngineStatement, params: Any, store: Any, indexer: Any,
             full: Callable[[str], str], range_method: str = "auto",
             full_scan: bool = False) -> str:
@@ -141,6 +164,10 @@ def explain(stmt: EngineStatement, params: Any, store: Any, indexer: Any,
         views[use.name] = {_col(c): duck_type(use, c) for c in columns}
         shown = "*" if use.star else ", ".join(_col(c) for c in columns) or "(rowkeys)"
         cond = use.pushdown()
+        if _columnar(use, values, store, indexer, full, range_method, full_scan):
+            lines.append(f"  COLUMNAR SCAN {use.name} ({shown}) (the table's cells decoded a "
+                         "column at a time; DuckDB applies the conditions)")
+            continue
         lines.append(f"  SCAN {use.name} ({shown})"
                      + (f" PUSHED DOWN {cond}" if cond else " (no condition pushed down)"))
         try:

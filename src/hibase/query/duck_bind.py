@@ -353,7 +353,11 @@ def _lean_text(cond: exp.Expression) -> str | None:
         if isinstance(cast.this, exp.Placeholder) and cast.this.name.startswith("hibase_p"):
             cast.replace(exp.Placeholder(this=cast.this.name))
     for c in list(copy.find_all(exp.Column)):
-        c.replace(exp.column(c.name, quoted=c.name != ROWKEY_NAME))
+        lean = exp.column(c.name, quoted=c.name != ROWKEY_NAME)
+        if c is copy:  # a BOOLEAN column alone: replace() cannot swap the root
+            copy = lean
+        else:
+            c.replace(lean)
     text = copy.sql()
     try:
         parse_where(text)

@@ -26,7 +26,8 @@ from .duck_bind import ROWKEY_NAME, TableUse
 from .parse import parse_select
 from .resolve import resolve
 
-__all__ = ["DUCK_TYPES", "lean_select", "view_columns", "register"]
+__all__ = ["DUCK_TYPES", "lean_select", "view_columns", "register", "feedable",
+           "register_feed"]
 
 DUCK_TYPES = {"byte": "TINYINT", "short": "SMALLINT", "int": "INTEGER", "long": "BIGINT",
               "float": "FLOAT", "double": "DOUBLE", "string": "VARCHAR", "char": "VARCHAR",
@@ -39,6 +40,7 @@ _NUMPY = {"TINYINT": "int8", "SMALLINT": "int16", "INTEGER": "int32", "BIGINT": 
 
 
 _PARAM = re.compile(r":(hibase_p\d+)\b")
+_FEED_KINDS = frozenset({"byte", "short", "int", "long", "float", "double", "string"})
 
 
 def lean_select(use: TableUse, table: str, values: Mapping[str, Any] | None = None,
@@ -175,3 +177,50 @@ def _name(column: bytes) -> str:
 
 def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def feedable(use: TableUse) -> bool:
+    """Whether ``use`` can be read from the columnar feed: declared numbers and unbounded
+    strings only (no rowkey, no ``*``: the feed's keys are not decoded in bulk)."""
+    if use.star or not use.columns:
+        return False
+    for c in use.columns:
+        t = use.schema.columns.get(c)
+        if c == ROWKEY or t is None or t.name not in _FEED_KINDS or (
+                t.name == "string" and t.length is not None):
+            return False
+    return True
+
+
+def register_feed(con: Any, use: TableUse, feed: Any, index: int) -> dict[str, str]:
+    """``register`` for a ``feedable`` use read from a ``columnar.Feed`` (all the table's
+    rows: DuckDB applies the conditions); NaN is NULL, as ``_array`` makes it."""
+    import numpy as np
+    import pandas as pd
+
+    columns = view_columns(use)
+    frame, types = {}, {}
+    for i, column in enumerate(columns):
+        t = use.schema.columns[column]
+        kind = DUCK_TYPES[t.name]
+        values, null, _bad = feed.column(column, t)
+        dtype = _NUMPY.get(kind)
+        if dtype is None:
+            arr: Any = values
+        elif dtype.startswith("float"):
+            data = values.astype(dtype)
+            arr = pd.arrays.FloatingArray(data, null | np.isnan(data))
+        else:
+            arr = pd.arrays.IntegerArray(values.astype(dtype), null.copy())
+        frame[f"c{i}"] = arr
+        types[_name(column)] = kind
+    df = pd.DataFrame(frame)
+    live = feed.live()
+    if live is not None:
+        df = df[live]
+    source = f"__hibase_{index}"
+    con.register(source, df)
+    items = ", ".join(f'CAST(c{i} AS {types[_name(c)]}) AS {_quoted(_name(c))}'
+                      for i, c in enumerate(columns))
+    con.execute(f"CREATE TEMP VIEW {_quoted(use.name)} AS SELECT {items} FROM {source}")
+    return types

@@ -125,7 +125,7 @@ def _dynamic_columns(sql: str) -> tuple[str, tuple[tuple[bytes, ColumnType], ...
     does not declare, typed for this statement. Returns ``sql`` with the list blanked out
     (positions kept for error messages) and the (column, type) pairs."""
     masked = _mask_quotes(sql)
-    m = _DYNAMIC.search(masked)
+    m = next((m for m in _DYNAMIC.finditer(masked) if not _in_call(masked, m.start())), None)
     if m is None:
         return sql, ()
     close = masked.find(")", m.end(1))
@@ -152,6 +152,21 @@ def _dynamic_columns(sql: str) -> tuple[str, tuple[tuple[bytes, ColumnType], ...
         items.append((name.encode("utf-8"), t))
     blank = sql[:m.start(1)] + " " * (close + 1 - m.start(1)) + sql[close + 1:]
     return blank, tuple(items)
+
+
+def _in_call(masked: str, pos: int) -> bool:
+    """Whether the FROM at ``pos`` is a function's (``EXTRACT(YEAR FROM COALESCE(d, ...))``),
+    not a SELECT's: the innermost parenthesis open there does not start a subquery."""
+    depth = 0
+    for i in range(pos - 1, -1, -1):
+        c = masked[i]
+        if c == ")":
+            depth += 1
+        elif c == "(":
+            if depth == 0:
+                return not re.match(r"\s*(SELECT|WITH)\b", masked[i + 1:pos], re.IGNORECASE)
+            depth -= 1
+    return False
 
 
 _FIRST_WORD = re.compile(r"\s*([A-Za-z_]\w*)")
@@ -871,6 +886,10 @@ def _shape(tree: exp.Select, sql: str, offset: int) -> dict[str, Any]:
                          "columns", tree.expressions[0], offset)
         items = tuple(_expr(e, offset) for e in tree.expressions)
         if group is not None:
+            labels = {e.alias for e in tree.expressions if isinstance(e, exp.Alias)}
+            for g in group.expressions:  # GROUP BY c0 naming a select item: DuckDB binds it
+                if isinstance(g, exp.Column) and not g.table and g.name in labels:
+                    _beyond(f"GROUP BY the select item's alias {g.name}", g, offset)
             group_by = tuple(dict.fromkeys(_column(g, offset) for g in group.expressions))
         if group is not None or any(isinstance(i, Agg) for i in items):
             for item in items:
