@@ -83,6 +83,10 @@ def pytest_unconfigure(config):
     shutil.rmtree(shared, ignore_errors=True)
 
 
+# The session's HBase: Phoenix's jars in (tests/test_phoenix.py drives Phoenix on it); a heap and
+# a ZooKeeper session for a long run of ~1,200 tables from two workers on a loaded 2-core
+# machine (with 2 GB and HBase's 10 s local session, an 8 s full GC aborted the master).
+_SESSION_CLUSTER = dict(redis_nodes=0, heap_mb=3072, phoenix=True, zk_session_ms=30_000)
 _SHARED_HBASE = "HIBASE_TEST_SHARED_HBASE"
 _CONTROLLER = "HIBASE_TEST_CONTROLLER_PID"
 _READY = "started-by-tests"
@@ -117,7 +121,7 @@ def _shared_cluster(folder: pathlib.Path):
         fcntl.flock(lock, fcntl.LOCK_EX)  # held while one worker starts it: the others wait
         if (folder / _READY).exists():
             return HBaseCluster(folder)
-        cluster = HBaseCluster(folder, redis_nodes=0, heap_mb=2048, phoenix=True)
+        cluster = HBaseCluster(folder, **_SESSION_CLUSTER)
         subprocess.Popen([sys.executable, "-c", _WATCHDOG, os.environ[_CONTROLLER], str(folder.parent)],
                          start_new_session=True, stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -143,8 +147,7 @@ def hbase_cluster(tmp_path_factory):
     if shared:  # an xdist worker: the run's one HBase, stopped by the controller
         yield _shared_cluster(pathlib.Path(shared, "cluster"))
         return
-    cluster = HBaseCluster(tmp_path_factory.mktemp("hbase"), redis_nodes=0, heap_mb=2048,
-                           phoenix=True)  # tests/test_phoenix.py drives Phoenix on it
+    cluster = HBaseCluster(tmp_path_factory.mktemp("hbase"), **_SESSION_CLUSTER)
     with required():
         cluster.start(detach=False, progress=False)
     try:

@@ -26,7 +26,8 @@ from hibase.cli import cli
 from hibase.codec import prefix_successor
 from hibase.index.spec import index_table
 
-TTL = 3  # seconds; rows meant to expire are written 2.6 s in the past, so they go in 0.4 s
+TTL = 3  # seconds; rows meant to expire are written 1.5 s in the past, so they go in 1.5 s
+# (a put must reach HBase before its cells expire: 0.4 s was too short on a loaded machine)
 COLUMNS = {"f:state": "string", "f:n": "int", "f:note": "string"}
 
 
@@ -64,7 +65,7 @@ def _make(db) -> None:
 def _write(db) -> None:
     """20 rows that expire soon (r00-r19), 10 that live on (r20-r29), and rows whose cells
     expire one by one (HBase's TTL is per cell); returns when the soon ones have expired.
-    Each row's cells that expire are its last write, 0.4 s before they expire, so every
+    Each row's cells that expire are its last write, 1.5 s before they expire, so every
     write happens before any expiry (the orphan test covers writes after one)."""
     t = db.table("t")
     # cells meant to live are stamped a minute ahead, so however long the queries take on
@@ -96,8 +97,8 @@ def _row(i: int) -> dict[bytes, bytes]:
 
 
 def _soon() -> int:
-    """A timestamp whose cells expire 0.4 s from now."""
-    return now_ms() - TTL * 1000 + 400
+    """A timestamp whose cells expire 1.5 s from now."""
+    return now_ms() - TTL * 1000 + 1500
 
 
 def _wait_expiry(ts: int) -> None:

@@ -154,8 +154,13 @@ class HBaseCluster:
     def __init__(self, folder: str | os.PathLike, *, redis_nodes: int = 2,
                  thrift_port: int | None = None, zk_port: int | None = None,
                  heap_mb: int | None = None, phoenix: bool | None = None,
-                 coprocessor: bool | None = None, regionservers: int | None = None):
+                 coprocessor: bool | None = None, regionservers: int | None = None,
+                 zk_session_ms: int | None = None):
         self.dir = os.path.abspath(os.fspath(folder))
+        # standalone: the ZooKeeper session of the one JVM (None: HBase's 10 s for a local
+        # cluster). A GC pause longer than it aborts the master, so a long-lived test cluster
+        # on a loaded machine asks for more; a restart after kill -9 waits it out.
+        self.zk_session_ms = zk_session_ms
         self.redis_nodes = redis_nodes
         state = self._state()
         # 1: standalone (one JVM); N > 1: ZooKeeper, a master and N region servers, each its
@@ -358,6 +363,8 @@ class HBaseCluster:
             # every second instead of every 2 minutes
             "hbase.hfile.compaction.discharger.interval": 1000,
         }
+        if self.regionservers == 1 and self.zk_session_ms:
+            props["zookeeper.session.timeout.localHBaseCluster"] = self.zk_session_ms
         if self.regionservers > 1:
             # distributed over processes, still on the local filesystem (WALs included: the
             # capability check refuses the local FS's streams otherwise, HBASE-20354)
