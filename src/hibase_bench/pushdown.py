@@ -81,7 +81,8 @@ def run(url: str, rows: int = 200_000, regions: int = 4, repeats: int = 3, seed:
     queries: list[dict[str, Any]] = []
     report: dict[str, Any] = {"benchmark": "pushdown", "url": url, "rows": rows,
                               "regions": regions, "repeats": repeats, "seed": seed,
-                              "cpu_count": os.cpu_count(), "queries": queries}
+                              "cpu_count": os.cpu_count(), "loadavg_before": list(os.getloadavg()),
+                              "queries": queries}
     try:
         db.create_table(name, {"f": {}}, columns={"f:amt": "long", "f:b": "string",
                                                    "f:city": "string"})
@@ -133,6 +134,7 @@ def run(url: str, rows: int = 200_000, regions: int = 4, repeats: int = 3, seed:
         finally:
             db.close()
             client.close()
+    report["loadavg_after"] = list(os.getloadavg())
     report["all_same"] = all(q["same"] for q in queries)
     report["all_at_most_phoenix"] = all(q["pushed_vs_phoenix"] <= 1.0 for q in queries)
     return report

@@ -247,8 +247,9 @@ def unavailable(select: Select, store: Any, plan: Plan | None) -> str | None:
     if not store.capabilities.pushed_scans or not full_scan_plan(plan):
         return None
     if not store.scan_pushdown(select.table):
-        return ("hibase's ScanObserver does not run on this table's region servers (or "
-                "scan_pushdown=0): every row is read by this client")
+        return ("not pushed down: hibase's ScanObserver does not answer for this table "
+                "(not loaded on its region servers, no Thrift2 server in the URL, or "
+                "scan_pushdown=0); every row is read by this client")
     return None
 
 
