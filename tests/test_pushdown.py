@@ -211,3 +211,34 @@ def test_pushed_down_answers_equal_client_and_sqlite(hbase):
         conn.close()
         pushed.close()
         client.close()
+
+
+def test_a_table_hibase_did_not_create_is_pushed_down_and_an_index_still_wins(hbase):
+    """A table made and written by plain happybase, recorded with existing=True: its full
+    scans run in the regions (same answers as the client's); once an index answers the
+    WHERE, the index is used, not the pushed-down scan."""
+    prefix = f"pe{os.getpid()}"
+    conn = happybase.Connection("127.0.0.1", hbase.thrift_port, timeout=60000)
+    db = hibase.connect(cluster_url(hbase, prefix))
+    client = hibase.connect(cluster_url(hbase, prefix, scan_pushdown=0))
+    try:
+        conn.create_table(f"{prefix}_ext", {"f": {}})
+        with conn.table(f"{prefix}_ext").batch() as b:
+            for i in range(300):
+                b.put(b"k%03d" % i, {b"f:v": str(i % 17).encode(), b"f:c": b"c%d" % (i % 5)})
+        db.create_table("ext", {"f": {}}, columns={"f:v": "long", "f:c": "string"},
+                        existing=True)
+        sql = "SELECT f.c, COUNT(*), SUM(f.v) FROM ext WHERE f.v > 3 GROUP BY f.c"
+        assert "PUSHED DOWN" in "\n".join(r[0] for r in db.sql("EXPLAIN " + sql))
+        assert db.sql(sql) == client.sql(sql) and len(db.sql(sql)) == 5
+        rows = "SELECT ROWKEY FROM ext WHERE f.c = 'c2' AND f.v < 9"
+        got = db.sql(rows)
+        assert got == client.sql(rows) and len(got) == 33
+        db.create_index("ext", "by_c", ["f:c"])
+        plan = "\n".join(r[0] for r in db.sql("EXPLAIN " + rows))
+        assert "PUSHED DOWN" not in plan and "by_c" in plan, plan
+        assert db.sql(rows) == got
+    finally:
+        conn.close()
+        db.close()
+        client.close()
