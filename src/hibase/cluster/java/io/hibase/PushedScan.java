@@ -172,15 +172,46 @@ final class PushedScan {
       if (!done[i]) {
         done[i] = true;
         if (raw[i] != null) {
-          try {
-            keys[i] = HibaseCodec.cellKey(types[i], raw[i]);
-          } catch (HibaseCodec.Malformed e) {
-            keys[i] = null;
+          keys[i] = fastKey(types[i], raw[i]);
+          if (keys[i] == null) {
+            try {
+              keys[i] = HibaseCodec.cellKey(types[i], raw[i]);
+            } catch (HibaseCodec.Malformed e) {
+              keys[i] = null;
+            }
           }
         }
       }
       return keys[i];
     }
+  }
+
+  /** HibaseCodec.cellKey's answer for the common cells, without its BigInteger and UTF-8
+   *  decoder: a text integer of at most 18 digits, an ASCII string; null when the cell is not
+   *  one of those (cellKey then answers, also for what is malformed). */
+  static byte[] fastKey(HibaseCodec.Type t, byte[] raw) {
+    if (t.binary) return null;
+    int w = intWidth(t);
+    if (w > 0) {
+      int start = raw.length > 0 && (raw[0] == '-' || raw[0] == '+') ? 1 : 0;
+      int digits = raw.length - start;
+      if (digits < 1 || digits > 18) return null;
+      long v = 0;
+      for (int i = start; i < raw.length; i++) {
+        int d = raw[i] - '0';
+        if (d < 0 || d > 9) return null;
+        v = v * 10 + d;
+      }
+      if (raw[0] == '-') v = -v;
+      long hi = 1L << (8 * w - 1);
+      if (w < 8 && (v < -hi || v >= hi)) return null;
+      return HibaseCodec.intKey(w, v);
+    }
+    if (t.name.equals("string")) {
+      for (byte b : raw) if (b < 0) return null;  // not ASCII: cellKey checks the UTF-8
+      return HibaseCodec.escape(raw);
+    }
+    return null;
   }
 
   // -- the condition, in SQL's three-valued logic (1 TRUE, 0 FALSE, -1 UNKNOWN) ---------------
@@ -428,6 +459,24 @@ final class PushedScan {
           .setType(Cell.Type.Put).setValue(value).build();
     }
 
+    /** The group of a row by several columns: each key length-prefixed, NULL a 0 byte. */
+    private byte[] groupId(Row r, byte[][] gk) {
+      java.io.ByteArrayOutputStream id = new java.io.ByteArrayOutputStream();
+      for (int i = 0; i < gk.length; i++) {
+        gk[i] = r.key(w.group[i]);
+        if (gk[i] == null) {
+          id.write(0);
+        } else {
+          id.write(1);
+          byte[] len = {(byte) (gk[i].length >> 24), (byte) (gk[i].length >> 16),
+                        (byte) (gk[i].length >> 8), (byte) gk[i].length};
+          id.write(len, 0, 4);
+          id.write(gk[i], 0, gk[i].length);
+        }
+      }
+      return id.toByteArray();
+    }
+
     /** One row carrying the region's partial states (JSON), keyed by the last row read so a
      *  client scanner reopened after it reads nothing of this region twice. */
     private boolean agg(List<Cell> out) throws IOException {
@@ -446,20 +495,13 @@ final class PushedScan {
         last = r.rowkey;
         if (w.where != null && w.where.eval(r) != 1) continue;
         byte[][] gk = new byte[w.group.length][];
-        java.io.ByteArrayOutputStream id = new java.io.ByteArrayOutputStream();
-        for (int i = 0; i < gk.length; i++) {
-          gk[i] = r.key(w.group[i]);
-          if (gk[i] == null) {
-            id.write(0);
-          } else {
-            id.write(1);
-            byte[] len = {(byte) (gk[i].length >> 24), (byte) (gk[i].length >> 16),
-                          (byte) (gk[i].length >> 8), (byte) gk[i].length};
-            id.write(len, 0, 4);
-            id.write(gk[i], 0, gk[i].length);
-          }
+        ByteKey key;
+        if (gk.length == 1) {  // a key is never empty: the empty array stands for NULL
+          gk[0] = r.key(w.group[0]);
+          key = new ByteKey(gk[0] == null ? new byte[0] : gk[0]);
+        } else {
+          key = new ByteKey(groupId(r, gk));
         }
-        ByteKey key = new ByteKey(id.toByteArray());
         Object[] g = groups.get(key);
         if (g == null) {
           State[] states = new State[w.aggFunc.length];
