@@ -61,7 +61,8 @@ def test_cli_builds_the_jar_and_says_how_to_load_it():
     assert got.exit_code == 0, got.output
     info = json.loads(got.output.strip().splitlines()[-1])
     assert os.path.exists(info["jar"]) and info["class"] == "io.hibase.IndexObserver"
-    assert info["site_property"] == "hbase.coprocessor.region.classes=io.hibase.IndexObserver"
+    assert info["site_property"] == ("hbase.coprocessor.region.classes=io.hibase.IndexObserver,"
+                                     "io.hibase.ScanObserver")
     names = subprocess.run(["jar", "tf", info["jar"]], capture_output=True, text=True).stdout
     assert "io/hibase/IndexObserver.class" in names and "io/hibase/HibaseCodec.class" in names
 

@@ -34,7 +34,9 @@ def test_url_options(tmp_path):
                                        "region_check_ms": 1000,
                                        "catalog_lease_ms": 1000, "prefix": "",
                                        "thrift2_port": None, "tls": False, "tls_ca": None,
-                                       "token": None, "server_upkeep": True}
+                                       "token": None, "server_upkeep": True,
+                                       "scan_pushdown": True}
+    assert parse_url("thrift://h?scan_pushdown=0")["scan_pushdown"] is False
     assert parse_url("thrift://h?prefix=t1")["prefix"] == "t1"
     # TLS: thrifts:// or tls=1 (hibase serve --tls-cert), a private CA, the gateway's token
     assert parse_url("thrifts://h")["tls"] and parse_url("thrift://h?tls=1")["tls"]

@@ -550,6 +550,33 @@ def bench_unindexed(rows: int, repeats: int, seed: int, workdir: str | None, as_
     finish_bench(report, as_json, output, mod.summary)
 
 
+@bench.command("pushdown")
+@click.argument("url")
+@click.option("--rows", type=click.IntRange(min=1), default=200_000, show_default=True,
+              help="Rows loaded into hibase and Phoenix.")
+@click.option("--regions", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Regions each table is split into.")
+@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Timed runs per query (the median is reported).")
+@click.option("--seed", type=click.IntRange(min=0), default=39, show_default=True)
+@bench_options
+def bench_pushdown(url: str, rows: int, regions: int, repeats: int, seed: int, as_json: bool,
+                   output: str | None, progress: bool) -> None:
+    """Queries no index answers on HBase (issue 39): pushed down into the region servers,
+    read by this client, and on Phoenix beside, on the same rows of a `hibase cluster`.
+
+    Example:
+
+    \b
+        hibase bench pushdown thrift://127.0.0.1:9090?thrift2_port=9091 -o pushdown.json
+    """
+    from hibase_bench import pushdown as mod
+
+    report = mod.run(url, rows=rows, regions=regions, repeats=repeats, seed=seed,
+                     progress=progress)
+    finish_bench(report, as_json, output, mod.summary)
+
+
 @bench.command("gateway")
 @click.option("--idle", type=click.IntRange(min=0), default=1000, show_default=True,
               help="Idle connections opened (and left open) during the second round.")

@@ -193,10 +193,10 @@ def coprocessor(as_json: bool) -> None:
     \b
         hibase cluster coprocessor
     """
-    from ..cluster.coprocessor import OBSERVER, coprocessor_jar
+    from ..cluster.coprocessor import OBSERVER, SCAN_OBSERVER, coprocessor_jar
 
     jar = coprocessor_jar(progress=True)
-    site = f"hbase.coprocessor.region.classes={OBSERVER}"
+    site = f"hbase.coprocessor.region.classes={OBSERVER},{SCAN_OBSERVER}"
     attr = f"'coprocessor' => 'file://{jar}|{OBSERVER}|1073741823|'"
     if as_json:
         click.echo(json.dumps({"jar": jar, "class": OBSERVER, "site_property": site,

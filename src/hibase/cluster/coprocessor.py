@@ -30,12 +30,14 @@ from importlib import resources
 
 from .jars import _tool, classpath, compiled_jar
 
-__all__ = ["OBSERVER", "CODEC", "coprocessor_jar", "check_codec_vectors", "SOURCES"]
+__all__ = ["OBSERVER", "SCAN_OBSERVER", "CODEC", "coprocessor_jar", "check_codec_vectors", "SOURCES"]
 
 OBSERVER = "io.hibase.IndexObserver"
+SCAN_OBSERVER = "io.hibase.ScanObserver"  # work pushed into region scans (issue 39)
 CODEC = "io.hibase.HibaseCodec"
 SOURCES = ("java/io/hibase/HibaseCodec.java", "java/io/hibase/DecimalCodec.java",
-           "java/io/hibase/TemporalCodec.java", "java/io/hibase/IndexObserver.java")
+           "java/io/hibase/TemporalCodec.java", "java/io/hibase/IndexObserver.java",
+           "java/io/hibase/PushedScan.java", "java/io/hibase/ScanObserver.java")
 
 
 def _sources() -> list[tuple[str, bytes]]:

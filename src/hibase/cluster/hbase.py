@@ -388,8 +388,8 @@ class HBaseCluster:
             props["hbase.regionserver.wal.codec"] = \
                 "org.apache.hadoop.hbase.regionserver.wal.IndexedWALEditCodec"
         if self.coprocessor:  # hibase's index upkeep on every region (coprocessor.py)
-            from .coprocessor import OBSERVER
-            props["hbase.coprocessor.region.classes"] = OBSERVER
+            from .coprocessor import OBSERVER, SCAN_OBSERVER
+            props["hbase.coprocessor.region.classes"] = f"{OBSERVER},{SCAN_OBSERVER}"
         with open(self._path("conf", "hbase-site.xml"), "w") as fh:
             fh.write(_site_xml(props))
         with open(self._path("conf", "log4j2.properties"), "wb") as fh:

@@ -280,8 +280,12 @@ def _index_walk(select: Select, base: Plan, conjuncts, specs) -> _Shaped | None:
 def run(select: Select, store, indexer, range_method: str = "auto", full_scan: bool = False
         ) -> list:
     shaped = _prepare(select, store, indexer, range_method, full_scan)
-    if shaped.how == "stream":  # no index answers it: the columnar feed may (query/fast.py)
-        from . import fast
+    if shaped.how == "stream":  # no index answers it: the region servers may (pushdown.py)
+        from . import fast, pushdown
+        work = pushdown.routable(select, store, shaped.base)
+        if work is not None:
+            return pushdown.run(select, store, work, _finish)
+        # or the columnar feed (query/fast.py)
         route = fast.routable(select, store, shaped.base)
         if route is not None:
             answer = fast.run(select, store, route)
@@ -476,9 +480,18 @@ def explain(select: Select, store, indexer, range_method: str = "auto",
                      + ("; then rows with NULL by the plan below if too few" if
                         shaped.nulls_after else ""))
     else:
-        from . import fast
+        from . import fast, pushdown
         route = fast.routable(select, store, shaped.base) if shaped.how == "stream" else None
-        if route is not None:
+        work = pushdown.routable(select, store, shaped.base) if shaped.how == "stream" \
+            else None
+        why = pushdown.unavailable(select, store, shaped.base) if shaped.how == "stream" \
+            else None
+        if why is not None:
+            shaped.notes.append(why)
+        if work is not None:
+            lines += pushdown.describe(work, store)
+            lines.append("  (below: the lean plan, taken with scan_pushdown=0)")
+        elif route is not None:
             lines += fast.describe(route)
             lines.append("  (below: the lean plan, taken when the feed has NaN in a floating "
                          "column)")

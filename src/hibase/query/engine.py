@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from . import aggregate, fast
+from . import aggregate, fast, pushdown
 from .ast import Select
 from .execute import execute
 from .params import bind
@@ -87,6 +87,11 @@ def select_rows(select: Select, store, indexer, range_method: str = "auto",
     if select.computed:
         return list(run(select, store, indexer, range_method, full_scan, params)), None
     plan, conjuncts, shape = prepared(select, store, indexer, range_method, full_scan, params)
+    if select.where is not None:
+        # a filtered scan runs in the region servers (query/pushdown.py) when no index answers
+        work = pushdown.routable(plan.select, store, plan)
+        if work is not None:
+            return pushdown.run(plan.select, store, work), shape
     if select.where is not None and fast.ENABLED:
         # a filtered scan runs on the columnar feed (query/fast.py) when no index answers
         route = fast.routable(plan.select, store, plan)
@@ -109,5 +114,13 @@ def explain(select: Select, store, indexer, range_method: str = "auto",
     plan = prepare(select, store, indexer, range_method, full_scan, params)[0]
     route = fast.routable(plan.select, store, plan) if select.where is not None else None
     text = plan.explain()
+    work = pushdown.routable(plan.select, store, plan) if select.where is not None else None
+    if work is not None:
+        return "\n".join([text.splitlines()[0]] + pushdown.describe(work, store)
+                         + ["  (below: the lean plan, taken with scan_pushdown=0)"]
+                         + text.splitlines()[1:])
+    why = pushdown.unavailable(plan.select, store, plan) if select.where is not None else None
+    if why is not None:
+        text += f"\n  NOTE {why}"
     return text if route is None else "\n".join([text.splitlines()[0]] + fast.describe(route)
                                                  + text.splitlines()[1:])

@@ -53,6 +53,10 @@ class Capabilities:
     # full scans filtered on the raw stored bytes (`fast_scan_supported` / `filtered_rows`:
     # the embedded store's store/embedded/fastscan.py)
     fast_scan: bool = False
+    # work no index answers (filter, projection, partial aggregates, top-k) can run inside the
+    # region servers (HBase with hibase's ScanObserver): `scan_pushdown(table)` says whether it
+    # does for that table, `pushed_scan` runs it (query/pushdown.py)
+    pushed_scans: bool = False
 
 
 class BaseStore:
@@ -67,6 +71,10 @@ class BaseStore:
 
     def server_upkeep(self, table: str) -> bool:
         """Whether a coprocessor in the server keeps `table`'s indexes: never here."""
+        return False
+
+    def scan_pushdown(self, table: str) -> bool:
+        """Whether scans of `table` can carry work into the server: never here."""
         return False
 
     def index_version(self, table: str, max_age_s: float = 0.0) -> bytes:

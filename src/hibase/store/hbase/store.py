@@ -53,6 +53,7 @@ from ..faults import Faults
 from ..base import Region, SplitListener
 from .kv import (_FETCH_CHUNK, META_COL, KV_PREFIX, META_TABLE, HBaseKeyValueTables)
 from .layout import Layouts
+from . import pushed
 from ..schema import FOREVER, TableSchema
 
 from .gateway import client_tls_context, tls_pool
@@ -100,7 +101,7 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
     # reads that see each row as of its own read
     capabilities = Capabilities(shared=True, follows_splits=True, verified_index_writes=True,
                                 snapshot_reads=False, server_index_upkeep=True,
-                                local_files=False)
+                                local_files=False, pushed_scans=True)
     kind = "hbase"
 
     def __init__(self, url: str, *, create: bool = True, read_only: bool = False, **_: Any):
@@ -115,6 +116,7 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
         self._split_listeners: list[SplitListener] = []
         self._tables: dict[str, _HTable] = {}
         self._server_kept: set[str] = set()  # tables hibase's coprocessor runs on (seen)
+        self._pushdown: dict[str, bool] = {}  # table -> does the ScanObserver run on it
         # per table: (monotonic time of the last check, the version row's value then)
         self._index_versions: dict[str, tuple[float, bytes]] = {}
         self._kv: dict[str, str | None] = {}
@@ -383,6 +385,26 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
             return False
         self._server_kept.add(table)
         return True
+
+    def scan_pushdown(self, table: str) -> bool:
+        """Whether hibase's ScanObserver runs on `table`'s regions, so filters, partial
+        aggregates and top-k run there (pushed.probe: one Thrift2 scan of an empty range,
+        asked once per table and store; False without a Thrift2 server or with
+        scan_pushdown=0 in the URL)."""
+        if not self.opts["scan_pushdown"] or self.rpc.t2 is None:
+            return False
+        known = self._pushdown.get(table)
+        if known is None:
+            fams = list(self.table(table).schema.families) or [b"f"]
+            known = self._pushdown[table] = pushed.probe(self, table, fams[0])
+        return known
+
+    def pushed_scan(self, table: str, work: bytes, columns: list[bytes] | None,
+                    first_key_only: bool = False) -> tuple[int, list[tuple[bytes, dict]]]:
+        """Run `work` (query/pushdown.py's JSON) in every region of `table`: (regions, the
+        rows they returned, in key order)."""
+        self.table(table)
+        return pushed.run(self, table, work, columns, first_key_only)
 
     def drain_server_writes(self, table: str) -> None:
         """A get carrying the attribute hibase.drain on each of `table`'s regions (HBase's,

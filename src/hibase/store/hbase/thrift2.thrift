@@ -35,6 +35,7 @@ struct TScan {
   5: optional i32 maxVersions = 1,
   6: optional TTimeRange timeRange,
   7: optional binary filterString,
+  9: optional map<binary, binary> attributes,
   11: optional bool reversed,
   15: optional i32 limit
 }

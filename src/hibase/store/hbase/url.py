@@ -19,7 +19,7 @@ DEFAULT_DEADLINE_MS = 60000
 def parse_url(url: str) -> dict:
     """thrift[s]://host[:port][?transport=buffered|framed&protocol=binary|compact&timeout=ms
     &pool_size=n&retries=n&deadline_ms=n&region_check_ms=n&catalog_lease_ms=n&prefix=name&thrift2_port=n
-    &tls=1&tls_ca=FILE&token=T&server_upkeep=0|1] -> happybase
+    &tls=1&tls_ca=FILE&token=T&server_upkeep=0|1&scan_pushdown=0|1] -> happybase
     connection options and ours (retries: how many times a call that failed on the transport is
     sent again; deadline_ms: how long after its first try a call is still retried, transport
     errors and HBase's transient ones alike (a region server died and the master has not
@@ -35,7 +35,9 @@ def parse_url(url: str) -> dict:
     and its name against the host; token: what hibase's gateway (`hibase serve --token`) wants
     before it lets this client write hibase's own tables, gateway.py; server_upkeep: indexes
     made by this client are kept by hibase's region-server coprocessor when it runs on the
-    table, 1 by default, 0 keeps them client-side)."""
+    table, 1 by default, 0 keeps them client-side; scan_pushdown: work no index answers runs
+    in the region servers when hibase's ScanObserver runs there, 1 by default, 0 keeps it in
+    this client)."""
     parts = urlsplit(url)
     if parts.scheme not in ("thrift", "thrifts"):
         raise errors.InvalidArgument(f"not a thrift:// or thrifts:// URL: {url!r}")
@@ -45,7 +47,7 @@ def parse_url(url: str) -> dict:
     known = {"transport", "protocol", "timeout", "pool_size", "retries", "deadline_ms",
              "region_check_ms",
              "catalog_lease_ms", "prefix", "thrift2_port", "tls", "tls_ca", "token",
-             "server_upkeep"}
+             "server_upkeep", "scan_pushdown"}
     unknown = sorted(set(q) - known)
     if unknown:
         raise errors.InvalidArgument(f"unknown thrift:// option(s) {unknown}; known: "
@@ -77,6 +79,9 @@ def parse_url(url: str) -> dict:
     server_upkeep = q.get("server_upkeep", "1")
     if server_upkeep not in ("0", "1"):
         raise errors.InvalidArgument(f"server_upkeep must be 0 or 1, not {server_upkeep!r}")
+    scan_pushdown = q.get("scan_pushdown", "1")
+    if scan_pushdown not in ("0", "1"):
+        raise errors.InvalidArgument(f"scan_pushdown must be 0 or 1, not {scan_pushdown!r}")
     prefix = q.get("prefix", "")
     if prefix and not prefix.replace("_", "").replace("-", "").replace(".", "").isalnum():
         raise errors.InvalidArgument(f"prefix must be letters, digits, _ - or ., not {prefix!r}")
@@ -93,4 +98,5 @@ def parse_url(url: str) -> dict:
             "retries": retries, "deadline_ms": deadline_ms, "region_check_ms": region_check_ms,
             "catalog_lease_ms": catalog_lease_ms, "prefix": prefix,
             "thrift2_port": thrift2_port, "tls": tls == "1", "tls_ca": tls_ca,
-            "token": q.get("token") or None, "server_upkeep": server_upkeep == "1"}
+            "token": q.get("token") or None, "server_upkeep": server_upkeep == "1",
+            "scan_pushdown": scan_pushdown == "1"}

@@ -1,0 +1,584 @@
+// The work a hibase client pushes into a region scan (ScanObserver; the Python side is
+// src/hibase/query/pushdown.py, the format is documented in docs/architecture.md, "Work no
+// index answers runs in the region servers"). Cells are read as codec.py reads them: each
+// column's value is its order-preserving key (HibaseCodec.cellKey), a missing, malformed or NaN
+// cell is NULL, and comparisons of keys are comparisons of the typed values.
+package io.hibase;
+
+import java.io.IOException;
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
+
+import org.apache.hadoop.hbase.Cell;
+import org.apache.hadoop.hbase.CellBuilderFactory;
+import org.apache.hadoop.hbase.CellBuilderType;
+import org.apache.hadoop.hbase.CellUtil;
+import org.apache.hadoop.hbase.client.RegionInfo;
+import org.apache.hadoop.hbase.regionserver.RegionScanner;
+import org.apache.hadoop.hbase.regionserver.ScannerContext;
+import org.apache.hbase.thirdparty.com.google.gson.JsonArray;
+import org.apache.hbase.thirdparty.com.google.gson.JsonElement;
+import org.apache.hbase.thirdparty.com.google.gson.JsonNull;
+import org.apache.hbase.thirdparty.com.google.gson.JsonObject;
+import org.apache.hbase.thirdparty.com.google.gson.JsonParser;
+import org.apache.hbase.thirdparty.com.google.gson.JsonPrimitive;
+
+final class PushedScan {
+  static final int VERSION = 1;
+  /** Qualifier of the cell carrying a region's partial aggregate, and of the cell standing
+   *  for a matched row none of whose cells was asked for (SELECT ROWKEY ...). */
+  static final byte[] AGG_QUALIFIER = "\u0000hibase.agg".getBytes(StandardCharsets.UTF_8);
+  static final byte[] ROW_QUALIFIER = "\u0000hibase.row".getBytes(StandardCharsets.UTF_8);
+
+  final String mode;  // rows | agg | top
+  final byte[] family;  // of the cells made here
+  final byte[][] fams, quals;
+  final HibaseCodec.Type[] types;
+  final Expr where;  // null: every row
+  final boolean[] out;  // null: every cell of the row
+  final int[] group;
+  final String[] aggFunc;
+  final int[] aggCol;
+  final int[] orderCol;
+  final boolean[] desc, nullsLast;
+  final int k;
+
+  private PushedScan(JsonObject o) {
+    int v = o.get("v").getAsInt();
+    if (v != VERSION) throw new IllegalArgumentException("work version " + v + ", this "
+        + "coprocessor reads " + VERSION);
+    mode = o.get("mode").getAsString();
+    if (!mode.equals("rows") && !mode.equals("agg") && !mode.equals("top"))
+      throw new IllegalArgumentException("unknown mode " + mode);
+    family = HibaseCodec.unhex(o.get("fam").getAsString());
+    JsonArray cols = o.getAsJsonArray("cols");
+    int n = cols.size();
+    fams = new byte[n][];
+    quals = new byte[n][];
+    types = new HibaseCodec.Type[n];
+    for (int i = 0; i < n; i++) {
+      JsonArray c = cols.get(i).getAsJsonArray();
+      byte[] name = HibaseCodec.unhex(c.get(0).getAsString());
+      int colon = indexOf(name, (byte) ':');
+      fams[i] = Arrays.copyOfRange(name, 0, colon);
+      quals[i] = Arrays.copyOfRange(name, colon + 1, name.length);
+      types[i] = HibaseCodec.Type.parse(c.get(1).getAsString());
+    }
+    JsonElement w = o.get("where");
+    where = w == null || w.isJsonNull() ? null : expr(w.getAsJsonArray(), n);
+    JsonElement outs = o.get("out");
+    if (outs == null || outs.isJsonNull()) {
+      out = null;
+    } else {
+      out = new boolean[n];
+      for (JsonElement e : outs.getAsJsonArray()) out[col(e, n)] = true;
+    }
+    group = ints(o.getAsJsonArray("group"), n);
+    JsonArray aggs = o.has("aggs") ? o.getAsJsonArray("aggs") : new JsonArray();
+    aggFunc = new String[aggs.size()];
+    aggCol = new int[aggs.size()];
+    for (int i = 0; i < aggs.size(); i++) {
+      JsonArray a = aggs.get(i).getAsJsonArray();
+      aggFunc[i] = a.get(0).getAsString();
+      aggCol[i] = a.size() > 1 ? col(a.get(1), n) : -1;
+      if (!Arrays.asList("count", "sum", "min", "max").contains(aggFunc[i]))
+        throw new IllegalArgumentException("unknown aggregate " + aggFunc[i]);
+      if (aggFunc[i].equals("sum") && intWidth(types[aggCol[i]]) == 0)
+        throw new IllegalArgumentException("SUM is pushed down for integer columns only");
+    }
+    JsonArray order = o.has("order") ? o.getAsJsonArray("order") : new JsonArray();
+    orderCol = new int[order.size()];
+    desc = new boolean[order.size()];
+    nullsLast = new boolean[order.size()];
+    for (int i = 0; i < order.size(); i++) {
+      JsonArray a = order.get(i).getAsJsonArray();
+      orderCol[i] = col(a.get(0), n);
+      desc[i] = a.get(1).getAsBoolean();
+      nullsLast[i] = a.get(2).getAsBoolean();
+    }
+    k = o.has("k") ? o.get("k").getAsInt() : 0;
+    if (mode.equals("top") && k <= 0) throw new IllegalArgumentException("top needs k > 0");
+  }
+
+  static PushedScan parse(byte[] json) {
+    return new PushedScan(JsonParser.parseString(new String(json, StandardCharsets.UTF_8))
+        .getAsJsonObject());
+  }
+
+  private static int indexOf(byte[] b, byte x) {
+    for (int i = 0; i < b.length; i++) if (b[i] == x) return i;
+    throw new IllegalArgumentException("column name without ':'");
+  }
+
+  private static int col(JsonElement e, int n) {
+    int i = e.getAsInt();
+    if (i < 0 || i >= n) throw new IllegalArgumentException("column index " + i);
+    return i;
+  }
+
+  private static int[] ints(JsonArray a, int n) {
+    if (a == null) return new int[0];
+    int[] out = new int[a.size()];
+    for (int i = 0; i < out.length; i++) out[i] = col(a.get(i), n);
+    return out;
+  }
+
+  /** Bytes of an integer type's key (the value plus a bias, big-endian); 0 for the others. */
+  static int intWidth(HibaseCodec.Type t) {
+    switch (t.name) {
+      case "byte": return 1;
+      case "short": return 2;
+      case "int": return 4;
+      case "long": return 8;
+      default: return 0;
+    }
+  }
+
+  static long intOfKey(byte[] key) {
+    long v = (byte) (key[0] ^ 0x80);  // sign-extended
+    for (int i = 1; i < key.length; i++) v = (v << 8) | (key[i] & 0xff);
+    return v;
+  }
+
+  // -- one row's values ----------------------------------------------------------------------
+
+  /** A row's cells of the described columns; each value's key computed on first use. */
+  final class Row {
+    final byte[] rowkey;
+    final byte[][] raw = new byte[fams.length][];
+    private final byte[][] keys = new byte[fams.length][];
+    private final boolean[] done = new boolean[fams.length];
+
+    Row(List<Cell> cells) {
+      rowkey = CellUtil.cloneRow(cells.get(0));
+      for (Cell c : cells) {
+        for (int i = 0; i < fams.length; i++) {
+          if (raw[i] == null && CellUtil.matchingColumn(c, fams[i], quals[i])) {
+            raw[i] = CellUtil.cloneValue(c);
+          }
+        }
+      }
+    }
+
+    /** The value's key, null for NULL (no cell, not of the column's type, NaN). */
+    byte[] key(int i) {
+      if (!done[i]) {
+        done[i] = true;
+        if (raw[i] != null) {
+          keys[i] = fastKey(types[i], raw[i]);
+          if (keys[i] == null) {
+            try {
+              keys[i] = HibaseCodec.cellKey(types[i], raw[i]);
+            } catch (HibaseCodec.Malformed e) {
+              keys[i] = null;
+            }
+          }
+        }
+      }
+      return keys[i];
+    }
+  }
+
+  /** HibaseCodec.cellKey's answer for the common cells, without its BigInteger and UTF-8
+   *  decoder: a text integer of at most 18 digits, an ASCII string; null when the cell is not
+   *  one of those (cellKey then answers, also for what is malformed). */
+  static byte[] fastKey(HibaseCodec.Type t, byte[] raw) {
+    if (t.binary) return null;
+    int w = intWidth(t);
+    if (w > 0) {
+      int start = raw.length > 0 && (raw[0] == '-' || raw[0] == '+') ? 1 : 0;
+      int digits = raw.length - start;
+      if (digits < 1 || digits > 18) return null;
+      long v = 0;
+      for (int i = start; i < raw.length; i++) {
+        int d = raw[i] - '0';
+        if (d < 0 || d > 9) return null;
+        v = v * 10 + d;
+      }
+      if (raw[0] == '-') v = -v;
+      long hi = 1L << (8 * w - 1);
+      if (w < 8 && (v < -hi || v >= hi)) return null;
+      return HibaseCodec.intKey(w, v);
+    }
+    if (t.name.equals("string")) {
+      for (byte b : raw) if (b < 0) return null;  // not ASCII: cellKey checks the UTF-8
+      return HibaseCodec.escape(raw);
+    }
+    return null;
+  }
+
+  // -- the condition, in SQL's three-valued logic (1 TRUE, 0 FALSE, -1 UNKNOWN) ---------------
+
+  interface Expr { int eval(Row r); }
+
+  private static byte[] hex(JsonElement e) { return HibaseCodec.unhex(e.getAsString()); }
+
+  private static Expr expr(JsonArray a, int n) {
+    String op = a.get(0).getAsString();
+    switch (op) {
+      case "true": return r -> 1;
+      case "false": return r -> 0;
+      case "unknown": return r -> -1;
+      case "and": case "or": {
+        JsonArray items = a.get(1).getAsJsonArray();
+        Expr[] es = new Expr[items.size()];
+        for (int i = 0; i < es.length; i++) es[i] = expr(items.get(i).getAsJsonArray(), n);
+        boolean and = op.equals("and");
+        return r -> {
+          int result = and ? 1 : 0;
+          for (Expr e : es) {
+            int t = e.eval(r);
+            if (t == (and ? 0 : 1)) return t;
+            if (t < 0) result = -1;
+          }
+          return result;
+        };
+      }
+      case "not": {
+        Expr e = expr(a.get(1).getAsJsonArray(), n);
+        return r -> { int t = e.eval(r); return t < 0 ? -1 : 1 - t; };
+      }
+      case "isnull": case "notnull": {
+        int c = col(a.get(1), n);
+        boolean isNull = op.equals("isnull");
+        return r -> (r.key(c) == null) == isNull ? 1 : 0;
+      }
+      case "cmp": {
+        String cmp = a.get(1).getAsString();
+        int c = col(a.get(2), n);
+        byte[] lit = hex(a.get(3));
+        return r -> {
+          byte[] k = r.key(c);
+          if (k == null) return -1;
+          int d = Arrays.compareUnsigned(k, lit);
+          boolean t;
+          switch (cmp) {
+            case "=": t = d == 0; break;
+            case "<>": t = d != 0; break;
+            case "<": t = d < 0; break;
+            case "<=": t = d <= 0; break;
+            case ">": t = d > 0; break;
+            case ">=": t = d >= 0; break;
+            default: throw new IllegalArgumentException("unknown comparison " + cmp);
+          }
+          return t ? 1 : 0;
+        };
+      }
+      case "in": {
+        int c = col(a.get(1), n);
+        JsonArray vs = a.get(2).getAsJsonArray();
+        List<ByteKey> set = new ArrayList<>();
+        for (JsonElement e : vs) set.add(new ByteKey(hex(e)));
+        java.util.Set<ByteKey> lits = new java.util.HashSet<>(set);
+        return r -> {
+          byte[] k = r.key(c);
+          if (k == null) return -1;
+          return lits.contains(new ByteKey(k)) ? 1 : 0;
+        };
+      }
+      case "like": case "notlike": {
+        int c = col(a.get(1), n);
+        byte[] prefix = hex(a.get(2));
+        boolean like = op.equals("like");
+        return r -> {
+          if (r.key(c) == null) return -1;  // the key checks the cell is valid UTF-8
+          byte[] v = r.raw[c];
+          boolean hit = v.length >= prefix.length
+              && Arrays.equals(v, 0, prefix.length, prefix, 0, prefix.length);
+          return hit == like ? 1 : 0;
+        };
+      }
+      default:
+        throw new IllegalArgumentException("unknown condition " + op);
+    }
+  }
+
+  /** byte[] with value equality, for sets and group maps. */
+  static final class ByteKey {
+    final byte[] b;
+    ByteKey(byte[] b) { this.b = b; }
+    @Override public boolean equals(Object o) {
+      return o instanceof ByteKey && Arrays.equals(b, ((ByteKey) o).b);
+    }
+    @Override public int hashCode() { return Arrays.hashCode(b); }
+  }
+
+  // -- partial aggregates ----------------------------------------------------------------------
+
+  /** One aggregate's state in one group: COUNT's n, SUM's total (exact: a long, past its
+   *  range a BigInteger) and n, MIN / MAX's best key. */
+  static final class State {
+    long n, sum;
+    BigInteger big;
+    byte[] best;
+
+    JsonElement json(String f) {
+      switch (f) {
+        case "count": return new JsonPrimitive(n);
+        case "sum": {
+          JsonArray a = new JsonArray();
+          a.add(big == null ? new JsonPrimitive(sum) : new JsonPrimitive(big.toString()));
+          a.add(n);
+          return a;
+        }
+        default: return best == null ? JsonNull.INSTANCE : new JsonPrimitive(HibaseCodec.hex(best));
+      }
+    }
+  }
+
+  void add(State s, int i, Row r) {
+    String f = aggFunc[i];
+    int c = aggCol[i];
+    if (c < 0) { s.n++; return; }
+    byte[] k = r.key(c);
+    if (k == null) return;
+    s.n++;
+    switch (f) {
+      case "sum": {
+        long v = intOfKey(k);
+        if (s.big != null) {
+          s.big = s.big.add(BigInteger.valueOf(v));
+        } else {
+          long t = s.sum + v;
+          if (((s.sum ^ t) & (v ^ t)) < 0) {  // overflow: go on exactly
+            s.big = BigInteger.valueOf(s.sum).add(BigInteger.valueOf(v));
+          } else {
+            s.sum = t;
+          }
+        }
+        break;
+      }
+      case "min":
+        if (s.best == null || Arrays.compareUnsigned(k, s.best) < 0) s.best = k;
+        break;
+      case "max":
+        if (s.best == null || Arrays.compareUnsigned(k, s.best) > 0) s.best = k;
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** Top-k order: the ORDER BY keys (NULLs first unless NULLS LAST, in both directions),
+   *  then the rowkey, as the client's stable sort of rows streamed in key order. */
+  int compare(byte[][] a, byte[] rowA, byte[][] b, byte[] rowB) {
+    for (int i = 0; i < orderCol.length; i++) {
+      byte[] x = a[i], y = b[i];
+      if (x == null || y == null) {
+        if (x == null && y == null) continue;
+        boolean xFirst = (x == null) != nullsLast[i];
+        return xFirst ? -1 : 1;
+      }
+      int d = Arrays.compareUnsigned(x, y);
+      if (d != 0) return desc[i] ? -d : d;
+    }
+    return Arrays.compareUnsigned(rowA, rowB);
+  }
+
+  // -- the wrapped region scanner ----------------------------------------------------------
+
+  static final class Scanner implements RegionScanner {
+    private final RegionScanner inner;
+    private final PushedScan w;
+    private boolean finished;
+    private List<List<Cell>> pending;  // top: the region's best rows, in rowkey order
+    private int next;
+
+    Scanner(RegionScanner inner, PushedScan w) {
+      this.inner = inner;
+      this.w = w;
+    }
+
+    @Override public RegionInfo getRegionInfo() { return inner.getRegionInfo(); }
+    @Override public boolean isFilterDone() throws IOException {
+      return w.mode.equals("rows") ? inner.isFilterDone() : finished;
+    }
+    @Override public boolean reseek(byte[] row) throws IOException { return inner.reseek(row); }
+    @Override public long getMaxResultSize() { return inner.getMaxResultSize(); }
+    @Override public long getMvccReadPoint() { return inner.getMvccReadPoint(); }
+    @Override public int getBatch() { return inner.getBatch(); }
+    @Override public void close() throws IOException { inner.close(); }
+
+    @Override public boolean next(List<Cell> out, ScannerContext ctx) throws IOException {
+      return nextRaw(out);
+    }
+
+    @Override public boolean nextRaw(List<Cell> out, ScannerContext ctx) throws IOException {
+      return nextRaw(out);
+    }
+
+    @Override public boolean nextRaw(List<Cell> out) throws IOException {
+      switch (w.mode) {
+        case "rows": return rows(out);
+        case "agg": return agg(out);
+        default: return top(out);
+      }
+    }
+
+    private boolean rows(List<Cell> out) throws IOException {
+      List<Cell> buf = new ArrayList<>();
+      while (true) {
+        buf.clear();
+        boolean more = inner.nextRaw(buf);
+        if (!buf.isEmpty()) {
+          Row r = w.new Row(buf);
+          if (w.where == null || w.where.eval(r) == 1) {
+            project(buf, r.rowkey, out);
+            return more;
+          }
+        }
+        if (!more) return false;
+      }
+    }
+
+    private void project(List<Cell> cells, byte[] rowkey, List<Cell> out) {
+      int before = out.size();
+      for (Cell c : cells) {
+        if (w.out == null || wanted(c)) out.add(c);
+      }
+      if (out.size() == before) out.add(cell(rowkey, ROW_QUALIFIER, new byte[0]));
+    }
+
+    private boolean wanted(Cell c) {
+      for (int i = 0; i < w.fams.length; i++) {
+        if (w.out[i] && CellUtil.matchingColumn(c, w.fams[i], w.quals[i])) return true;
+      }
+      return false;
+    }
+
+    private Cell cell(byte[] row, byte[] qualifier, byte[] value) {
+      return CellBuilderFactory.create(CellBuilderType.DEEP_COPY).setRow(row)
+          .setFamily(w.family).setQualifier(qualifier).setTimestamp(0L)
+          .setType(Cell.Type.Put).setValue(value).build();
+    }
+
+    /** The group of a row by several columns: each key length-prefixed, NULL a 0 byte. */
+    private byte[] groupId(Row r, byte[][] gk) {
+      java.io.ByteArrayOutputStream id = new java.io.ByteArrayOutputStream();
+      for (int i = 0; i < gk.length; i++) {
+        gk[i] = r.key(w.group[i]);
+        if (gk[i] == null) {
+          id.write(0);
+        } else {
+          id.write(1);
+          byte[] len = {(byte) (gk[i].length >> 24), (byte) (gk[i].length >> 16),
+                        (byte) (gk[i].length >> 8), (byte) gk[i].length};
+          id.write(len, 0, 4);
+          id.write(gk[i], 0, gk[i].length);
+        }
+      }
+      return id.toByteArray();
+    }
+
+    /** One row carrying the region's partial states (JSON), keyed by the last row read so a
+     *  client scanner reopened after it reads nothing of this region twice. */
+    private boolean agg(List<Cell> out) throws IOException {
+      if (finished) return false;
+      Map<ByteKey, Object[]> groups = new LinkedHashMap<>();
+      List<Cell> buf = new ArrayList<>();
+      byte[] last = null;
+      long scanned = 0;
+      boolean more = true;
+      while (more) {
+        buf.clear();
+        more = inner.nextRaw(buf);
+        if (buf.isEmpty()) continue;
+        scanned++;
+        Row r = w.new Row(buf);
+        last = r.rowkey;
+        if (w.where != null && w.where.eval(r) != 1) continue;
+        byte[][] gk = new byte[w.group.length][];
+        ByteKey key;
+        if (gk.length == 1) {  // a key is never empty: the empty array stands for NULL
+          gk[0] = r.key(w.group[0]);
+          key = new ByteKey(gk[0] == null ? new byte[0] : gk[0]);
+        } else {
+          key = new ByteKey(groupId(r, gk));
+        }
+        Object[] g = groups.get(key);
+        if (g == null) {
+          State[] states = new State[w.aggFunc.length];
+          for (int i = 0; i < states.length; i++) states[i] = new State();
+          g = new Object[] {gk, states};
+          groups.put(key, g);
+        }
+        State[] states = (State[]) g[1];
+        for (int i = 0; i < states.length; i++) w.add(states[i], i, r);
+      }
+      finished = true;
+      JsonObject o = new JsonObject();
+      o.addProperty("v", VERSION);
+      o.addProperty("rows", scanned);
+      JsonArray gs = new JsonArray();
+      for (Object[] g : groups.values()) {
+        JsonArray keys = new JsonArray();
+        for (byte[] k : (byte[][]) g[0]) {
+          keys.add(k == null ? JsonNull.INSTANCE : new JsonPrimitive(HibaseCodec.hex(k)));
+        }
+        JsonArray states = new JsonArray();
+        State[] st = (State[]) g[1];
+        for (int i = 0; i < st.length; i++) states.add(st[i].json(w.aggFunc[i]));
+        JsonArray one = new JsonArray();
+        one.add(keys);
+        one.add(states);
+        gs.add(one);
+      }
+      o.add("groups", gs);
+      byte[] row = last != null ? last : inner.getRegionInfo().getStartKey();
+      if (row.length == 0) row = new byte[] {0};
+      out.add(cell(row, AGG_QUALIFIER, o.toString().getBytes(StandardCharsets.UTF_8)));
+      return false;
+    }
+
+    /** The region's k best rows by the ORDER BY (ties by rowkey), then returned in rowkey
+     *  order; the client keeps the k best of every region's. */
+    private boolean top(List<Cell> out) throws IOException {
+      if (pending == null) {
+        Comparator<Object[]> best = (a, b) -> w.compare(
+            (byte[][]) a[0], (byte[]) a[1], (byte[][]) b[0], (byte[]) b[1]);
+        PriorityQueue<Object[]> heap = new PriorityQueue<>(best.reversed());
+        List<Cell> buf = new ArrayList<>();
+        boolean more = true;
+        while (more) {
+          buf = new ArrayList<>();
+          more = inner.nextRaw(buf);
+          if (buf.isEmpty()) continue;
+          Row r = w.new Row(buf);
+          if (w.where != null && w.where.eval(r) != 1) continue;
+          byte[][] keys = new byte[w.orderCol.length][];
+          for (int i = 0; i < keys.length; i++) keys[i] = r.key(w.orderCol[i]);
+          Object[] e = {keys, r.rowkey, buf};
+          if (heap.size() < w.k) {
+            heap.add(e);
+          } else if (best.compare(e, heap.peek()) < 0) {
+            heap.poll();
+            heap.add(e);
+          }
+        }
+        List<Object[]> kept = new ArrayList<>(heap);
+        kept.sort((a, b) -> Arrays.compareUnsigned((byte[]) a[1], (byte[]) b[1]));
+        pending = new ArrayList<>();
+        for (Object[] e : kept) {
+          @SuppressWarnings("unchecked") List<Cell> cells = (List<Cell>) e[2];
+          List<Cell> projected = new ArrayList<>();
+          project(cells, (byte[]) e[1], projected);
+          pending.add(projected);
+        }
+      }
+      if (next >= pending.size()) {
+        finished = true;
+        return false;
+      }
+      out.addAll(pending.get(next++));
+      finished = next >= pending.size();
+      return !finished;
+    }
+  }
+}
