@@ -145,7 +145,8 @@ def test_explain_shows_a_long_in_list_by_its_length(db):
     _table(db, None)
     plan = db.explain("SELECT * FROM t WHERE f.a IN ("
                   + ", ".join(map(str, range(5000))) + ")")
-    note = [line for line in plan.splitlines() if "NOTE" in line]
+    # (a remote store adds a note on whether the full scan is pushed down: not this one)
+    note = [line for line in plan.splitlines() if "NOTE" in line and " IN (" in line]
     assert len(note) == 1 and note[0].endswith("... 5,000 values)") and "4999" not in note[0]
 
 
