@@ -27,27 +27,11 @@ import hibase.dbapi as dbapi
 from hibase.check import check_store
 from hibase.cli import cli
 from hibase.errors import CellTypeWarning
-from hibase.store.base import Mutation
 from servers import cluster_url, coprocessor_cluster
 
 COLUMNS = {"e:amount": "double", "e:cur": "string"}
 INDEXES = {"by_amount": (["e:amount"], False), "by_cur_amount": (["e:cur", "e:amount"], False),
            "loc_amount": (["e:amount"], True)}
-
-
-def _foreign_put(backend, db, table: str, row: bytes, data: dict) -> None:
-    """Write cells as a client that skips hibase's type checks: plain happybase on real HBase
-    (the coprocessor indexes it), the gateway's own store behind Thrift (hibase's gateway
-    refuses such a put from happybase), the store itself when embedded."""
-    if backend.kind == "hbase":
-        conn = happybase.Connection(*backend.address, timeout=60000)
-        try:
-            conn.table(backend.hbase_name(table)).put(row, data)
-        finally:
-            conn.close()
-    else:
-        store = backend.gateway_db.store if backend.kind == "thrift" else db.store
-        store.apply([Mutation("put", backend.hbase_name(table), row, data)])
 
 
 def _cli(*args, code=0):
@@ -69,7 +53,7 @@ def bad_store(backend):
     for name, (cols, local) in INDEXES.items():
         db.create_index("t", name, cols, local=local)
     t.put(b"r1", {b"e:cur": b"EUR"})
-    _foreign_put(backend, db, "t", b"r1", {b"e:amount": b"abc"})
+    backend.foreign_put(db, "t", b"r1", {b"e:amount": b"abc"})
     assert t.row(b"r1") == {b"e:amount": b"abc", b"e:cur": b"EUR"}  # the raw cell is there
     yield backend, db
 

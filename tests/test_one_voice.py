@@ -10,14 +10,12 @@ import io
 import json
 import warnings
 
-import happybase
 import pytest
 from click.testing import CliRunner
 
 import hibase
 import hibase.dbapi as dbapi
 from hibase.cli import cli
-from hibase.store.base import Mutation
 
 BAD = "1 cell did not parse as its declared type (row u3, e:age): read as NULL"
 
@@ -28,19 +26,6 @@ def _cli(*args, input=None, code=0):
     return got
 
 
-def _foreign_put(backend, db, table: str, row: bytes, data: dict) -> None:
-    """Cells written as a client that skips hibase's type checks would write them."""
-    if backend.kind == "hbase":
-        conn = happybase.Connection(*backend.address, timeout=60000)
-        try:
-            conn.table(backend.hbase_name(table)).put(row, data)
-        finally:
-            conn.close()
-    else:
-        store = backend.gateway_db.store if backend.kind == "thrift" else db.store
-        store.apply([Mutation("put", backend.hbase_name(table), row, data)])
-
-
 @pytest.fixture
 def store(backend):
     """Table u (k VARCHAR PRIMARY KEY, e.amount, e.age BIGINT): u2 (5, 30) and u3 (7, 'abc'
@@ -48,7 +33,7 @@ def store(backend):
     db = backend.connect()
     db.sql("CREATE TABLE u (k VARCHAR PRIMARY KEY, e.amount BIGINT, e.age BIGINT)")
     db.sql("UPSERT INTO u VALUES ('u2', 5, 30), ('u3', 7, 40)")
-    _foreign_put(backend, db, "u", b"u3", {b"e:age": b"abc", b"e:note": b"hi"})
+    backend.foreign_put(db, "u", b"u3", {b"e:age": b"abc", b"e:note": b"hi"})
     db.close()
     return backend.url
 
