@@ -79,10 +79,10 @@ def test_verify_and_check_name_a_bad_cell_and_finish(bad_store):
 
     out = _cli("index", "verify", backend.url, "t", "by_cur_amount")
     assert "OK" in out.stdout and "NOT OK" not in out.stdout
-    assert "1 indexed cell did not parse as its declared type (row r1, e:amount)" in out.stdout
+    assert "1 indexed cell did not parse as its declared type (row r1, e.amount)" in out.stdout
     got = json.loads(_cli("index", "verify", backend.url, "t", "by_amount", "--json").stdout)
     assert got["ok"] and got["bad_cells"] == 1
-    assert got["bad_cell_examples"] == [{"row": "r1", "column": "e:amount"}]
+    assert got["bad_cell_examples"] == [{"row": "r1", "column": "e.amount"}]
 
     report = check_store(backend.url)
     assert report["ok"], report["problems"]
@@ -91,7 +91,7 @@ def test_verify_and_check_name_a_bad_cell_and_finish(bad_store):
                                                 "column": b"e:amount"}]
     assert all(r.get("bad_cells") == 1 for r in report["indexes"]), report["indexes"]
     out = _cli("check", backend.url)
-    assert "WARNING 1 cell did not parse as its declared type (t row r1, e:amount)" in out.stdout
+    assert "WARNING 1 cell did not parse as its declared type (t row r1, e.amount)" in out.stdout
     assert "PROBLEM" not in out.stdout
 
     db = backend.connect()  # hibase writes to the row: upkeep reads 'abc' as NULL too
@@ -109,7 +109,7 @@ def test_every_interface_shows_a_bad_cell_as_null_with_a_warning(bad_store):
     from sqlalchemy import create_engine
 
     backend, db = bad_store
-    want = "1 cell did not parse as its declared type (row r1, e:amount)"
+    want = "1 cell did not parse as its declared type (row r1, e.amount)"
     with pytest.warns(CellTypeWarning, match=want.replace("(", r"\(").replace(")", r"\)")) as w:
         rows = dict(db.sql("SELECT * FROM t"))
     assert rows[b"r1"][b"e:amount"] is None and rows[b"r0"][b"e:amount"] == 1.5

@@ -160,9 +160,9 @@ def test_versions_binary_columns_and_escapes(flights):
 
 def test_declared_type_errors_write_nothing(flights):
     msg = error("put", flights, "flights", "k9", "f:dest=X", "f:delay=soon")
-    assert "f:delay" in msg and "DOUBLE" in msg
+    assert "f.delay" in msg and "DOUBLE" in msg
     msg = error("put", flights, "flights", "k9", "f:n=4.5")
-    assert "f:n" in msg
+    assert "f.n" in msg
     assert "no row 'k9'" in error("get", flights, "flights", "k9", "--json")
 
 
@@ -259,7 +259,7 @@ def test_load_csv_with_template_reports_bad_rows_and_loads_the_rest(store, tmp_p
     result = run("load", store, "calls", path, "--rowkey", "{mdn}:{ts}", "--progress", code=1)
     err = result.stderr
     assert err.strip().splitlines()[-1] == "Error: 3 row(s) rejected, 3 loaded (above)"
-    assert "line 3: column 'f:delay'" in err and "abc" in err  # declared type
+    assert "line 3: column 'f.delay'" in err and "abc" in err  # declared type
     assert "line 4: rowkey column 'mdn'" in err
     assert "line 6: 5 fields" in err
     assert "100%" in err  # the progress bar ran to the end of the file
@@ -313,7 +313,7 @@ def test_load_strict_stops_at_the_bad_row(store, tmp_path):
     run("create-table", store, "calls", "-f", "f", "-c", "f:delay=double")
     result = run("load", store, "calls", path, "--rowkey-column", "id", "--strict",
                  "--batch-size", "2", "--no-progress", code=1)
-    assert result.stderr.strip().splitlines()[-1].startswith("Error: line 7: column 'f:delay'")
+    assert result.stderr.strip().splitlines()[-1].startswith("Error: line 7: column 'f.delay'")
     assert "Rows loaded: 5, rejected: 1" in result.stderr and "Traceback" not in result.output
     # every row before the bad one is written (the pending batch too), nothing after it
     assert list(_rows(store, "calls")) == [f"r{i}" for i in range(5)]
@@ -327,7 +327,7 @@ def test_load_jsonl(store, tmp_path):
     result = run("load", store, "j", path, "--rowkey-column", "id", code=1)
     err = result.stderr
     assert "line 3: invalid JSON" in err and "line 4: expected a JSON object" in err
-    assert "line 5: column 'f:n'" in err and "line 6: rowkey column 'id'" in err
+    assert "line 5: column 'f.n'" in err and "line 6: rowkey column 'id'" in err
     assert "Rows loaded: 2, rejected: 4" in err
     assert _rows(store, "j") == {"a": {"f.d": "2.5", "f.n": 1, "f.o": '{"x":[1]}'},
                                  "c": {"f.n": 7}}

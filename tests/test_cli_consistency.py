@@ -116,13 +116,13 @@ def test_load_null_string_and_create_on_an_existing_table(tmp_path):
     data.write_text("id,name,age,score\n1,ann,NA,1.5\n2,bob,3,NA\n3,NA,4,2\n")
     r = run("load", store, "p", str(data), "--rowkey-column", "id", "-f", "c", "--create",
             "--null-string", "NA")
-    assert "c:age=long" in r.stderr and "c:score=double" in r.stderr  # NA is not a value
+    assert "c.age=long" in r.stderr and "c.score=double" in r.stderr  # NA is not a value
     cells = run("scan", store, "p", "--csv").stdout.splitlines()[1:]
     assert cells == ["1,c.name,ann", "1,c.score,1.5", "2,c.age,3", "2,c.name,bob", "3,c.age,4",
                      "3,c.score,2"]
     # without it NA is text: the numbers become strings (the old behaviour, still chosen)
     r = run("load", store, "q", str(data), "--rowkey-column", "id", "-f", "c", "--create")
-    assert "c:age=string" in r.stderr
+    assert "c.age=string" in r.stderr
     # --create again: the table exists, the load goes into it (a re-runnable script)
     more = tmp_path / "more.csv"
     more.write_text("id,name,age,score\n4,dan,NA,3.5\n")

@@ -199,7 +199,7 @@ def test_errors_are_one_line(store, tmp_path):
     error("query", store, "SELECT * FROM t WHERE g.x = 1")
     error("query", store, "SELECT * FROM t WHERE f.port = 'abc'")
     bad = run("index", "create", store, "t", "j", "-c", "ip", code=2)
-    assert "family:qualifier" in bad.stderr
+    assert "family.qualifier" in bad.stderr
     run("index", "create", store, "t", "j", code=2)  # --column is required
 
 

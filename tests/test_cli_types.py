@@ -169,8 +169,8 @@ def test_load_create_detects_types_and_sql_compares_numbers(store, airports_csv)
     result = run("load", store, "airports", airports_csv, "--rowkey-column", "faa", "-f", "a",
                  "--create", "--no-progress")
     lines = result.stderr.splitlines()
-    assert lines[0] == ("Detected types: a:alt=long, a:lat=double, a:name=string, a:tz=long; "
-                        "left undeclared (no values): a:note")
+    assert lines[0] == ("Detected types: a.alt=long, a.lat=double, a.name=string, a.tz=long; "
+                        "left undeclared (no values): a.note")
     assert "Rows loaded: 10, rejected: 0" in result.stderr
     assert declared(store, "airports") == {"a:name": "string", "a:alt": "long",
                                            "a:lat": "double", "a:tz": "long"}
@@ -197,8 +197,8 @@ def test_load_create_type_overrides_and_no_detect(store, airports_csv):
                  "--create", "--no-progress", "--type", "alt=string", "--type", "a:tz=INTEGER",
                  "--type", "note=VARCHAR")
     assert result.stderr.splitlines()[0] == (
-        "Detected types: a:alt=string (--type), a:lat=double, a:name=string, "
-        "a:note=string (--type), a:tz=int (--type)")
+        "Detected types: a.alt=string (--type), a.lat=double, a.name=string, "
+        "a.note=string (--type), a.tz=int (--type)")
     assert declared(store, "t1") == {"a:name": "string", "a:alt": "string", "a:lat": "double",
                                      "a:tz": "int", "a:note": "string"}
 
@@ -210,7 +210,7 @@ def test_load_create_type_overrides_and_no_detect(store, airports_csv):
     result = run("load", store, "t3", airports_csv, "--rowkey-column", "faa", "-f", "a",
                  "--create", "--no-progress", "--no-detect", "--type", "alt=BIGINT")
     assert result.stderr.splitlines()[0] == (
-        "Declared types: a:alt=long (--type); every other column is undeclared (--no-detect)")
+        "Declared types: a.alt=long (--type); every other column is undeclared (--no-detect)")
     assert declared(store, "t3") == {"a:alt": "long"}
     assert "Rows loaded: 10" in result.stderr
 
@@ -222,8 +222,8 @@ def test_load_create_jsonl_from_stdin_and_a_map(store):
     result = run("load", store, "j", "-", "--format", "jsonl", "--rowkey-column", "id",
                  "-f", "f", "--map", "city=g:town", "--create", "--no-progress", input=text)
     assert result.stderr.splitlines()[0] == (
-        "Detected types: f:d=double, f:n=long, f:s=string, g:town=string; "
-        "left undeclared (no values): f:z")
+        "Detected types: f.d=double, f.n=long, f.s=string, g.town=string; "
+        "left undeclared (no values): f.z")
     assert "Rows loaded: 2" in result.stderr
     assert query(store, "SELECT MAX(f.n), SUM(f.d) FROM j") == [
         {"MAX(f.n)": 20, "SUM(f.d)": 5.5}]
@@ -259,13 +259,13 @@ def test_alter_table_declares_after_a_load_without_types(store, airports_csv):
         "--create", "--no-detect", "--no-progress")
     run("put", store, "airports", "ZZZ", "a:alt=n/a", "a:lat=1")
     msg = error("alter-table", store, "airports", "-c", "a:lat=DOUBLE", "-c", "a:alt=long")
-    assert msg == "Error: row 'ZZZ': a:alt = 'n/a' is not a long; nothing declared"
+    assert msg == "Error: row 'ZZZ': a.alt = 'n/a' is not a long; nothing declared"
     assert declared(store, "airports") == {}  # a:lat, which was fine, is not declared either
 
     run("put", store, "airports", "ZZZ", "a:alt=0")
     # ... but the family keeps 3 versions: the older 'n/a' comes back if the newer is deleted
     msg = error("alter-table", store, "airports", "-c", "a:alt=long")
-    assert "row 'ZZZ': a:alt = 'n/a' (an older version, timestamp" in msg
+    assert "row 'ZZZ': a.alt = 'n/a' (an older version, timestamp" in msg
     with hibase.connect(store) as db:
         db.table("airports").delete(b"ZZZ")
     result = run("alter-table", store, "airports", "-c", "a:lat=DOUBLE", "-c", "a:alt=long")
@@ -275,7 +275,7 @@ def test_alter_table_declares_after_a_load_without_types(store, airports_csv):
     assert query(store, "SELECT COUNT(*) FROM airports WHERE a.alt > 1000") == [
         {"COUNT(*)": 5}]
     # puts are checked from now on
-    assert "a:alt" in error("put", store, "airports", "QQQ", "a:alt=high")
+    assert "a.alt" in error("put", store, "airports", "QQQ", "a:alt=high")
     # the same again: nothing to do; another type the values fit: allowed
     assert "Nothing to change" in run("alter-table", store, "airports", "-c",
                                       "a:alt=long").stderr
@@ -304,7 +304,7 @@ def test_declare_columns_api(backend):
         t = db.table("t")
         t.put(b"k1", {b"f:a": b"1", b"g:b": b"x"})
         t.put(b"k2", {b"f:a": b"2.5"})
-        with pytest.raises(errors.ValueTypeError, match=r"row 'k2': f:a = '2.5' is not a long"):
+        with pytest.raises(errors.ValueTypeError, match=r"row 'k2': f.a = '2.5' is not a long"):
             db.declare_columns("t", {"f:a": "long", "g:b": "string"})
         assert t.schema.columns == {}
         done = db.declare_columns("t", {b"f:a": "double", "g:b": ColumnType("string")})

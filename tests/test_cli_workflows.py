@@ -97,7 +97,7 @@ def test_rejected_rows_exit_1_show_20_and_keep_all_with_errors(tmp_path, half_ba
     result = run("load", store, "t", half_bad, "--rowkey-column", "id", code=1)
     lines = result.stderr.strip().splitlines()
     assert [ln for ln in lines if ln.startswith("line ")] == lines[:20]
-    assert lines[0] == "line 2: column 'f:n': invalid BIGINT value 'x0': not a decimal integer"
+    assert lines[0] == "line 2: column 'f.n': invalid BIGINT value 'x0': not a decimal integer"
     assert lines[20].startswith("Rows loaded: 2500, rejected: 2500, ")
     assert lines[21] == ("Error: 2500 row(s) rejected, 2500 loaded; the first 20 above, "
                          "--errors FILE keeps them all")
@@ -106,7 +106,7 @@ def test_rejected_rows_exit_1_show_20_and_keep_all_with_errors(tmp_path, half_ba
     result = run("load", store, "t", half_bad, "--rowkey-column", "id", "--errors", bad, code=1)
     kept = bad.read_text().splitlines()
     assert len(kept) == 2500
-    assert kept[0] == "2\tcolumn 'f:n': invalid BIGINT value 'x0': not a decimal integer"
+    assert kept[0] == "2\tcolumn 'f.n': invalid BIGINT value 'x0': not a decimal integer"
     assert kept[-1].startswith("5000\t")
     assert result.stderr.strip().splitlines()[-1].endswith(f"every one in {bad}")
     assert run("query", store, "SELECT COUNT(*) FROM t").stdout.split()[-1] == "2500"
@@ -250,9 +250,9 @@ def test_messages_show_sql_literals_and_sql_type_names(tmp_path):
     run("create-table", s, "t", "-f", "f", "-c", "f:n=long", "-c", "f:x=double",
         "-c", "f:s=string")
     assert error("put", s, "t", "k", "f:x=abc") == \
-        "Error: column 'f:x': invalid DOUBLE value 'abc': not a number"
+        "Error: column 'f.x': invalid DOUBLE value 'abc': not a number"
     assert error("put", s, "t", "k", "f:n=a\\xffb") == \
-        "Error: column 'f:n': invalid BIGINT value X'61FF62': not a decimal integer"
+        "Error: column 'f.n': invalid BIGINT value X'61FF62': not a decimal integer"
     assert error("query", s, "SELECT * FROM t WHERE f.n = 'x'") == \
         "Error: invalid BIGINT value 'x': a VARCHAR literal cannot be compared with it"
     assert error("query", s, "SELECT * FROM t WHERE f.s = 1") == \
@@ -583,7 +583,7 @@ def test_the_first_ten_minutes_in_a_fresh_venv(tmp_path, base_install):
     assert "exit 1: gzip read as is, 10 rows rejected again" in out
     assert len((work / "rejected.txt").read_text().splitlines()) == 10
     assert "Error: 10 row(s) rejected, 4990 loaded; every one in rejected.txt" in err
-    assert "Detected types: e:kind=string, e:value=long" in err
+    assert "Detected types: e.kind=string, e.value=long" in err
     assert "INDEX by_dest" in out
     assert '"f.delay": ' in out and '"f.delay": "' not in out  # typed JSON
     assert "ROWKEY,e.kind,e.value\n000000000001,click," in out or \

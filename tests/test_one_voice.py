@@ -17,7 +17,7 @@ import hibase
 import hibase.dbapi as dbapi
 from hibase.cli import cli
 
-BAD = "1 cell did not parse as its declared type (row u3, e:age): read as NULL"
+BAD = "1 cell did not parse as its declared type (row u3, e.age): read as NULL"
 
 
 def _cli(*args, input=None, code=0):
@@ -182,5 +182,58 @@ def test_create_table_refuses_a_number_rowkey(backend):
     try:
         with pytest.raises(hibase.errors.QuerySyntaxError, match="VARCHAR or VARBINARY"):
             db.sql("CREATE TABLE n (k BIGINT PRIMARY KEY, f.a BIGINT)")
+    finally:
+        db.close()
+
+
+# -- one spelling of a column: family.qualifier, in what the CLI prints and reads ------------
+
+def test_cli_inputs_take_family_dot_qualifier_and_hbase_colon(tmp_path):
+    """put, delete, create-table / alter-table -c, index create -c / --cover and scan -c read
+    f.a (what every header prints) and HBase's f:a alike; a qualifier may hold a dot."""
+    d = tmp_path / "s"
+    _cli("create-table", d, "t", "-f", "f", "-c", "f.n=long", "-c", "f:dest=string")
+    _cli("put", d, "t", "k1", "f.n=1", "f:dest=IAH", "f:a.b=x")
+    _cli("put", d, "t", "k2", "f.n=2", "f.dest=SFO")
+    _cli("alter-table", d, "t", "-c", "f.a.b=string")
+    db = hibase.connect(str(d))
+    try:
+        assert db.table("t").schema.columns[b"f:a.b"].name == "string"
+        assert db.table("t").row(b"k1") == {b"f:n": b"1", b"f:dest": b"IAH", b"f:a.b": b"x"}
+    finally:
+        db.close()
+    _cli("index", "create", d, "t", "by_dest", "-c", "f.dest", "--cover", "f.n")
+    got = _cli("query", d, "SELECT f.n FROM t WHERE f.dest = 'SFO'", "--json")
+    assert [json.loads(x) for x in got.stdout.splitlines()] == [{"f.n": 2}]
+    scan = _cli("scan", d, "t", "-c", "f.dest", "--json").stdout.splitlines()
+    assert [json.loads(x) for x in scan] == [{"ROWKEY": "k1", "f.dest": "IAH"},
+                                             {"ROWKEY": "k2", "f.dest": "SFO"}]
+    _cli("delete", d, "t", "k1", "f.dest")
+    got = [json.loads(x) for x in _cli("get", d, "t", "k1", "--json").stdout.splitlines()]
+    assert "f.dest" not in got[0] and got[0]["f.n"] == 1
+
+
+def test_cli_messages_spell_columns_with_a_dot(tmp_path):
+    """A value that does not parse, the load's detected types and a wrong -c name all say
+    family.qualifier."""
+    d = tmp_path / "s"
+    _cli("create-table", d, "t", "-f", "f", "-c", "f.n=long")
+    bad = _cli("put", d, "t", "k1", "f:n=abc", code=1)
+    assert "column 'f.n'" in bad.stderr and "f:n" not in bad.stderr
+    src = tmp_path / "in.csv"
+    src.write_text("id,alt,name\n1,10,a\n2,20,b\n")
+    got = _cli("load", d, "air", src, "--rowkey", "{id}", "--family", "a", "--create")
+    assert "Detected types: a.alt=long, a.id=long, a.name=string" in got.stderr
+    wrong = _cli("index", "create", d, "t", "i", "-c", "n", code=2)
+    assert "write family.qualifier" in wrong.stderr
+
+
+def test_declare_columns_names_a_bad_stored_cell_with_a_dot(tmp_path):
+    db = hibase.connect(str(tmp_path / "s"))
+    try:
+        db.create_table("t", {"f": {}})
+        db.table("t").put(b"k1", {b"f:alt": b"abc"})
+        with pytest.raises(hibase.errors.ValueTypeError, match=r"row 'k1': f\.alt = 'abc'"):
+            db.declare_columns("t", {"f:alt": "long"})
     finally:
         db.close()

@@ -446,7 +446,7 @@ def test_loaded_csv_answers_the_issue_queries(tmp_path):
     r = run(cli, ["load", path, "airports", str(ap), "--rowkey-column", "faa", "-f", "a",
                   "--create", "--no-progress"])
     assert r.exit_code == 0, r.output
-    assert "a:alt=long" in r.output and "a:lat=double" in r.output
+    assert "a.alt=long" in r.output and "a.lat=double" in r.output
     r = run(cli, ["load", path, "flights", str(fl), "--rowkey-column", "id", "-f", "f",
                   "--create", "--no-progress"])
     assert r.exit_code == 0, r.output

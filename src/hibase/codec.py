@@ -1108,9 +1108,10 @@ class BadCells:
         return self.count > 0
 
     def message(self, shown: int = 3) -> str:
-        """'1 cell did not parse as its declared type (row r1, e:amount)', for the user."""
+        """'1 cell did not parse as its declared type (row r1, e.amount)', for the user."""
         show = lambda b: b.decode("utf-8", "backslashreplace")  # noqa: E731
-        where = "; ".join(f"row {show(r)}, {show(c)}" for r, c in self.examples[:shown])
+        where = "; ".join(f"row {show(r)}, {show(c).replace(':', '.', 1)}"
+                          for r, c in self.examples[:shown])
         if self.count > shown:
             where += "; ..."
         if self.count == 1:

@@ -216,7 +216,7 @@ class Connection:
         (reads with versions= return older versions, and deleting the newest version of a cell
         makes the one before it current, to be indexed and compared by the type): the
         first cell that does not parse, in rowkey order, refuses the whole call with
-        ValueTypeError naming its row, column and value (``row 'k42': f:alt = 'abc' is not a
+        ValueTypeError naming its row, column and value (``row 'k42': f.alt = 'abc' is not a
         long``) and nothing changes. A column declared with another type may change when its
         cells all parse as the new type, unless an index has it among its indexed columns (its
         keys are encoded by the old type): SchemaError naming the index; drop the index, declare,
@@ -264,7 +264,7 @@ class Connection:
                                      "newer ones brings back)") if i else ""
                             article = "an" if ctype.name[0] in "aeiou" else "a"
                             raise errors.ValueTypeError(
-                                f"row {_shown(row)}: {col.decode()} = {_shown(raw)}{older} is "
+                                f"row {_shown(row)}: {col.decode().replace(':', '.', 1)} = {_shown(raw)}{older} is "
                                 f"not {article} {ctype}; nothing declared") from None
             self.store.save_schema(TableSchema(schema.name, schema.families,
                                                {**schema.columns, **changes},

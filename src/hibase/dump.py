@@ -33,7 +33,7 @@ from typing import IO, Any, Callable, Iterable, Iterator
 
 from . import errors
 
-__all__ = ["dump", "restore", "show_bytes", "parse_bytes", "FORMAT_VERSION"]
+__all__ = ["dump", "restore", "show_bytes", "parse_bytes", "show_column", "parse_column", "FORMAT_VERSION"]
 
 FORMAT_VERSION = 1
 
@@ -66,6 +66,23 @@ def parse_bytes(text: str) -> bytes:
         return raw
     return _UNESCAPE.sub(lambda m: (bytes([int(m.group(1)[1:], 16)]) if m.group(1)[:1] == b"x"
                                     else _UNNAMED[m.group(1)]), raw)
+
+
+def show_column(col: bytes) -> str:
+    """A column's HBase name b"family:qualifier" as every message and header spells it:
+    family.qualifier (Phoenix's spelling), escaped as show_bytes does."""
+    return show_bytes(col).replace(":", ".", 1)
+
+
+def parse_column(text: str) -> bytes:
+    """A column typed on the command line, family.qualifier or HBase's family:qualifier (or
+    a bare family), as its HBase name b"family:qualifier"; the colon wins when both appear,
+    so a qualifier may hold dots (f:a.b)."""
+    raw = parse_bytes(text)
+    if b":" in raw:
+        return raw
+    fam, dot, qual = raw.partition(b".")
+    return fam + b":" + qual if dot else raw
 
 
 def _line(obj: Any) -> str:

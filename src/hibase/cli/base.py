@@ -40,14 +40,14 @@ import click
 from .. import __version__, codec, errors
 from ..connection import Connection, connect
 from ..table import Table
-from ..dump import parse_bytes, show_bytes
+from ..dump import parse_bytes, parse_column, show_bytes, show_column
 from ..load import cell_to_text
 from ..sql import Result, label
 
 __all__ = ["cli", "main", "HibaseGroup", "store_argument", "table_argument", "output_options",
            "columns_option", "open_store", "check_store_folder", "emit", "note", "cell_text",
            "cell_json", "value_json", "value_text", "show_bytes",
-           "parse_bytes", "column_label", "rowkey_label", "run_sql", "print_rows",
+           "parse_bytes", "parse_column", "show_column", "json_safe", "column_label", "rowkey_label", "run_sql", "print_rows",
            "print_result"]
 
 BYTES_HELP = """Rowkeys, column names and values are bytes. They print as UTF-8 text, except that a
@@ -107,8 +107,8 @@ Every command takes the store folder DIR first; `hibase COMMAND --help` explains
 Example:
 
 \b
-    hibase create-table data/ flights -f f -c f:delay=double
-    hibase put data/ flights k1 f:dest=IAH f:delay=12.5
+    hibase create-table data/ flights -f f -c f.delay=double
+    hibase put data/ flights k1 f.dest=IAH f.delay=12.5
     hibase scan data/ flights --prefix k --json
 """)
 @click.version_option(__version__, prog_name="hibase")
@@ -164,10 +164,10 @@ def columns_option(f: Callable) -> Callable:
     """--columns / -c, repeatable or comma-separated, passed as `columns` (list of bytes or
     None)."""
     def convert(ctx: click.Context, param: click.Parameter, value: tuple) -> list[bytes] | None:
-        cols = [parse_bytes(c) for v in value for c in v.split(",") if c]
+        cols = [parse_column(c) for v in value for c in v.split(",") if c]
         return cols or None
     return click.option("--columns", "-c", multiple=True, callback=convert, metavar="COLS",
-                        help="Only these columns: 'family' or 'family:qualifier', repeated "
+                        help="Only these columns: 'family' or 'family.qualifier', repeated "
                              "or comma-separated.")(f)
 
 
@@ -384,6 +384,19 @@ def column_label(t: Table, column: bytes) -> str:
     """A column's name in output: family.qualifier (a default-family column's qualifier), the
     label SQL results give it, so every command spells a column the same way."""
     return label(column, t.schema)
+
+
+def json_safe(obj: Any) -> Any:
+    """A report (verify, check) as JSON-ready values: bytes as show_bytes text, a cell's
+    "column" as family.qualifier, as every command prints a column."""
+    if isinstance(obj, bytes):
+        return show_bytes(obj)
+    if isinstance(obj, dict):
+        return {k: (show_column(v) if k == "column" and isinstance(v, bytes) else json_safe(v))
+                for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    return obj
 
 
 def run_sql(db: Connection, statement: str, params: Any = None, **options: Any) -> Result:

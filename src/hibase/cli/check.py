@@ -9,7 +9,7 @@ import click
 from tqdm import tqdm
 
 from ..check import check_store
-from .base import check_store_folder, show_bytes
+from .base import check_store_folder, json_safe, show_bytes, show_column
 
 
 def _lines(report: dict) -> list[str]:
@@ -53,10 +53,10 @@ def _lines(report: dict) -> list[str]:
 
 
 def _bad_cells_line(bad: dict) -> str:
-    """'WARNING 1 cell did not parse as its declared type (t row r1, e:amount): read as
+    """'WARNING 1 cell did not parse as its declared type (t row r1, e.amount): read as
     NULL' for the report's bad_cells."""
     n = bad["count"]
-    where = "; ".join(f"{e['table']} row {show_bytes(e['row'])}, {show_bytes(e['column'])}"
+    where = "; ".join(f"{e['table']} row {show_bytes(e['row'])}, {show_column(e['column'])}"
                       for e in bad["examples"][:3]) + ("; ..." if n > 3 else "")
     what = "1 cell did not parse as its declared type" if n == 1 else \
         f"{n} cells did not parse as their declared types"
@@ -101,8 +101,7 @@ def check(ctx: click.Context, dir: str, as_json: bool, progress: bool | None) ->
     finally:
         bar.close()
     if as_json:
-        click.echo(json.dumps(report, default=lambda o: show_bytes(o) if isinstance(o, bytes)
-                              else str(o)))
+        click.echo(json.dumps(json_safe(report), default=str))
     else:
         for line in _lines(report):
             click.echo(line)

@@ -20,18 +20,21 @@ from ..query import engine
 from ..query.ast import ROWKEY, Between, Compare, In, Param, walk
 from ..query.resolve import resolve
 from ..query.statements import first_word, is_select
-from .base import (HibaseGroup, emit, note, open_store, output_options, print_result, run_sql,
-                   show_bytes, store_argument, table_argument)
+from .base import (HibaseGroup, emit, json_safe, note, open_store, output_options, print_result, run_sql,
+                   parse_column, show_bytes, show_column, store_argument, table_argument)
 
 __all__ = ["index", "query"]
 
 
 def _column_list(ctx: click.Context, param: click.Parameter, value: tuple) -> list[str]:
-    """Repeatable, comma-separated family:qualifier names."""
-    cols = [c.strip() for v in value for c in v.split(",") if c.strip()]
-    for c in cols:
-        if ":" not in c or c.startswith(":") or c.endswith(":"):
-            raise click.BadParameter(f"{c!r}: write family:qualifier")
+    """Repeatable, comma-separated family.qualifier names (HBase's family:qualifier is read
+    too), as the family:qualifier strings the API takes."""
+    cols = []
+    for c in (c.strip() for v in value for c in v.split(",") if c.strip()):
+        fam, sep, qual = parse_column(c).decode("utf-8", "surrogateescape").partition(":")
+        if not (sep and fam and qual):
+            raise click.BadParameter(f"{c!r}: write family.qualifier")
+        cols.append(f"{fam}:{qual}")
     return cols
 
 
@@ -68,7 +71,7 @@ def index() -> None:
     Example:
 
     \b
-        hibase index create data/ telecom by_ip --column f:ip --cover f:port
+        hibase index create data/ telecom by_ip --column f.ip --cover f.port
         hibase index list data/
         hibase query data/ "SELECT f.port FROM telecom WHERE f.ip = '1.2.3.4'"
     """
@@ -139,10 +142,10 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
     Example:
 
     \b
-        hibase index create data/ telecom by_ip --column f:ip
-        hibase index create data/ telecom by_ip_port -c f:ip -c f:port --cover f:url
-        hibase index create data/ telecom by_cell -c f:cell_id --local
-        hibase index create thrift://127.0.0.1:9090 telecom by_ip -c f:ip --distributed
+        hibase index create data/ telecom by_ip --column f.ip
+        hibase index create data/ telecom by_ip_port -c f.ip -c f.port --cover f.url
+        hibase index create data/ telecom by_cell -c f.cell_id --local
+        hibase index create thrift://127.0.0.1:9090 telecom by_ip -c f.ip --distributed
     """
     db = open_store(dir)
     t = db.table(table)  # an unknown table fails before anything else
@@ -264,7 +267,7 @@ def _bad_cell_lines(r: dict) -> list[str]:
     n = r.get("bad_cells") or 0
     if not n:
         return []
-    where = "; ".join(f"row {show_bytes(e['row'])}, {show_bytes(e['column'])}"
+    where = "; ".join(f"row {show_bytes(e['row'])}, {show_column(e['column'])}"
                       for e in r.get("bad_cell_examples", [])[:3]) + ("; ..." if n > 3 else "")
     what = "1 indexed cell did not parse as its declared type" if n == 1 else \
         f"{n} indexed cells did not parse as their declared types"
@@ -308,16 +311,6 @@ def _expired_line(r: dict) -> list[str]:
             f"check each row and take no count), {done}"]
 
 
-def _json_safe(obj: Any) -> Any:
-    if isinstance(obj, bytes):
-        return show_bytes(obj)
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    return obj
-
-
 @index.command("verify")
 @store_argument
 @table_argument
@@ -347,7 +340,7 @@ def index_verify(ctx: click.Context, dir: str, table: str, name: str, repair: bo
     db = open_store(dir, read_only=not repair)
     report = db.verify_index(table, name, repair=repair)
     if as_json:
-        click.echo(json.dumps(_json_safe(report), ensure_ascii=False))
+        click.echo(json.dumps(json_safe(report), ensure_ascii=False))
     else:
         for line in _verify_lines(report):
             click.echo(line)

@@ -24,8 +24,8 @@ from ..load import (FORMATS, ON_DUPLICATE, ROWKEY_AUTO, LoadError, cell_column, 
 from ..store.schema import FOREVER, FamilyOptions
 from ..sql import describe_rows, user_tables
 from .base import (cell_json, cell_text, column_label, columns_option, durability_option, emit,
-                   note, open_store, output_options, parse_bytes, rowkey_label, show_bytes,
-                   store_argument, table_argument)
+                   note, open_store, output_options, parse_bytes, parse_column, rowkey_label, show_bytes,
+                   show_column, store_argument, table_argument)
 
 
 # -- tables ------------------------------------------------------------------------------------
@@ -173,7 +173,7 @@ def _parse_size(ctx: click.Context, param: click.Parameter, value: str | None) -
                    "SNAPPY, LZ4, ZSTD, BZIP2), in_memory, bloom_filter_type, time_to_live "
                    "(seconds), block_cache_enabled. Repeat for more families.")
 @click.option("--column", "-c", "columns", multiple=True, callback=_parse_pairs,
-              metavar="FAMILY:QUALIFIER=TYPE",
+              metavar="FAMILY.QUALIFIER=TYPE",
               help="Declare a column's type, checked on every put: char, byte, short, int, "
                    "long, float, double, string, bytes; add ' binary' for HBase Bytes.toBytes "
                    "cells (e.g. 'long binary').")
@@ -199,8 +199,8 @@ def create_table(dir: str, table: str, families: dict, columns: dict,
 
     \b
         hibase create-table data/ calls -f f:max_versions=1,compression=ZSTD \\
-            -c f:delay=double -c f:n='long binary' --split-size 64M
-        hibase create-table thrift://127.0.0.1:9090 orders -f d -c d:total=double --existing
+            -c f.delay=double -c f.n='long binary' --split-size 64M
+        hibase create-table thrift://127.0.0.1:9090 orders -f d -c d.total=double --existing
     """
     if not families and not existing:
         raise click.UsageError("give the table's families: -f FAMILY (repeatable)")
@@ -230,14 +230,15 @@ def ttl_lines(schema) -> list[str]:
 
 def _types_of(columns: dict) -> dict:
     """COL=TYPE pairs with TYPE as hibase's name for it (Phoenix's BIGINT, VARCHAR... too)."""
-    return {col: str(codec.type_from_name(spec)) for col, spec in columns.items()}
+    return {parse_column(col).decode("utf-8", "surrogateescape"): str(codec.type_from_name(spec))
+            for col, spec in columns.items()}
 
 
 @click.command("alter-table")
 @store_argument
 @table_argument
 @click.option("--column", "-c", "columns", multiple=True, required=True, callback=_parse_pairs,
-              metavar="FAMILY:QUALIFIER=TYPE",
+              metavar="FAMILY.QUALIFIER=TYPE",
               help="Declare (or change) a column's type: char, byte, short, int, long, float, "
                    "double, string, bytes, with ' binary' for Bytes.toBytes cells, or a Phoenix "
                    "name (BIGINT, INTEGER, DOUBLE, VARCHAR). Repeatable.")
@@ -254,7 +255,7 @@ def alter_table(dir: str, table: str, columns: dict) -> None:
     Example:
 
     \b
-        hibase alter-table data/ airports -c a:alt=long -c a:lat=double -c a:name=VARCHAR
+        hibase alter-table data/ airports -c a.alt=long -c a.lat=double -c a.name=VARCHAR
     """
     db = open_store(dir)
     done = db.declare_columns(table, _types_of(columns))
@@ -306,23 +307,24 @@ def drop_table(dir: str, table: str, yes: bool, keep_data: bool) -> None:
 @click.option("--timestamp", type=click.IntRange(min=0), metavar="MS",
               help="Cell timestamp in milliseconds (default: now).")
 def put(dir: str, table: str, row: str, cells: tuple, timestamp: int | None) -> None:
-    """Write cells into one row (atomically): COL is family:qualifier.
+    """Write cells into one row (atomically): COL is family.qualifier (HBase's
+    family:qualifier is read too).
 
-    Values are text; a column declared binary takes its value as text (f:n=42) and stores its
+    Values are text; a column declared binary takes its value as text (f.n=42) and stores its
     Bytes.toBytes layout. A value that does not parse as its column's declared type fails and
     nothing is written.
 
     Example:
 
     \b
-        hibase put data/ flights k1 f:dest=IAH f:delay=12.5
+        hibase put data/ flights k1 f.dest=IAH f.delay=12.5
     """
     data = {}
     for pair in cells:
         col, eq, value = pair.partition("=")
         if not eq:
-            raise click.BadParameter(f"{pair!r}: write family:qualifier=value", param_hint="COL")
-        data[parse_bytes(col)] = parse_bytes(value)
+            raise click.BadParameter(f"{pair!r}: write family.qualifier=value", param_hint="COL")
+        data[parse_column(col)] = parse_bytes(value)
     db = open_store(dir)
     t = db.table(table)
     types = t.schema.columns
@@ -330,7 +332,7 @@ def put(dir: str, table: str, row: str, cells: tuple, timestamp: int | None) -> 
         try:
             data[col] = text_to_cell(types.get(col), value)
         except errors.ValueTypeError as exc:
-            raise errors.ValueTypeError(f"column {show_bytes(col)!r}: {exc}") from None
+            raise errors.ValueTypeError(f"column {show_column(col)!r}: {exc}") from None
     t.put(parse_bytes(row), data, timestamp=timestamp)
 
 
@@ -408,19 +410,19 @@ def get(dir: str, table: str, row: str, columns: list | None, versions: int | No
 @click.argument("row")
 @click.argument("columns", nargs=-1, metavar="[COL...]")
 def delete(dir: str, table: str, row: str, columns: tuple) -> None:
-    """Delete a row, or only some of its columns (family:qualifier) or families (family), every
+    """Delete a row, or only some of its columns (family.qualifier) or families (family), every
     version; indexes follow. A row that does not exist (or has none of the columns) is an error.
 
     Example:
 
     \b
         hibase delete data/ flights k1
-        hibase delete data/ flights k1 f:delay g
+        hibase delete data/ flights k1 f.delay g
     """
     db = open_store(dir)
     t = db.table(table)
     key = parse_bytes(row)
-    cols = [parse_bytes(c) for c in columns] or None
+    cols = [parse_column(c) for c in columns] or None
     if not t.row(key, columns=cols):
         if cols and t.row(key):
             raise click.ClickException(f"row {codec.sql_literal(key)} of {table!r} has none of "
@@ -517,7 +519,7 @@ def scan(dir: str, table: str, start: str | None, stop: str | None, prefix: str 
                    "column types detected from the data (see above).")
 @click.option("--type", "types", multiple=True, callback=_parse_pairs, metavar="COL=TYPE",
               help="With --create: declare column COL (an input column name or "
-                   "family:qualifier) as TYPE instead of the detected one: long, double, string, "
+                   "family.qualifier) as TYPE instead of the detected one: long, double, string, "
                    "int, bytes... or a Phoenix name (BIGINT, INTEGER, DOUBLE, VARCHAR). "
                    "Repeatable.")
 @click.option("--no-detect", is_flag=True,
@@ -593,7 +595,7 @@ def load(dir: str, table: str, file: str, format_: str | None, rowkey_column: st
     numbers (decimals, exponents) double, anything else string (bytes if not UTF-8). Empty
     fields and nulls are not looked at; a column with no value stays undeclared; nan, inf and
     numbers with a leading zero (007: codes) count as text, and so do JSON strings. The choice
-    is printed on stderr ("Detected types: f:alt=long, ..."). --type COL=TYPE overrides a
+    is printed on stderr ("Detected types: f.alt=long, ..."). --type COL=TYPE overrides a
     column, --no-detect skips detection. A table that exists keeps its declared types; change
     them with `hibase alter-table`; --create on a table that exists loads into it (a load
     script can run again), provided its --type columns are declared with those types.
@@ -749,7 +751,7 @@ def _check_types(t: Table, dir: str, types: dict, family: str | None, maps: dict
             raise click.UsageError(
                 f"table {t.name.decode()!r} exists and {shown}, not {name}={spec}: a load does "
                 "not change a table's types (`hibase alter-table "
-                f"{shlex.quote(dir)} {shlex.quote(t.name.decode())} -c FAMILY:QUALIFIER=TYPE` "
+                f"{shlex.quote(dir)} {shlex.quote(t.name.decode())} -c FAMILY.QUALIFIER=TYPE` "
                 "does)")
 
 
@@ -782,7 +784,7 @@ def _column_types(file: str, format_: str | None, delimiter: str, families: set[
         cell = cell_column(name, families, family, maps)
         if cell is None:
             raise click.BadParameter(f"{name}={spec}: no family for {name!r}; write "
-                                     "family:qualifier or give --family", param_hint="--type")
+                                     "family.qualifier or give --family", param_hint="--type")
         if detect and cell not in chosen:
             known = ", ".join(sorted(chosen)) or "none"
             raise click.BadParameter(f"{name}={spec}: the input has no column {name!r} "
@@ -792,11 +794,12 @@ def _column_types(file: str, format_: str | None, delimiter: str, families: set[
         except errors.SchemaError as exc:
             raise click.BadParameter(f"{name}={spec}: {exc}", param_hint="--type") from None
     declared = {c: t for c, t in {**chosen, **given}.items() if t is not None}
-    shown = ", ".join(f"{c}={t}{' (--type)' if c in given else ''}"
+    shown = ", ".join(f"{c.replace(':', '.', 1)}={t}{' (--type)' if c in given else ''}"
                       for c, t in sorted(declared.items()))
     if detect:
         empty = sorted(c for c, t in chosen.items() if t is None and c not in given)
-        left = f"; left undeclared (no values): {', '.join(empty)}" if empty else ""
+        left = (f"; left undeclared (no values): "
+                f"{', '.join(c.replace(':', '.', 1) for c in empty)}" if empty else "")
         note(f"Detected types: {shown or 'none'}{left}")
     else:
         note(f"Declared types: {shown}; every other column is undeclared (--no-detect)"

@@ -257,4 +257,5 @@ class TableSchema:
                 try:
                     codec.validate_cell(self.columns[col], data[col])
                 except errors.ValueTypeError as exc:
-                    raise errors.ValueTypeError(f"column {col.decode()!r}: {exc}") from None
+                    raise errors.ValueTypeError(
+                        f"column {col.decode().replace(':', '.', 1)!r}: {exc}") from None
