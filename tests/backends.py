@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
+import queue
+import threading
 
 import hibase
 from hibase.server.thrift import ThriftServer
@@ -19,6 +21,57 @@ from servers import HBASE_TIMEOUT_MS, cluster_url
 TIMEOUT_MS = 10_000
 KINDS = ("embedded", "thrift", "hbase")
 _prefixes = itertools.count()
+
+
+class _ReadyPrefixes:
+    """Table prefixes on the session's HBase whose catalog (hibase_meta) is already made, by
+    hibase.connect itself in a background thread while tests run: an [hbase] test's first
+    connect makes its catalog, one HBase createTable (0.6-1 s of HBase's procedures, mostly
+    waiting), which a test no longer waits for. The catalog is what connect would make, so a
+    test sees what it would have seen; a prefix is used by one test only."""
+
+    AHEAD = 2
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.ready: queue.Queue[str] = queue.Queue()
+        self.wanted = threading.Semaphore(self.AHEAD)
+        threading.Thread(target=self._fill, daemon=True, name="hbase-prefixes").start()
+
+    def _fill(self) -> None:
+        while True:
+            self.wanted.acquire()
+            prefix = _new_prefix()
+            try:
+                hibase.connect(cluster_url(self.cluster, prefix)).close()
+            except Exception:  # the cluster stopping at the session's end, or busy: take()
+                pass           # makes prefixes itself, connect makes their catalogs then
+            self.ready.put(prefix)
+
+    def take(self) -> str:
+        self.wanted.release()
+        try:  # one being made is ready sooner than one made now
+            return self.ready.get(timeout=30)
+        except queue.Empty:
+            return _new_prefix()
+
+
+_ready: dict[int, _ReadyPrefixes] = {}
+
+
+def _new_prefix() -> str:
+    # a cluster kept across sessions (HIBASE_TEST_CLUSTER) holds earlier sessions' tables
+    # ... and xdist's workers share one: the pid keeps their tables apart
+    shared = os.environ.get("HIBASE_TEST_CLUSTER") or os.environ.get("PYTEST_XDIST_WORKER")
+    return f"t{next(_prefixes)}" + (f"x{os.getpid()}" if shared else "")
+
+
+def hbase_prefix(cluster) -> str:
+    """A fresh table prefix on `cluster` for one test, its catalog made ahead when it could."""
+    pool = _ready.get(id(cluster))
+    if pool is None or pool.cluster is not cluster:
+        pool = _ready[id(cluster)] = _ReadyPrefixes(cluster)
+    return pool.take()
 
 
 class Backend:
@@ -50,10 +103,7 @@ class Backend:
         self._split_sizes: dict[str, int] = {}
         if kind == "hbase":
             assert cluster is not None, "an hbase backend needs the session's cluster"
-            # a cluster kept across sessions (HIBASE_TEST_CLUSTER) holds earlier sessions' tables
-            # ... and xdist's workers share one: the pid keeps their tables apart
-            shared = os.environ.get("HIBASE_TEST_CLUSTER") or os.environ.get("PYTEST_XDIST_WORKER")
-            self.prefix = f"t{next(_prefixes)}" + (f"x{os.getpid()}" if shared else "")
+            self.prefix = hbase_prefix(cluster)
             self.url = cluster_url(cluster, self.prefix)
         elif kind == "thrift":
             self.gateway_db = hibase.connect(self.path)
