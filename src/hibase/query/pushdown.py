@@ -8,12 +8,26 @@ answers are merged into the lean path's own shapes: aggregate rows finished by
 ``aggregate._finish`` (HAVING, ORDER BY, LIMIT), plain rows sorted by ``order.top``.
 
 Only what keeps the lean answers exactly is pushed (``None``: the lean path runs): declared
-BYTE/SHORT/INT/LONG, DOUBLE and VARCHAR columns without CAST (a cell is read as its
-order-preserving key, so comparisons, MIN / MAX, GROUP BY and ORDER BY compare keys, which
-order as the values do; missing, malformed and NaN cells are NULL as in evaluate.cell_value),
-literals of the column's kind (no 2.5 against an integer column), comparisons, BETWEEN, IN,
-LIKE 'prefix%', IS [NOT] NULL, AND / OR / NOT; COUNT(*), COUNT, SUM and AVG of integer
-columns (floating sums depend on the order of addition), MIN, MAX, no DISTINCT aggregate.
+BYTE/SHORT/INT/LONG, FLOAT, DOUBLE, DECIMAL(p, s), DATE, TIME, TIMESTAMP, BOOLEAN and VARCHAR
+columns without CAST (a cell is read as its order-preserving key, so comparisons, MIN / MAX,
+GROUP BY and ORDER BY compare keys, which order as the values do, and a key decodes to the
+value this client shows; missing, malformed and NaN cells are NULL as in
+evaluate.cell_value). Not pushed: VARCHAR(n), CHAR, VARBINARY, a plain DECIMAL (each cell
+keeps its own exponent, 1.50 and 1.5, which the normalised key does not), CAST anywhere
+(query/cast.py's conversions have no Java twin checked against it yet). Literals must be of
+the column's kind (no 2.5 against an integer column; a FLOAT column's literal is the float32
+coerce_literal rounds it to); comparisons, BETWEEN, IN, LIKE 'prefix%', IS [NOT] NULL, AND /
+OR / NOT; COUNT(*), COUNT, MIN, MAX, no DISTINCT aggregate; SUM and AVG of integer columns
+and of DECIMAL(p, s) with p <= 18 (this client adds decimals in Python's default 28-digit
+context, exact below 10^10 values of 18 digits, so partial sums give its answer exactly; a
+wider DECIMAL could round differently by order). SUM / AVG of FLOAT and DOUBLE stay with this
+client: it adds floats one by one in rowkey order, and regions adding their own rows first
+round differently (their totals may differ in the last bits).
+
+Bad cells: this client tells (CellTypeWarning, codec.BadCells) the cells it shows that do not
+parse as their type. Rows and top-k work return the matched rows' cells as stored, so the
+cells shown are decoded, and told, here, exactly as on the lean path; cells read only by the
+WHERE, an aggregate or an ORDER BY are NULL on both paths and told on neither.
 
 The work (one JSON object in the scan attribute ``hibase.scan``)::
 
@@ -28,7 +42,9 @@ The work (one JSON object in the scan attribute ``hibase.scan``)::
 
 An ``agg`` region answers one row whose cell ``<fam>:\\x00hibase.agg`` holds
 ``{"v": 1, "rows": scanned, "groups": [[[hex key | null, ...], [state, ...]], ...]}``
-(count: n; sum: [total (a number, or its digits past 64 bits), n]; min / max: hex key | null).
+(count: n; sum: [total (a number, or its digits past 64 bits), n], for a DECIMAL(p, s) the
+total of its values times 10^s, an integer; min / max: hex key | null). ``cols`` types are
+codec.ColumnType's str() ("long", "int binary", "decimal(10,2)", "timestamp").
 """
 
 from __future__ import annotations
