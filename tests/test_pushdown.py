@@ -247,6 +247,43 @@ def hbase(request):
     return coprocessor_cluster(request)
 
 
+def sqlite_of(rows: dict[bytes, dict[bytes, bytes]]) -> sqlite3.Connection:
+    """An in-memory SQLite table t holding `rows` (from _rows) as hibase reads them."""
+    lite = sqlite3.connect(":memory:")
+    lite.execute("CREATE TABLE t (rk BLOB, " + ", ".join(
+        f"{c.replace(':', '_')} {SQLITE_TYPES[c]}" for c in COLUMNS) + ")")
+    lite.executemany(f"INSERT INTO t VALUES (?{', ?' * len(COLUMNS)})", [
+        (k, *(_value(c, cells.get(c.encode())) for c in COLUMNS)) for k, cells in rows.items()])
+    return lite
+
+
+def compare(pushed, client, lite, rnd: random.Random, statements: int,
+            before=None) -> tuple[int, list[str]]:
+    """Run `statements` random statements pushed down, by the client and on SQLite:
+    (how many EXPLAIN said were pushed down, the differences found). before(i) is called
+    before statement i (a test may split or move regions meanwhile)."""
+    differ = []
+    pushed_n = 0
+    for n in range(statements):
+        if before is not None:
+            before(n)
+        sql, ssql, kind, cols = _statement(rnd)
+        plan = "\n".join(r[0] for r in pushed.sql("EXPLAIN " + sql))
+        pushed_n += "PUSHED DOWN" in plan
+        a, warned_a = _warned(pushed, sql)
+        b, warned_b = _warned(client, sql)
+        c = lite.execute(ssql).fetchall()
+        if warned_a != warned_b:  # bad cells told alike (count and examples)
+            differ.append(f"{sql}\n  warnings: pushed {warned_a}\n  client {warned_b}")
+        elif not _same(a, b) or _norm(a, kind, cols) != _norm(c, kind, cols):
+            na, nc = _norm(a, kind, cols), _norm(c, kind, cols)
+            i = next((i for i, (x, y) in enumerate(zip(na, nc)) if x != y),
+                     min(len(na), len(nc)))
+            differ.append(f"{sql}\n  pushed == client: {_same(a, b)}; from row {i}: pushed "
+                          f"{na[i:i + 4]}\n  sqlite {nc[i:i + 4]}")
+    return pushed_n, differ
+
+
 def test_pushed_down_answers_equal_client_and_sqlite(hbase):
     """Each statement: pushed down == read by this client, exactly; == SQLite's on the same
     rows (floats to 6 places). The table has 3 regions, so partial states are merged."""
@@ -263,33 +300,12 @@ def test_pushed_down_answers_equal_client_and_sqlite(hbase):
             for key, cells in rows.items():
                 b.put(key, cells)
         assert hbase.split(f"{prefix}_t", b"r0130") and hbase.split(f"{prefix}_t", b"r0270")
-        lite = sqlite3.connect(":memory:")
-        lite.execute("CREATE TABLE t (rk BLOB, " + ", ".join(
-            f"{c.replace(':', '_')} {SQLITE_TYPES[c]}" for c in COLUMNS) + ")")
-        lite.executemany(f"INSERT INTO t VALUES (?{', ?' * len(COLUMNS)})", [
-            (k, *(_value(c, cells.get(c.encode())) for c in COLUMNS))
-            for k, cells in rows.items()])
+        lite = sqlite_of(rows)
         assert "PUSHED DOWN" in pushed.sql("EXPLAIN SELECT COUNT(*) FROM t WHERE f.a > 0")[1][0]
         assert "3 region(s)" in pushed.sql("EXPLAIN SELECT COUNT(*) FROM t WHERE f.a > 0")[1][0]
         assert "does not answer" in "".join(
             r[0] for r in client.sql("EXPLAIN SELECT MAX(f.a) FROM t"))
-        differ = []
-        pushed_n = 0
-        for _ in range(STATEMENTS):
-            sql, ssql, kind, cols = _statement(rnd)
-            plan = "\n".join(r[0] for r in pushed.sql("EXPLAIN " + sql))
-            pushed_n += "PUSHED DOWN" in plan
-            a, warned_a = _warned(pushed, sql)
-            b, warned_b = _warned(client, sql)
-            c = lite.execute(ssql).fetchall()
-            if warned_a != warned_b:  # bad cells told alike (count and examples)
-                differ.append(f"{sql}\n  warnings: pushed {warned_a}\n  client {warned_b}")
-            elif not _same(a, b) or _norm(a, kind, cols) != _norm(c, kind, cols):
-                na, nc = _norm(a, kind, cols), _norm(c, kind, cols)
-                i = next((i for i, (x, y) in enumerate(zip(na, nc)) if x != y),
-                         min(len(na), len(nc)))
-                differ.append(f"{sql}\n  pushed == client: {_same(a, b)}; from row {i}: pushed "
-                              f"{na[i:i + 4]}\n  sqlite {nc[i:i + 4]}")
+        pushed_n, differ = compare(pushed, client, lite, rnd, STATEMENTS)
         print(f"{STATEMENTS} statements, {pushed_n} pushed down, {len(differ)} differences")
         assert not differ, "\n".join(differ[:3])
         assert pushed_n >= STATEMENTS // 2  # most statements did run in the regions
@@ -415,6 +431,17 @@ def test_bad_cells_are_told_alike_pushed_down_and_by_this_client(backend):
         rows = dict(db.sql("SELECT ROWKEY, e.amount, e.day FROM t WHERE e.amount IS NULL"))
         assert rows == {b"r1": {b"e:amount": None, b"e:day": dt.date(2024, 1, 2)},
                         b"r4": {b"e:amount": None, b"e:day": None}}
+        if backend.kind == "hbase":  # `hibase query`'s closing line, pushed down or not
+            from click.testing import CliRunner
+
+            from hibase.cli import cli
+            sql = "SELECT ROWKEY, e.amount FROM t WHERE e.cur <> 'GBP'"
+            out = [CliRunner().invoke(cli, ["query", url, sql])
+                   for url in (backend.url, backend.url + "&scan_pushdown=0")]
+            assert [o.exit_code for o in out] == [0, 0], [o.stderr for o in out]
+            assert out[0].stdout == out[1].stdout and told in out[0].stderr
+            assert [ln for ln in out[0].stderr.splitlines() if "did not parse" in ln] == \
+                [ln for ln in out[1].stderr.splitlines() if "did not parse" in ln]
     finally:
         if client is not db:
             client.close()
