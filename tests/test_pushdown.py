@@ -445,3 +445,51 @@ def test_bad_cells_are_told_alike_pushed_down_and_by_this_client(backend):
     finally:
         if client is not db:
             client.close()
+
+
+def test_which_statements_become_work(tmp_path):
+    """pushdown.translate on its own (no HBase): the new types become work with their
+    literals as the column's keys; SUM / AVG of FLOAT / DOUBLE, of a DECIMAL wider than 18
+    digits, a plain DECIMAL, VARCHAR(n) and CAST do not (None: the client reads them)."""
+    from hibase import sql as sqlexec
+    from hibase.query import pushdown
+    from hibase.query.prepare import types_of
+    from hibase.query.resolve import resolve
+
+    db = hibase.connect(str(tmp_path / "s"))
+    try:
+        db.create_table("t", {"f": {}}, columns={**COLUMNS, "f:p": "decimal",
+                                                  "f:w": "decimal(30,2)", "f:v": "string(5)"})
+        schema = db.store.schema("t")
+
+        def work(sql: str):
+            select = resolve(sqlexec.parse(db, sql), schema)
+            return pushdown.translate(select, schema, types_of(select, db.store))
+
+        def key(col: str, v) -> str:
+            return codec.encode_key(codec.parse_type(COLUMNS[col]), v).hex()
+
+        w = work("SELECT f.o, SUM(f.d), AVG(f.d), MIN(f.ts) FROM t WHERE f.d > 2.555 AND "
+                 "f.t = '2024-01-02' AND f.tm < '12:00:00' AND f.fl <= 1.5 GROUP BY f.o")
+        assert w is not None and w.spec["mode"] == "agg"
+        names = [c.decode() for c in w.cols]
+        assert w.spec["cols"] == [[n.encode().hex(), COLUMNS[n]] for n in names]
+        conds = w.spec["where"][1]
+        assert conds[0] == ["cmp", ">", names.index("f:d"),
+                            key("f:d", decimal.Decimal("2.555"))]  # exact, not at scale 2
+        assert conds[1][3] == key("f:t", dt.date(2024, 1, 2))
+        assert conds[2][3] == key("f:tm", dt.time(12))
+        assert conds[3][3] == key("f:fl", 1.5)
+        assert w.spec["aggs"] == [["sum", names.index("f:d")], ["sum", names.index("f:d")],
+                                  ["min", names.index("f:ts")]]
+        assert work("SELECT ROWKEY FROM t WHERE f.o = TRUE").spec["where"] == \
+            ["cmp", "=", 0, key("f:o", True)]
+        for sql in ["SELECT SUM(f.fl) FROM t WHERE f.a > 0",
+                    "SELECT AVG(f.x) FROM t WHERE f.a > 0",
+                    "SELECT SUM(f.w) FROM t WHERE f.a > 0",
+                    "SELECT MAX(f.p) FROM t WHERE f.a > 0",
+                    "SELECT COUNT(*) FROM t WHERE f.v = 'a'",
+                    "SELECT COUNT(*) FROM t WHERE CAST(f.d AS INTEGER) > 1"]:
+            assert work(sql) is None, sql
+    finally:
+        db.close()
