@@ -209,13 +209,15 @@ def _statement(rnd: random.Random) -> tuple[str, str, str, list[bytes]]:
 
 def _norm(rows: list, kind: str, cols: list[bytes]) -> list:
     """Rows comparable with SQLite's: hibase's (rowkey, {column: value}) as a tuple, floats
-    to 6 places (a NaN cell, shown as it is stored, is NULL in SQLite), groups in order."""
+    to 12 significant digits and 6 places (SQLite adds DECIMALs as REALs: 28 x 99999999.99
+    is 2799999999.719998 there; a NaN cell, shown as it is stored, is NULL in SQLite),
+    groups in order."""
     out = []
     for r in rows:
         if len(r) == 2 and isinstance(r[1], dict):
             r = (r[0], *(r[1].get(c) for c in cols))
         r = tuple(_sqlite_value(v) for v in r)
-        out.append(tuple((None if math.isnan(v) else round(v, 6) + 0.0)
+        out.append(tuple((None if math.isnan(v) else round(float(f"{v:.12g}"), 6) + 0.0)
                          if isinstance(v, float) else v for v in r))
     return sorted(out, key=repr) if kind == "groups" else out
 
