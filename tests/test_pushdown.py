@@ -208,18 +208,29 @@ def _statement(rnd: random.Random) -> tuple[str, str, str, list[bytes]]:
 
 
 def _norm(rows: list, kind: str, cols: list[bytes]) -> list:
-    """Rows comparable with SQLite's: hibase's (rowkey, {column: value}) as a tuple, floats
-    to 12 significant digits and 6 places (SQLite adds DECIMALs as REALs: 28 x 99999999.99
-    is 2799999999.719998 there; a NaN cell, shown as it is stored, is NULL in SQLite),
-    groups in order."""
+    """Rows comparable with SQLite's (by _close): hibase's (rowkey, {column: value}) as a
+    tuple, values as SQLite holds them (a NaN cell, shown as it is stored, is NULL in SQLite;
+    -0.0 is 0.0), groups in order."""
     out = []
     for r in rows:
         if len(r) == 2 and isinstance(r[1], dict):
             r = (r[0], *(r[1].get(c) for c in cols))
         r = tuple(_sqlite_value(v) for v in r)
-        out.append(tuple((None if math.isnan(v) else round(float(f"{v:.12g}"), 6) + 0.0)
-                         if isinstance(v, float) else v for v in r))
+        out.append(tuple((None if math.isnan(v) else v + 0.0) if isinstance(v, float) else v
+                         for v in r))
     return sorted(out, key=repr) if kind == "groups" else out
+
+
+def _close(a: list, b: list) -> bool:
+    """_norm'd answers equal, numbers with a float among them to 1e-9 relative (1e-6
+    absolute): SQLite adds DECIMALs as REALs (28 x 99999999.99 is 2799999999.719998 there)."""
+    def one(x, y) -> bool:
+        if isinstance(x, (int, float)) and isinstance(y, (int, float)) and (
+                isinstance(x, float) or isinstance(y, float)):
+            return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-6)
+        return x == y
+    return len(a) == len(b) and all(
+        len(r) == len(q) and all(one(x, y) for x, y in zip(r, q)) for r, q in zip(a, b))
 
 
 def _same(a, b) -> bool:
@@ -277,9 +288,9 @@ def compare(pushed, client, lite, rnd: random.Random, statements: int,
         c = lite.execute(ssql).fetchall()
         if warned_a != warned_b:  # bad cells told alike (count and examples)
             differ.append(f"{sql}\n  warnings: pushed {warned_a}\n  client {warned_b}")
-        elif not _same(a, b) or _norm(a, kind, cols) != _norm(c, kind, cols):
+        elif not _same(a, b) or not _close(_norm(a, kind, cols), _norm(c, kind, cols)):
             na, nc = _norm(a, kind, cols), _norm(c, kind, cols)
-            i = next((i for i, (x, y) in enumerate(zip(na, nc)) if x != y),
+            i = next((i for i, (x, y) in enumerate(zip(na, nc)) if not _close([x], [y])),
                      min(len(na), len(nc)))
             differ.append(f"{sql}\n  pushed == client: {_same(a, b)}; from row {i}: pushed "
                           f"{na[i:i + 4]}\n  sqlite {nc[i:i + 4]}")
