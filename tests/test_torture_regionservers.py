@@ -10,6 +10,9 @@ regions (its ZooKeeper session expires after RS_SESSION_MS, its WAL is split and
 checks: every acknowledged write is stored with its value (lost 0), no query answered a wrong row
 (wrong 0), no call failed (hibase's retries inside the URL's deadline_ms), every index verifies
 with 0 differences. The killed server is started again afterwards, so each test finds three.
+Pushed-down statements (issue 39): a region server killed during pushed-down aggregates (the
+true totals or a hibase error within the deadline, never a wrong total), and
+tests/test_pushdown.py's property check run while a region splits and the regions move.
 
 The figures (writes acknowledged while the server was dead, lost, wrong, verify differences,
 how long the regions were away) go to the terminal summary ("torture counts", conftest.py) and
@@ -703,3 +706,156 @@ def test_server_filters_route_to_the_servers_holding_a_value(rs3, record_propert
         record(record_property, "scbf_per_server", before=before, after_moves=after)
     finally:
         db.close()
+
+
+# -- pushed-down statements (issue 39) ----------------------------------------------------------
+
+def test_regionserver_killed_during_pushed_down_aggregate(rs3, record_property):
+    """Readers run pushed-down aggregates (COUNT / SUM / GROUP BY, each region's partial
+    state merged by the client) over a 4-region table spread over the three servers, and the
+    region server holding most of its regions is killed: every answer is the true total or a
+    hibase error raised within the URL's deadline (the client path's retries), never a wrong
+    total."""
+    from hibase.errors import HibaseError
+    from hibase.store.hbase.url import DEFAULT_DEADLINE_MS
+
+    db = connect(rs3, "pa")
+    db.create_table("t", {"f": {}}, columns=COLUMNS)
+    t = db.table("t")
+    truth = load(t, 6000)
+    tables = [f"pa{RUN}_t"]
+    spread(rs3, tables[0], [b"r01500", b"r03000", b"r04500"])
+    total = (len(truth), sum(int(d[b"f:n"]) for d in truth.values()))
+    groups: dict[str, list[int]] = {}
+    for d in truth.values():
+        g = groups.setdefault(d[b"f:a"].decode(), [0, 0])
+        g[0] += 1
+        g[1] += int(d[b"f:n"])
+    statements = [
+        ("SELECT COUNT(*), SUM(f.n) FROM t WHERE f.n >= 0", [total]),
+        ("SELECT f.a, COUNT(*), SUM(f.n) FROM t WHERE f.c >= 'c' GROUP BY f.a",
+         sorted((k, c, s) for k, (c, s) in groups.items())),
+        ("SELECT COUNT(f.c), MIN(f.n), MAX(f.n) FROM t WHERE f.a <> 'none'",
+         [(len(truth), 0, 96)])]
+    for sql, want in statements:
+        plan = "\n".join(r[0] for r in db.sql("EXPLAIN " + sql))
+        assert "PUSHED DOWN" in plan and "4 region(s)" in plan, plan
+        assert sorted(db.sql(sql)) == want, sql  # before the kill
+    deadline_s = DEFAULT_DEADLINE_MS / 1000
+    answered: list[tuple[float, float]] = []  # (start, end) of each right answer
+    wrong: list[str] = []
+    failed: list[tuple[float, str]] = []  # (seconds taken, error) of hibase errors
+    foreign: list[str] = []  # anything else raised
+    stop = threading.Event()
+
+    def read(j: int) -> None:
+        k = j
+        while not stop.is_set():
+            sql, want = statements[k % len(statements)]
+            k += 1
+            t0 = time.monotonic()
+            try:
+                got = sorted(db.sql(sql))
+            except HibaseError as exc:
+                failed.append((time.monotonic() - t0, f"{type(exc).__name__}: {exc}"[:300]))
+                continue
+            except Exception as exc:
+                foreign.append(f"{type(exc).__name__}: {exc}"[:300])
+                continue
+            if got != want:
+                wrong.append(f"{sql}: {got[:3]} != {want[:3]}")
+            answered.append((t0, time.monotonic()))
+
+    readers = [threading.Thread(target=read, args=(j,)) for j in range(2)]
+    outage = None
+    try:
+        for th in readers:
+            th.start()
+        wait_for(lambda: len(answered) >= 4, 60)
+        outage = Outage(rs3, busiest(rs3, tables), tables)
+        away = outage.wait()
+        n = len(answered)
+        wait_for(lambda: len(answered) >= n + 6, 120)
+        stop.set()
+        for th in readers:
+            th.join(deadline_s + 60)
+        spanning = sum(s <= outage.killed_at <= e or outage.killed_at <= s <= outage.back_at
+                       for s, e in answered)
+        after = sum(s > outage.back_at for s, _ in answered)
+        record(record_property, "pushed_aggregate", answers=len(answered),
+               answered_across_kill=spanning, answered_after=after,
+               regions_on_victim=outage.regions, reassigned_s=round(away, 1),
+               hibase_errors=len(failed), slowest_error_s=round(max(
+                   (s for s, _ in failed), default=0.0), 1), other_errors=len(foreign),
+               wrong=len(wrong), retries=db.store.retried)
+        assert not wrong, wrong[:3]  # never a wrong total
+        assert not foreign, foreign[:3]  # a failure is a hibase error ...
+        assert all(s <= deadline_s + 30 for s, _ in failed), failed[:3]  # ... within the deadline
+        assert after >= 1  # and the table answers again once its regions are back
+        for sql, want in statements:
+            assert sorted(db.sql(sql)) == want, sql
+    finally:
+        stop.set()
+        db.close()
+        if outage is not None:
+            outage.restore()
+
+
+def test_pushed_down_answers_while_regions_split_and_move(rs3, record_property):
+    """tests/test_pushdown.py's property check (pushed down == this client == SQLite), 100
+    statements (HIBASE_PUSHDOWN_RS_STATEMENTS) on the 3-server cluster over a table spread
+    there, while one of its regions is split and the regions are then moved (Admin.move),
+    both from another thread while statements run: 0 differences."""
+    import happybase
+    from test_pushdown import COLUMNS as PD_COLUMNS, _rows, compare, sqlite_of
+
+    statements = int(os.environ.get("HIBASE_PUSHDOWN_RS_STATEMENTS", "100"))
+    rnd = random.Random(3939)
+    pushed = connect(rs3, "pm")
+    client = connect(rs3, "pm", scan_pushdown="0")
+    table = f"pm{RUN}_t"
+    host, port = rs3.thrift_url.split("//")[1].split("?")[0].split(":")
+    conn = happybase.Connection(host, int(port), timeout=60000)
+    events: dict[str, object] = {}
+    worker = None
+    try:
+        pushed.create_table("t", {"f": {}}, columns=PD_COLUMNS)
+        rows = _rows(rnd, 400)
+        with conn.table(table).batch() as b:  # plain writes: malformed cells too
+            for key, cells in rows.items():
+                b.put(key, cells)
+        spread(rs3, table, [b"r0130"])
+        lite = sqlite_of(rows)
+        before_regions = len(rs3.region_starts(table))
+
+        def changes() -> None:
+            try:
+                events["split"] = rs3.split(table, b"r0270")
+                events["moved"] = rs3.spread(table)
+            except Exception as exc:  # the test fails on it below
+                events["error"] = f"{type(exc).__name__}: {exc}"
+
+        def before(i: int) -> None:
+            nonlocal worker
+            if i == statements // 4:  # the split and the moves run beside the statements
+                worker = threading.Thread(target=changes)
+                worker.start()
+
+        t0 = time.monotonic()
+        pushed_n, differ = compare(pushed, client, lite, rnd, statements, before)
+        if worker is not None:
+            worker.join(300)
+        regions = rs3.region_servers_of(table)
+        record(record_property, "pushed_property", statements=statements, pushed=pushed_n,
+               differences=len(differ), regions_before=before_regions, regions_after=len(regions),
+               split=events.get("split"), moved=events.get("moved"),
+               seconds=round(time.monotonic() - t0, 1))
+        assert "error" not in events, events["error"]
+        assert events.get("split") is True and len(regions) == before_regions + 1
+        assert isinstance(events.get("moved"), int) and events["moved"] >= 1
+        assert not differ, "\n".join(differ[:3])
+        assert pushed_n >= statements // 2
+    finally:
+        conn.close()
+        pushed.close()
+        client.close()

@@ -8,12 +8,26 @@ answers are merged into the lean path's own shapes: aggregate rows finished by
 ``aggregate._finish`` (HAVING, ORDER BY, LIMIT), plain rows sorted by ``order.top``.
 
 Only what keeps the lean answers exactly is pushed (``None``: the lean path runs): declared
-BYTE/SHORT/INT/LONG, DOUBLE and VARCHAR columns without CAST (a cell is read as its
-order-preserving key, so comparisons, MIN / MAX, GROUP BY and ORDER BY compare keys, which
-order as the values do; missing, malformed and NaN cells are NULL as in evaluate.cell_value),
-literals of the column's kind (no 2.5 against an integer column), comparisons, BETWEEN, IN,
-LIKE 'prefix%', IS [NOT] NULL, AND / OR / NOT; COUNT(*), COUNT, SUM and AVG of integer
-columns (floating sums depend on the order of addition), MIN, MAX, no DISTINCT aggregate.
+BYTE/SHORT/INT/LONG, FLOAT, DOUBLE, DECIMAL(p, s), DATE, TIME, TIMESTAMP, BOOLEAN and VARCHAR
+columns without CAST (a cell is read as its order-preserving key, so comparisons, MIN / MAX,
+GROUP BY and ORDER BY compare keys, which order as the values do, and a key decodes to the
+value this client shows; missing, malformed and NaN cells are NULL as in
+evaluate.cell_value). Not pushed: VARCHAR(n), CHAR, VARBINARY, a plain DECIMAL (each cell
+keeps its own exponent, 1.50 and 1.5, which the normalised key does not), CAST anywhere
+(query/cast.py's conversions have no Java twin checked against it yet). Literals must be of
+the column's kind (no 2.5 against an integer column; a FLOAT column's literal is the float32
+coerce_literal rounds it to); comparisons, BETWEEN, IN, LIKE 'prefix%', IS [NOT] NULL, AND /
+OR / NOT; COUNT(*), COUNT, MIN, MAX, no DISTINCT aggregate; SUM and AVG of integer columns
+and of DECIMAL(p, s) with p <= 18 (this client adds decimals in Python's default 28-digit
+context, exact below 10^10 values of 18 digits, so partial sums give its answer exactly; a
+wider DECIMAL could round differently by order). SUM / AVG of FLOAT and DOUBLE stay with this
+client: it adds floats one by one in rowkey order, and regions adding their own rows first
+round differently (their totals may differ in the last bits).
+
+Bad cells: this client tells (CellTypeWarning, codec.BadCells) the cells it shows that do not
+parse as their type. Rows and top-k work return the matched rows' cells as stored, so the
+cells shown are decoded, and told, here, exactly as on the lean path; cells read only by the
+WHERE, an aggregate or an ORDER BY are NULL on both paths and told on neither.
 
 The work (one JSON object in the scan attribute ``hibase.scan``)::
 
@@ -28,13 +42,18 @@ The work (one JSON object in the scan attribute ``hibase.scan``)::
 
 An ``agg`` region answers one row whose cell ``<fam>:\\x00hibase.agg`` holds
 ``{"v": 1, "rows": scanned, "groups": [[[hex key | null, ...], [state, ...]], ...]}``
-(count: n; sum: [total (a number, or its digits past 64 bits), n]; min / max: hex key | null).
+(count: n; sum: [total (a number, or its digits past 64 bits), n], for a DECIMAL(p, s) the
+total of its values times 10^s, an integer; min / max: hex key | null). ``cols`` types are
+codec.ColumnType's str() ("long", "int binary", "decimal(10,2)", "timestamp").
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import json
 import math
+import struct
 from typing import Any
 
 from .. import codec
@@ -54,6 +73,14 @@ ENABLED = True
 """False: every statement is read by this client (tests compare the two)."""
 
 _INTS = {"byte": 1, "short": 2, "int": 4, "long": 8}
+# the literal's Python type each pushed kind compares with as its keys do (ints: int)
+_LITERAL = {"double": float, "float": float, "string": str, "date": dt.date,
+            "time": dt.time, "timestamp": dt.datetime, "boolean": bool,
+            "decimal": decimal.Decimal}
+SUM_DECIMAL_PRECISION = 18
+"""SUM / AVG of a DECIMAL(p, s) is pushed down for p <= 18: this client adds the values in
+Python's default decimal context (28 digits), exact for fewer than 10^10 such values in any
+order, so the regions' exact partial sums (unscaled integers) give its answer exactly."""
 _AGG_QUALIFIER = b"\x00hibase.agg"
 _ROW_QUALIFIER = b"\x00hibase.row"
 
@@ -80,8 +107,7 @@ class Work:
         if c.cast is not None or c.is_rowkey:
             raise _No
         t = self.schema.columns.get(c.name)
-        if t is None or not (t.name in _INTS or t.name == "double" or (
-                t.name == "string" and t.length is None)):
+        if t is None or not pushable(t):
             raise _No
         if c.name not in self.cols:
             self.cols.append(c.name)
@@ -99,14 +125,25 @@ class Work:
             bits = 8 * _INTS[t.name]
             if type(v) is not int or not -(1 << (bits - 1)) <= v < (1 << (bits - 1)):
                 raise _No
-        elif t.name == "double":
+        elif t.name in ("double", "float"):
             if type(v) is int and float(v) == v:
                 v = float(v)
             if type(v) is not float or math.isnan(v):
                 raise _No
-        elif type(v) is not str:
+            if t.name == "float":  # as a FLOAT's key only when the literal is a float32
+                try:
+                    if struct.unpack(">f", struct.pack(">f", v))[0] != v:
+                        raise _No
+                except OverflowError:
+                    raise _No from None
+        elif type(v) is not _LITERAL[t.name] or (
+                isinstance(v, decimal.Decimal) and not v.is_finite()) or (
+                isinstance(v, (dt.time, dt.datetime)) and v.tzinfo is not None):
             raise _No
-        return codec.encode_key(t, v).hex()
+        try:
+            return codec.encode_key(t, v).hex()
+        except HibaseError:
+            raise _No from None
 
     def cond(self, n: Any) -> list:
         if isinstance(n, Compare):
@@ -158,6 +195,25 @@ class Work:
         return not self.cols and (self.spec["mode"] == "agg" or self.spec["out"] == [])
 
 
+def pushable(t: Any) -> bool:
+    """Is a column of type ``t`` read in the regions as this client reads it? Its cells' keys
+    must order as its values compare and decode to the values this client shows: so no
+    VARCHAR(n) / CHAR / VARBINARY, and a DECIMAL only with its scale declared (a plain
+    DECIMAL keeps each cell's own exponent, 1.50 and 1.5, which its normalised key does not)."""
+    if t.name in _INTS or t.name in ("double", "float", "date", "time", "timestamp",
+                                     "boolean"):
+        return True
+    if t.name == "string":
+        return t.length is None
+    return t.name == "decimal" and t.scale is not None
+
+
+def summable(t: Any) -> bool:
+    """SUM / AVG of the type gives this client's answer exactly from partial sums."""
+    return t.name in _INTS or (t.name == "decimal" and t.scale is not None
+                               and t.precision <= SUM_DECIMAL_PRECISION)
+
+
 def _exprs(select: Select) -> list:
     """Every column / aggregate the query computes: select list, ORDER BY, HAVING (as
     aggregate._exprs)."""
@@ -201,7 +257,7 @@ def translate(select: Select, schema: Any, types: Any) -> Work | None:
                     continue
                 i = w.col(a.column)
                 if a.func in ("SUM", "AVG"):
-                    if schema.columns[a.column.name].name not in _INTS:
+                    if not summable(schema.columns[a.column.name]):
                         raise _No  # a floating sum depends on the order of its additions
                     aggs.append(["sum", i])
                 else:
@@ -371,5 +427,7 @@ def _result(a: Agg, t: Any, state: Any) -> Any:
         total, n = state
         if n == 0:
             return None
+        if t.name == "decimal":  # the unscaled sum at the column's scale, as 0 + d1 + d2 ...
+            total = decimal.Decimal(total).scaleb(-t.scale)
         return total if a.func == "SUM" else total / n
     return None if state is None else codec.decode_key(t, state)[0]

@@ -125,4 +125,25 @@ final class DecimalCodec {
     out[out.length - 1] = (byte) (neg ? 0xff : 0x00);
     return out;
   }
+
+  /** The value of a DECIMAL key (_dec_enc_key's: 0x80 zero; 0x81, exponent + 2^31, digit + 1
+   *  each, 0x00; negative 0x7F, the exponent inverted, 11 - digit each, 0xFF) as an unscaled
+   *  integer at `scale`: the value times 10^scale, exact for a value of at most `scale`
+   *  fraction digits (a DECIMAL(p, s) cell's key at s); pushed-down SUM adds these. */
+  static BigInteger unscaledOfKey(byte[] key, int scale) {
+    if (key.length == 1 && key[0] == (byte) 0x80) return BigInteger.ZERO;
+    boolean neg = key[0] == (byte) 0x7f;
+    long e = ByteBuffer.wrap(key, 1, 4).getInt() & 0xffffffffL;
+    if (neg) e ^= 0xffffffffL;
+    StringBuilder digits = new StringBuilder();
+    for (int i = 5; i < key.length - 1; i++) {
+      digits.append((char) ('0' + (neg ? 11 - (key[i] & 0xff) : (key[i] & 0xff) - 1)));
+    }
+    // value = 0.d1..dn x 10^(e - 2^31) = D x 10^(e - 2^31 - n)
+    long shift = e - (1L << 31) - digits.length() + scale;
+    if (shift < 0) throw new IllegalArgumentException("a DECIMAL key with more than "
+        + scale + " fraction digits");
+    BigInteger v = new BigInteger(digits.toString()).multiply(BigInteger.TEN.pow((int) shift));
+    return neg ? v.negate() : v;
+  }
 }

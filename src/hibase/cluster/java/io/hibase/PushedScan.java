@@ -41,6 +41,7 @@ final class PushedScan {
   final byte[] family;  // of the cells made here
   final byte[][] fams, quals;
   final HibaseCodec.Type[] types;
+  final int[] scales;  // a DECIMAL(p, s) column's s, else -1
   final Expr where;  // null: every row
   final boolean[] out;  // null: every cell of the row
   final int[] group;
@@ -63,6 +64,7 @@ final class PushedScan {
     fams = new byte[n][];
     quals = new byte[n][];
     types = new HibaseCodec.Type[n];
+    scales = new int[n];
     for (int i = 0; i < n; i++) {
       JsonArray c = cols.get(i).getAsJsonArray();
       byte[] name = HibaseCodec.unhex(c.get(0).getAsString());
@@ -70,6 +72,7 @@ final class PushedScan {
       fams[i] = Arrays.copyOfRange(name, 0, colon);
       quals[i] = Arrays.copyOfRange(name, colon + 1, name.length);
       types[i] = HibaseCodec.Type.parse(c.get(1).getAsString());
+      scales[i] = types[i].name.equals("decimal") ? types[i].scale : -1;
     }
     JsonElement w = o.get("where");
     where = w == null || w.isJsonNull() ? null : expr(w.getAsJsonArray(), n);
@@ -90,8 +93,10 @@ final class PushedScan {
       aggCol[i] = a.size() > 1 ? col(a.get(1), n) : -1;
       if (!Arrays.asList("count", "sum", "min", "max").contains(aggFunc[i]))
         throw new IllegalArgumentException("unknown aggregate " + aggFunc[i]);
-      if (aggFunc[i].equals("sum") && intWidth(types[aggCol[i]]) == 0)
-        throw new IllegalArgumentException("SUM is pushed down for integer columns only");
+      if (aggFunc[i].equals("sum") && intWidth(types[aggCol[i]]) == 0
+          && !(types[aggCol[i]].name.equals("decimal") && types[aggCol[i]].scale >= 0))
+        throw new IllegalArgumentException("SUM is pushed down for integer and DECIMAL(p, s) "
+            + "columns only");
     }
     JsonArray order = o.has("order") ? o.getAsJsonArray("order") : new JsonArray();
     orderCol = new int[order.size()];
@@ -313,7 +318,8 @@ final class PushedScan {
   // -- partial aggregates ----------------------------------------------------------------------
 
   /** One aggregate's state in one group: COUNT's n, SUM's total (exact: a long, past its
-   *  range a BigInteger) and n, MIN / MAX's best key. */
+   *  range a BigInteger; a DECIMAL(p, s)'s the BigInteger of its unscaled values at scale s)
+   *  and n, MIN / MAX's best key. */
   static final class State {
     long n, sum;
     BigInteger big;
@@ -342,6 +348,11 @@ final class PushedScan {
     s.n++;
     switch (f) {
       case "sum": {
+        if (scales[c] >= 0) {  // DECIMAL(p, s): the exact unscaled total at scale s
+          BigInteger u = DecimalCodec.unscaledOfKey(k, scales[c]);
+          s.big = s.big == null ? u : s.big.add(u);
+          break;
+        }
         long v = intOfKey(k);
         if (s.big != null) {
           s.big = s.big.add(BigInteger.valueOf(v));
