@@ -72,6 +72,21 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize("backend", params, indirect=True)
 
 
+# The files that take longest (seconds of test time in a default run on a loaded machine,
+# 2026-11-28), run first: pytest-xdist's loadfile hands files out in collection order, and a
+# long file started last keeps one worker busy while the other has nothing left.
+_LONG_FILES = {"test_happybase_api.py": 454, "test_local_index.py": 386, "test_routing.py": 282,
+               "test_cli_workflows.py": 276, "test_query_aggregate.py": 257,
+               "test_cache_layer.py": 237, "test_cast.py": 235, "test_sql_statements.py": 231,
+               "test_sql_undeclared_columns.py": 222, "test_coprocessor_visibility.py": 214,
+               "test_sql_engine.py": 182, "test_query_output.py": 179,
+               "test_distributed_build.py": 165, "test_cache_coherence.py": 159}
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: -_LONG_FILES.get(item.path.name, 0))  # stable: order kept within
+
+
 def pytest_unconfigure(config):
     shared = getattr(config, "_hibase_shared_hbase", None)
     if shared is None:
@@ -86,7 +101,12 @@ def pytest_unconfigure(config):
 # The session's HBase: Phoenix's jars in (tests/test_phoenix.py drives Phoenix on it); a heap and
 # a ZooKeeper session for a long run of ~1,200 tables from two workers on a loaded 2-core
 # machine (with 2 GB and HBase's 10 s local session, an 8 s full GC aborted the master).
-_SESSION_CLUSTER = dict(redis_nodes=0, heap_mb=3072, phoenix=True, zk_session_ms=30_000)
+# hbase.client.pause 20 ms (HBase's 100): the Thrift servers' HBase client polls a create,
+# disable or delete procedure 100, 300, 600, 1100 ms after the call with the default, so a
+# 0.45 s create was answered at 0.6 or 1.1 s; the retries it paces still span ~25 s, more than
+# a test's split or move takes.
+_SESSION_CLUSTER = dict(redis_nodes=0, heap_mb=3072, phoenix=True, zk_session_ms=30_000,
+                        site={"hbase.client.pause": 20})
 _SHARED_HBASE = "HIBASE_TEST_SHARED_HBASE"
 _CONTROLLER = "HIBASE_TEST_CONTROLLER_PID"
 _READY = "started-by-tests"

@@ -33,7 +33,7 @@ from servers import coprocessor_cluster, start_redis
 
 # 2,000 pairs per mode ran for the check (HIBASE_COHERENCE_PAIRS=2000, ~2 min each on a
 # quiet machine); the default run keeps a share of that
-PAIRS = int(os.environ.get("HIBASE_COHERENCE_PAIRS", "500"))
+PAIRS = int(os.environ.get("HIBASE_COHERENCE_PAIRS", "300"))
 VALUES = [f"v{i:02d}" for i in range(12)]
 ROWS = [f"r{i:03d}".encode() for i in range(120)]
 

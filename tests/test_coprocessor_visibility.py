@@ -85,16 +85,18 @@ def _check(db) -> None:
 
 
 def test_delete_then_put_at_the_same_timestamp_is_hidden_and_not_indexed(hbase):
-    """2,000 rows, each deleted and put again at the delete's own timestamp (explicit, so
+    """500 rows, each deleted and put again at the delete's own timestamp (explicit, so
     every pair is in 'the same millisecond'): HBase hides every put; the indexes and counts
-    show no row. Then half the rows are put again at a later time: those are shown."""
+    show no row. Then half the rows are put again at a later time: those are shown. (The
+    issue's run had 2,000: with explicit timestamps each pair is the same case, so 500 check
+    as much in a quarter of the round trips.)"""
     db, conn, t = _setup(hbase)
     try:
         base = int(time.time() * 1000) - 600_000
         with t.batch(batch_size=500, timestamp=base) as b:
-            for i in range(2000):
+            for i in range(500):
                 b.put(b"r%05d" % i, _row(i))
-        for i in range(2000):  # a marker at base + 1 + i hides every cell at or below it
+        for i in range(500):  # a marker at base + 1 + i hides every cell at or below it
             t.delete(b"r%05d" % i, timestamp=base + 1 + i)
             # ... this put too: the same timestamp
             t.put(b"r%05d" % i, {b"d:city": b"Rome", b"d:n": _long(99), b"d:note": b"x"},
@@ -102,9 +104,9 @@ def test_delete_then_put_at_the_same_timestamp_is_hidden_and_not_indexed(hbase):
         assert not list(t.scan())
         _check(db)
         assert db.sql("SELECT COUNT(*) FROM t WHERE d.city = 'Rome'") == [(0,)]
-        for i in range(0, 2000, 2):  # later than the markers: shown
+        for i in range(0, 500, 2):  # later than the markers: shown
             t.put(b"r%05d" % i, _row(i), timestamp=base + 2 + i)
-        assert len(list(t.scan())) == 1000
+        assert len(list(t.scan())) == 250
         _check(db)
     finally:
         conn.close()

@@ -213,15 +213,17 @@ def test_same_timestamp_later_put_wins(table):
 
 
 def test_many_versions_with_large_max_versions(db):
-    db.create_table("v", {"f": {"max_versions": 1000}})
+    """Hundreds of versions, more than max_versions keeps: the newest max_versions come back,
+    newest first (360 puts, one round trip each on HBase, where 1,200 took 45 s)."""
+    db.create_table("v", {"f": {"max_versions": 300}})
     t = db.table("v")
-    for ts in range(1, 1201):
+    for ts in range(1, 361):
         with t.batch(timestamp=ts) as b:
             b.put(b"r", {b"f:a": b"%d" % ts}, wal=True)
     got = t.cells(b"r", b"f:a", include_timestamp=True)
-    assert len(got) == 1000
-    assert [ts for _, ts in got] == list(range(1200, 200, -1))
-    assert t.row(b"r") == {b"f:a": b"1200"}
+    assert len(got) == 300
+    assert [ts for _, ts in got] == list(range(360, 60, -1))
+    assert t.row(b"r") == {b"f:a": b"360"}
 
 
 # -- scan ----------------------------------------------------------------------------------------

@@ -529,3 +529,23 @@ def test_existing_is_refused_on_the_embedded_store(tmp_path):
     with pytest.raises(errors.InvalidArgument, match="HBase already holds"):
         db.create_table("t", ["f"], existing=True)
     db.close()
+
+
+def test_cluster_site_properties_go_into_hbase_site_and_are_kept(tmp_path):
+    """HBaseCluster(site=...) writes the properties over hibase's own into hbase-site.xml
+    (the test session's cluster asks for a 20 ms client pause this way) and records them, so
+    a later HBaseCluster(DIR) starts with them again."""
+    from hibase.cluster import HBaseCluster
+    c = HBaseCluster(tmp_path, redis_nodes=0, site={"hbase.client.pause": 20,
+                                                     "hbase.hregion.memstore.mslab.enabled":
+                                                     "true"})
+    c._write_conf()
+    c._save_state({})
+    conf = (tmp_path / "conf" / "hbase-site.xml").read_text()
+    assert "<name>hbase.client.pause</name><value>20</value>" in conf.replace("\n", "").replace(
+        " ", "")
+    assert conf.count("hbase.hregion.memstore.mslab.enabled") == 1  # over hibase's own "false"
+    # hibase's own: region open/close calls sent after 10 ms, not batched for 150 ms
+    assert "hbase.procedure.remote.dispatcher.delay.msec" in conf
+    assert HBaseCluster(tmp_path).site == {"hbase.client.pause": 20,
+                                           "hbase.hregion.memstore.mslab.enabled": "true"}

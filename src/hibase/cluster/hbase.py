@@ -149,13 +149,14 @@ class HBaseCluster:
     DIR/cluster.json records ports, processes and `phoenix` (Apache Phoenix's server jars and
     WAL codec in HBase: see hibase.cluster.phoenix); DIR/pids/<name>.pid one pid each; logs go
     to DIR/logs/. Ports not given are free ones chosen at the first start and kept for the
-    next starts (if still free)."""
+    next starts (if still free). `site`: more hbase-site.xml properties, over hibase's own
+    (kept in cluster.json for the next starts)."""
 
     def __init__(self, folder: str | os.PathLike, *, redis_nodes: int = 2,
                  thrift_port: int | None = None, zk_port: int | None = None,
                  heap_mb: int | None = None, phoenix: bool | None = None,
                  coprocessor: bool | None = None, regionservers: int | None = None,
-                 zk_session_ms: int | None = None):
+                 zk_session_ms: int | None = None, site: dict[str, Any] | None = None):
         self.dir = os.path.abspath(os.fspath(folder))
         # standalone: the ZooKeeper session of the one JVM (None: HBase's 10 s for a local
         # cluster). A GC pause longer than it aborts the master, so a long-lived test cluster
@@ -184,6 +185,8 @@ class HBaseCluster:
         # every region (None: as recorded, else on)
         self.coprocessor = bool(state.get("coprocessor", True)) if coprocessor is None \
             else coprocessor
+        # more hbase-site.xml properties, over hibase's (None: as recorded, else none)
+        self.site: dict[str, Any] = dict(state.get("site", {}) if site is None else site)
         self._admin: subprocess.Popen | None = None
         self._admin_lock = threading.Lock()
 
@@ -205,7 +208,7 @@ class HBaseCluster:
                        "redis_ports": self.redis_ports, "phoenix": self.phoenix,
                        "coprocessor": self.coprocessor, "regionservers": self.regionservers,
                        "master_port": self.master_port, "rs_ports": self.rs_ports,
-                       "markers": processes}, fh, indent=1)
+                       "site": self.site, "markers": processes}, fh, indent=1)
         if processes.get("thrift") and self.thrift_port is not None:  # a port once started
             _register(self.thrift_port, self.dir)
 
@@ -362,6 +365,10 @@ class HBaseCluster:
             # a split daughter can split again once its compacted reference files are gone:
             # every second instead of every 2 minutes
             "hbase.hfile.compaction.discharger.interval": 1000,
+            # the master sends a region server its open/close region calls after 10 ms instead
+            # of batching them for 150 ms: a local cluster's table creates, splits and moves
+            # take ~30% less (create: 0.72 -> 0.51 s median with the client pause below)
+            "hbase.procedure.remote.dispatcher.delay.msec": 10,
         }
         if self.regionservers == 1 and self.zk_session_ms:
             props["zookeeper.session.timeout.localHBaseCluster"] = self.zk_session_ms
@@ -390,6 +397,7 @@ class HBaseCluster:
         if self.coprocessor:  # hibase's index upkeep on every region (coprocessor.py)
             from .coprocessor import OBSERVER, SCAN_OBSERVER
             props["hbase.coprocessor.region.classes"] = f"{OBSERVER},{SCAN_OBSERVER}"
+        props.update(self.site)
         with open(self._path("conf", "hbase-site.xml"), "w") as fh:
             fh.write(_site_xml(props))
         with open(self._path("conf", "log4j2.properties"), "wb") as fh:
