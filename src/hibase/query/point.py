@@ -12,7 +12,7 @@ VARCHAR without a length); any other value plans in full, as before."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .. import codec
 from ..index import IndexSpec, KeyRange, is_point
@@ -89,7 +89,7 @@ class PointTemplate:
 
 
 def template_of(shape_select: Select, params: Any, conjuncts: Sequence | None, plan: Plan,
-                types: dict) -> PointTemplate | None:
+                types: Mapping[bytes, Any]) -> PointTemplate | None:
     """The template of `plan` (made for `shape_select` bound with `params`, its WHERE
     normalized to `conjuncts`), or None when it is not a lone point lookup answering every
     atom, or when the template does not give back exactly this plan's lookup."""
