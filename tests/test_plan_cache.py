@@ -244,3 +244,16 @@ def test_a_covered_point_lookup_reads_no_data_row(db, monkeypatch):
     assert reads == []
     db.sql("SELECT * FROM t WHERE f.b = 'b1' AND f.a = ?", (1,))  # the counter counts
     assert reads == ["read_latest_many"]
+
+
+def test_statements_made_per_call_do_not_evict_shapes(db):
+    """Table.where builds its statement object per call: known by identity only for a while,
+    they never push the shapes themselves (their templates) out of the cache."""
+    db.sql("CREATE INDEX by_a ON t (f.a)")
+    q = "SELECT * FROM t WHERE f.a = ?"
+    db.sql(q, (1,))
+    first = shape(db, q)
+    t = db.table("t")
+    for i in range(2100):
+        list(t.where("f.a = ?", params=(i % 7,)))
+    assert shape(db, q) is first and first.point is not None

@@ -168,8 +168,9 @@ class Shape:
         return self.decoders
 
 
-_SHAPES: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
-_MAX_SHAPES = 2048  # entries: a shape under its statement, and under the object's id
+_SHAPES: "weakref.WeakKeyDictionary[Any, tuple[dict, dict]]" = weakref.WeakKeyDictionary()
+_MAX_SHAPES = 1024
+_MAX_IDS = 256  # statement objects known by identity
 
 
 def shape_of(select: Select, store, indexer) -> Shape:
@@ -183,14 +184,14 @@ def shape_of(select: Select, store, indexer) -> Shape:
     specs = indexer.specs(select.table)
     token = (id(schema),) + tuple((id(s), s.state, s.expires) for s in specs)
     try:
-        cache = _SHAPES[indexer]
+        cache, by_id = _SHAPES[indexer]
     except KeyError:
-        cache = _SHAPES[indexer] = {}
+        cache, by_id = _SHAPES[indexer] = ({}, {})
     except TypeError:  # pragma: no cover - an index manager that takes no weak reference
         return Shape(select, schema, specs, ready, token, indexer)
     # the same statement object again (db.sql's statement cache hands it out): found by its
     # identity, without hashing its tree; the entry holds it, so its id is not reused
-    seen = cache.get(id(select))
+    seen = by_id.get(id(select))
     if seen is not None and seen[0] is select:
         shape = seen[1]
         if shape.token == token and shape.schema is schema:
@@ -202,7 +203,9 @@ def shape_of(select: Select, store, indexer) -> Shape:
         if len(cache) >= _MAX_SHAPES:
             cache.clear()
         cache[key] = shape
-    cache[id(select)] = (select, shape)
+    if len(by_id) >= _MAX_IDS:  # statements made per call (Table.where's) churn only these
+        by_id.clear()
+    by_id[id(select)] = (select, shape)
     return shape
 
 
