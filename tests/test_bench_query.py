@@ -70,6 +70,11 @@ def test_bench_query_report_at_tiny_size(tmp_path):
     assert eq10["hibase_covered"]["p50_us"] > 0 and eq10["sqlite_covered"]["p50_us"] > 0
     assert eq10["hibase_sql_params"]["p50_us"] > 0 and eq10["sqlite_count"]["p50_us"] > 0
     assert r["targets"] == query.TARGETS
+    # issue 40's lookups: every path gives SQLite's rows (where()'s bytes rowkeys as str)
+    lk = r["lookups"]
+    assert lk["checks"] == {"lookup_same": True, "covered_same": True, "big_same": True,
+                            "is_null_same": True}
+    assert "COVERED by index" in lk["queries"]["covered_plan"]
 
     out = result.stdout
     assert out.startswith("bench query: 3,000 telecom rows")

@@ -159,3 +159,101 @@ def test_values_equal_in_python_but_not_in_sql_typing_do_not_share_a_cached_cond
     with pytest.raises(hibase.errors.ValueTypeError, match="BOOLEAN value 1"):
         db.sql("SELECT k FROM t WHERE f.ok = ?", (1,))
     db.close()
+
+
+# -- point templates (query/point.py): a lone point lookup planned once per shape ---------------
+
+def _planned(monkeypatch) -> list:
+    """A list that grows by one each time a statement is planned in full (plan_query)."""
+    from hibase.query import prepare
+    calls: list = []
+    real = prepare.plan_query
+
+    def counting(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+    monkeypatch.setattr(prepare, "plan_query", counting)
+    return calls
+
+
+def test_a_point_lookup_is_planned_once_for_any_values(db, monkeypatch):
+    db.sql("CREATE INDEX by_a ON t (f.a)")
+    db.sql("CREATE INDEX by_b_a ON t (f.b, f.a) INCLUDE (f.c)")
+    planned = _planned(monkeypatch)
+    q = "SELECT * FROM t WHERE f.a = ?"
+    cov = "SELECT f.c FROM t WHERE f.b = 'b1' AND f.a = ?"
+    for v in range(9):
+        same_as_scan(db, q, (v,))
+        # the literal form lifts to the same shape: the same template
+        assert sorted(db.sql(f"SELECT * FROM t WHERE f.a = {v}")) == sorted(db.sql(q, (v,)))
+        got = same_as_scan(db, cov, (v,))
+        assert got == [(k, {b"f:c": c}) for k, a, b, c in ROWS if a == v and b == "b1"]
+    # the first run of q and of cov only (full_scan=True never reaches plan_query)
+    assert len(planned) == 2
+    assert shape(db, q).point is not None and shape(db, cov).point is not None
+
+
+def test_point_values_outside_the_proved_kind_plan_in_full(db, monkeypatch):
+    db.sql("CREATE INDEX by_a ON t (f.a)")
+    q = "SELECT * FROM t WHERE f.a = ?"
+    db.sql(q, (1,))
+    planned = _planned(monkeypatch)
+    # a float equal to an int, a float that matches nothing, out of INTEGER's range
+    for v, want in ((3.0, 3), (2.5, None), (2**40, None)):
+        got = same_as_scan(db, q, (v,))
+        assert sorted(k for k, _ in got) == sorted(k for k, a, _, _ in ROWS if a == want)
+    assert len(planned) == 3  # each planned in full
+    with pytest.raises(hibase.errors.ValueTypeError):  # refused, as by the full plan
+        db.sql(q, (True,))
+    with pytest.raises(hibase.errors.InvalidArgument):
+        db.sql(q, (1, 2))
+    with pytest.raises(hibase.errors.InvalidArgument):
+        db.sql(q)
+
+
+def test_a_point_template_follows_writes_and_index_changes(db):
+    db.sql("CREATE INDEX by_a ON t (f.a)")
+    q = "SELECT * FROM t WHERE f.a = ?"
+    db.sql(q, (2,))
+    db.sql("UPSERT INTO t (k, f.a) VALUES ('z1', 2)")
+    assert "z1" in {k for k, _ in same_as_scan(db, q, (2,))}
+    db.sql("DROP INDEX by_a ON t")
+    assert "FULL TABLE SCAN" in db.explain(q, (2,))
+    assert "z1" in {k for k, _ in same_as_scan(db, q, (2,))}
+    db.sql("CREATE INDEX by_a2 ON t (f.a)")
+    assert "by_a2" in db.explain(q, (5,))
+    same_as_scan(db, q, (5,))
+
+
+def test_a_covered_point_lookup_reads_no_data_row(db, monkeypatch):
+    db.sql("CREATE INDEX by_b_a ON t (f.b, f.a) INCLUDE (f.c)")
+    cov = "SELECT f.c FROM t WHERE f.b = 'b1' AND f.a = ?"
+    db.sql(cov, (1,))
+    store = db.store
+    reads: list = []
+    for name in ("read_latest_many", "read_latest", "scan_latest", "scan"):
+        real = getattr(store, name)
+
+        def counting(*a, _real=real, _name=name, **k):
+            reads.append(_name)
+            return _real(*a, **k)
+        monkeypatch.setattr(store, name, counting)
+    for v in range(7):
+        got = db.sql(cov, (v,))
+        assert got == [(k, {b"f:c": c}) for k, a, b, c in ROWS if a == v and b == "b1"]
+    assert reads == []
+    db.sql("SELECT * FROM t WHERE f.b = 'b1' AND f.a = ?", (1,))  # the counter counts
+    assert reads == ["read_latest_many"]
+
+
+def test_statements_made_per_call_do_not_evict_shapes(db):
+    """Table.where builds its statement object per call: known by identity only for a while,
+    they never push the shapes themselves (their templates) out of the cache."""
+    db.sql("CREATE INDEX by_a ON t (f.a)")
+    q = "SELECT * FROM t WHERE f.a = ?"
+    db.sql(q, (1,))
+    first = shape(db, q)
+    t = db.table("t")
+    for i in range(2100):
+        list(t.where("f.a = ?", params=(i % 7,)))
+    assert shape(db, q) is first and first.point is not None

@@ -529,7 +529,10 @@ class Connection:
             rows = sqlexec.decode_rows(rows, types, bad, decoders)
             sqlexec.warn_bad_cells(bad)
         if sqlexec.text_key(schema):  # a VARCHAR rowkey is str, as in execute() and DB-API
-            rows = [(sqlexec.decode_key(schema, key), cells) for key, cells in rows]
+            try:
+                rows = [(key.decode("utf-8"), cells) for key, cells in rows]
+            except UnicodeDecodeError:  # a key written by another client: bytes, alone
+                rows = [(sqlexec.decode_key(schema, key), cells) for key, cells in rows]
         return rows
 
     def _parse_shape(self, text: str) -> Any:

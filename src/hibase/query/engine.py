@@ -7,6 +7,7 @@ from typing import Any, Iterator
 from . import aggregate, fast, pushdown
 from .ast import Select
 from .execute import execute
+from .plan import FullScan
 from .params import bind
 from .parse import MAX_STATEMENT, check_size, parse_condition, parse_select, parse_where
 from .prepare import RANGE_METHODS, Shape, prepare, prepared, shape_of, types_of
@@ -27,7 +28,8 @@ def run(select: Select, store, indexer, range_method: str = "auto", full_scan: b
     if select.computed:
         return _computed(select, store, run(_fetching_sources(bind(select, params)), store,
                                              indexer, range_method, full_scan))
-    plan, conjuncts, shape = prepared(select, store, indexer, range_method, full_scan, params)
+    plan, conjuncts, shape = prepared(select, store, indexer, range_method, full_scan, params,
+                                      template=True)
     return execute(plan, indexer, shape.types, conjuncts)
 
 
@@ -86,13 +88,18 @@ def select_rows(select: Select, store, indexer, range_method: str = "auto",
         return aggregate.run(select, store, indexer, range_method, full_scan), None
     if select.computed:
         return list(run(select, store, indexer, range_method, full_scan, params)), None
-    plan, conjuncts, shape = prepared(select, store, indexer, range_method, full_scan, params)
-    if select.where is not None:
+    plan, conjuncts, shape = prepared(select, store, indexer, range_method, full_scan, params,
+                                      template=True)
+    # only a plan scanning the table may be routed (an index plan, the common case, skips
+    # both checks)
+    scanning = select.where is not None and (
+        plan.full_scan or not plan.steps or isinstance(plan.steps[0].path, FullScan))
+    if scanning:
         # a filtered scan runs in the region servers (query/pushdown.py) when no index answers
         work = pushdown.routable(plan.select, store, plan)
         if work is not None:
             return pushdown.run(plan.select, store, work), shape
-    if select.where is not None and fast.ENABLED:
+    if scanning and fast.ENABLED:
         # a filtered scan runs on the columnar feed (query/fast.py) when no index answers
         route = fast.routable(plan.select, store, plan)
         if route is not None:

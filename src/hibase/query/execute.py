@@ -163,6 +163,71 @@ def _run_step(indexer, table: str, plan: Plan, step: Step, types) -> Iterator[tu
     yield from flush(test)
 
 
+def _one_value(step: Step) -> bool:
+    """Is the step one point lookup of one global index value (the plan of `f.a = ?`)?"""
+    path = step.path
+    return (isinstance(path, IndexLookup) and not path.spec.local and path.method == "scan"
+            and len(path.ranges) == 1 and is_point(path.spec, path.ranges[0]))
+
+
+def _value_rows(indexer, table: str, plan: Plan, step: Step, types
+                ) -> list | Iterator[tuple[bytes, dict]]:
+    """_run_step's rows for a step of _one_value, in one pass: the value's entries (unique
+    rowkeys, in rowkey order) read at once; covered values picked from them, or the rows
+    fetched in one multi-get and checked against the whole conjunct, as _run_step does."""
+    lk = step.path
+    assert isinstance(lk, IndexLookup)
+    spec = lk.spec
+    tag = indexer.cache_tag(spec) if indexer.cache is not None else None
+    entries = indexer.read_value(spec, lk.ranges[0].start, tag)
+    if not entries:
+        return []
+    columns = plan.columns
+    if not step.fetch:
+        cover = spec.covering
+        if not step.residual and columns is not None and \
+                all(b":" in c or c == ROWKEY for c in columns):
+            picks = [(c, cover.index(c)) for c in dict.fromkeys(columns) if c in cover]
+            if len(picks) == 1:
+                c, i = picks[0]
+                return [(row, {c: values[i]} if i < len(values) and values[i] is not None
+                         else {}) for row, values in entries]
+            return [(row, {c: values[i] for c, i in picks
+                           if i < len(values) and values[i] is not None})
+                    for row, values in entries]
+        node = And(tuple(step.residual)) if step.residual else None
+        out = []
+        for row, values in entries:
+            covered = {c: v for c, v in zip(cover, values) if v is not None}
+            if node is None or matches(node, row, covered, types):
+                out.append((row, _project(covered, columns)))
+        return out
+    return _fetched(indexer.store, table, plan, step, types, [row for row, _ in entries])
+
+
+def _fetched(store, table: str, plan: Plan, step: Step, types, rows: list
+             ) -> Iterator[tuple[bytes, dict]]:
+    """The rows of _value_rows that are fetched: in multi-gets growing from 16 rows to
+    _FETCH_CHUNK, each fetched as late as _run_step fetches it (a row a write moves out of
+    the condition before its fetch is not returned), and checked against the whole conjunct."""
+    columns = plan.columns
+    fetch_cols = _fetch_columns(plan, {a.column.name for a in step.conjunct})
+    test = None if not step.conjunct else (
+        quick_test(tuple(step.conjunct), types) if len(rows) <= _COMPILE_AFTER
+        else conjunct_test(step.conjunct, types))
+    read_many = store.read_latest_many
+    start, chunk = 0, 16
+    while start < len(rows):
+        batch = rows[start:start + chunk]
+        start += chunk
+        chunk = min(chunk * 4, _FETCH_CHUNK)
+        for row, cells in zip(batch, read_many(table, batch, fetch_cols, with_ts=False)):
+            if not cells and columns is None:
+                continue
+            if test is None or test(row, cells):
+                yield row, (cells if columns is None else _project(cells, columns))
+
+
 def execute(plan: Plan, indexer, types, conjuncts=None) -> Iterator[tuple[bytes, dict]]:
     """Rows (rowkey, {column: value}) matching the plan's query, each once; a single conjunct
     streams in its access path's order, several come back in rowkey order."""
@@ -170,6 +235,9 @@ def execute(plan: Plan, indexer, types, conjuncts=None) -> Iterator[tuple[bytes,
     limit = plan.select.limit
     if plan.full_scan:
         yield from full_scan(plan, indexer.store, types, conjuncts, limit)
+        return
+    if len(plan.steps) == 1 and limit is None and _one_value(plan.steps[0]):
+        yield from _value_rows(indexer, table, plan, plan.steps[0], types)
         return
     if len(plan.steps) == 1:
         yield from islice(_unique(_run_step(indexer, table, plan, plan.steps[0], types)), limit)

@@ -16,6 +16,7 @@ from .evaluate import referenced_columns
 from .normalize import normalize, typed
 from .params import bind
 from .plan import IndexLookup, Intersect, Plan, plan_query
+from .point import PointTemplate, template_of
 from .cast import result_type
 from .resolve import declared, resolve_casts
 
@@ -133,7 +134,7 @@ class Shape:
     definitions are the ones it was made under."""
 
     __slots__ = ("select", "schema", "specs", "token", "types", "type_items", "known",
-                 "usable", "decoders", "hints")
+                 "usable", "decoders", "hints", "point", "point_tries")
 
     def __init__(self, select: Select, schema: Any, specs: list, ready: list, token: tuple,
                  indexer) -> None:
@@ -156,6 +157,8 @@ class Shape:
         self.usable = usable_specs(ready, select.casts, types)
         self.decoders: dict | None = None
         self.hints: dict = {}  # plan_query's: the index chosen per constraint signature
+        self.point: PointTemplate | None = None  # query/point.py: its plan with values left out
+        self.point_tries = 0  # runs planned in full that tried to make it
 
     def cell_decoders(self) -> dict:
         """{column: decode(cell bytes)} for the declared (or cast) columns, made once."""
@@ -165,8 +168,9 @@ class Shape:
         return self.decoders
 
 
-_SHAPES: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+_SHAPES: "weakref.WeakKeyDictionary[Any, tuple[dict, dict]]" = weakref.WeakKeyDictionary()
 _MAX_SHAPES = 1024
+_MAX_IDS = 256  # statement objects known by identity
 
 
 def shape_of(select: Select, store, indexer) -> Shape:
@@ -179,20 +183,29 @@ def shape_of(select: Select, store, indexer) -> Shape:
     ready = indexer.ready(select.table)  # refreshes a shared catalog, marks expiries
     specs = indexer.specs(select.table)
     token = (id(schema),) + tuple((id(s), s.state, s.expires) for s in specs)
-    key = (select, select.names, select.labels)
     try:
-        cache = _SHAPES[indexer]
+        cache, by_id = _SHAPES[indexer]
     except KeyError:
-        cache = _SHAPES[indexer] = {}
+        cache, by_id = _SHAPES[indexer] = ({}, {})
     except TypeError:  # pragma: no cover - an index manager that takes no weak reference
         return Shape(select, schema, specs, ready, token, indexer)
+    # the same statement object again (db.sql's statement cache hands it out): found by its
+    # identity, without hashing its tree; the entry holds it, so its id is not reused
+    seen = by_id.get(id(select))
+    if seen is not None and seen[0] is select:
+        shape = seen[1]
+        if shape.token == token and shape.schema is schema:
+            return shape
+    key = (select, select.names, select.labels)
     shape = cache.get(key)
-    if shape is not None and shape.token == token and shape.schema is schema:
-        return shape
-    shape = Shape(select, schema, specs, ready, token, indexer)
-    if len(cache) >= _MAX_SHAPES:
-        cache.clear()
-    cache[key] = shape
+    if shape is None or shape.token != token or shape.schema is not schema:
+        shape = Shape(select, schema, specs, ready, token, indexer)
+        if len(cache) >= _MAX_SHAPES:
+            cache.clear()
+        cache[key] = shape
+    if len(by_id) >= _MAX_IDS:  # statements made per call (Table.where's) churn only these
+        by_id.clear()
+    by_id[id(select)] = (select, shape)
     return shape
 
 
@@ -207,13 +220,26 @@ def prepare(select: Select, store, indexer, range_method: str = "auto",
     return plan, conjuncts
 
 
+_POINT_TRIES = 3  # full plans of a shape that may make its point template (query/point.py)
+
+
 def prepared(select: Select, store, indexer, range_method: str = "auto",
-             full_scan: bool = False, params: Any = None) -> tuple[Plan, Any, Shape]:
-    """prepare(), and the statement's Shape (its types, for reading the rows)."""
+             full_scan: bool = False, params: Any = None, template: bool = False
+             ) -> tuple[Plan, Any, Shape]:
+    """prepare(), and the statement's Shape (its types, for reading the rows). template=True
+    (for callers that read only the plan's steps, columns, table and limit, not its select's
+    WHERE): a lone point lookup is planned once per shape and its values put into the kept
+    plan (query/point.py)."""
     if range_method not in RANGE_METHODS:
         raise errors.InvalidArgument(f"range_method must be one of {RANGE_METHODS}")
     shape = shape_of(select, store, indexer)
-    select = bind(shape.select, params)
+    point = shape.point
+    if point is not None and template and not full_scan and range_method == "auto":
+        plan = point.plan(params)
+        if plan is not None:
+            return plan, [plan.steps[0].conjunct], shape
+    unbound = shape.select
+    select = bind(unbound, params)
     conjuncts = None
     where = None
     if select.where is not None:
@@ -227,6 +253,10 @@ def prepared(select: Select, store, indexer, range_method: str = "auto",
                       router=indexer.router, hints=shape.hints)
     if indexer.cache is not None and indexer.shared:
         plan.notes += cache_notes(plan, indexer)
+    if point is None and template and range_method == "auto" \
+            and shape.point_tries < _POINT_TRIES:
+        shape.point_tries += 1
+        shape.point = template_of(unbound, params, conjuncts, plan, shape.types)
     return plan, conjuncts, shape
 
 
