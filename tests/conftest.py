@@ -184,13 +184,29 @@ HBASE_MAX_EXAMPLES = int(os.environ.get("HIBASE_HBASE_EXAMPLES", "4"))
 @pytest.fixture(scope="session")
 def base_install(tmp_path_factory):
     """A fresh virtualenv (no system site-packages) holding `pip install .` of a clean copy of
-    the source and nothing else: what a newcomer gets. One per session (test_packaging and the
-    newcomer walkthrough share it; each install costs 15-30 s)."""
-    import shutil
+    the source and nothing else: what a newcomer gets. One per run (test_packaging and the
+    newcomer walkthrough share it; each install costs 15-60 s): under xdist the first worker
+    to need it makes it in the run's shared folder, the other waits for it and uses it."""
+    shared = os.environ.get(_SHARED_HBASE)
+    if shared is None:
+        return _make_base_install(tmp_path_factory.mktemp("base-install"))
+    base = pathlib.Path(shared, "base-install")
+    with open(pathlib.Path(shared, "base-install.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        made = base / "made"
+        if not made.exists():
+            shutil.rmtree(base, ignore_errors=True)  # a half-made one (its worker failed)
+            base.mkdir()
+            _make_base_install(base)
+            made.touch()
+    return base / "venv"
+
+
+def _make_base_install(base: pathlib.Path) -> pathlib.Path:
+    """`pip install .` of a copy of the source into base/venv; returns the venv."""
     import subprocess
     import sys
     root = pathlib.Path(__file__).resolve().parents[1]
-    base = tmp_path_factory.mktemp("base-install")
     src = base / "checkout"
     src.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE"):
