@@ -80,7 +80,10 @@ _LONG_FILES = {"test_happybase_api.py": 454, "test_local_index.py": 386, "test_r
                "test_cache_layer.py": 237, "test_cast.py": 235, "test_sql_statements.py": 231,
                "test_sql_undeclared_columns.py": 222, "test_coprocessor_visibility.py": 214,
                "test_sql_engine.py": 182, "test_query_output.py": 179,
-               "test_distributed_build.py": 165, "test_cache_coherence.py": 159}
+               "test_distributed_build.py": 165, "test_cache_coherence.py": 159,
+               # own_cluster (.ci/run's second step)
+               "test_torture_regionservers.py": 670, "test_torture.py": 250,
+               "test_cluster.py": 230}
 
 
 def pytest_collection_modifyitems(config, items):
