@@ -41,7 +41,7 @@ class _ReadyPrefixes:
     def _fill(self) -> None:
         while True:
             self.wanted.acquire()
-            prefix = _new_prefix()
+            prefix = new_prefix()
             try:
                 hibase.connect(cluster_url(self.cluster, prefix)).close()
             except Exception:  # the cluster stopping at the session's end, or busy: take()
@@ -53,13 +53,14 @@ class _ReadyPrefixes:
         try:  # one being made is ready sooner than one made now
             return self.ready.get(timeout=30)
         except queue.Empty:
-            return _new_prefix()
+            return new_prefix()
 
 
 _ready: dict[int, _ReadyPrefixes] = {}
 
 
-def _new_prefix() -> str:
+def new_prefix() -> str:
+    """A table prefix no test has used, with no catalog made ahead (hbase_prefix's have one)."""
     # a cluster kept across sessions (HIBASE_TEST_CLUSTER) holds earlier sessions' tables
     # ... and xdist's workers share one: the pid keeps their tables apart
     shared = os.environ.get("HIBASE_TEST_CLUSTER") or os.environ.get("PYTEST_XDIST_WORKER")

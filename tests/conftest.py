@@ -182,6 +182,11 @@ def hbase_cluster(tmp_path_factory):
 # Property tests run fewer examples on [hbase]: every example's tables are real HBase tables
 # (about half a second to create each), so the default counts would take most of an hour there.
 HBASE_MAX_EXAMPLES = int(os.environ.get("HIBASE_HBASE_EXAMPLES", "4"))
+# ... and a third of them on [thrift]: the gateway serves an embedded store, so the query and
+# index code under test is [embedded]'s, which runs every example; [thrift] adds the HBase
+# backend's wire and retries, which a third of the examples exercise as well (HIBASE_THRIFT_SHARE
+# sets the divisor; 1 runs them all).
+THRIFT_SHARE = int(os.environ.get("HIBASE_THRIFT_SHARE", "3"))
 
 
 @pytest.fixture(scope="session")
@@ -231,10 +236,18 @@ def _fewer_examples_on_hbase(request):
     callspec = getattr(request.node, "callspec", None)
     fn = request.node.obj
     current = getattr(fn, "_hypothesis_internal_use_settings", None)
+    kind = callspec.params.get("backend") if callspec is not None else None
+    if current is not None and kind == "thrift" and THRIFT_SHARE > 1:
+        fn._hypothesis_internal_use_settings = settings(
+            current, max_examples=max(1, current.max_examples // THRIFT_SHARE))
+        try:
+            yield
+        finally:
+            fn._hypothesis_internal_use_settings = current
+        return
     marker = request.node.get_closest_marker("hbase_examples")  # a test's own, smaller count
     wanted = marker.args[0] if marker else HBASE_MAX_EXAMPLES
-    if callspec is None or callspec.params.get("backend") != "hbase" or current is None \
-            or current.max_examples <= wanted:
+    if kind != "hbase" or current is None or current.max_examples <= wanted:
         yield
         return
     # Hypothesis reads the test function's settings when the test is called (after fixtures).

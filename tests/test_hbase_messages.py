@@ -15,15 +15,18 @@ from click.testing import CliRunner
 
 import hibase
 from hibase.cli import cli
-from servers import start_zookeeper
+from backends import new_prefix
+from servers import cluster_url, start_zookeeper
 
 
-def _raw_table(hb, name: str) -> None:
-    """An HBase table made by a plain client under the test's prefix (what other programs do)."""
+def _raw_table(hb, name: str, prefix: str | None = None) -> None:
+    """An HBase table made by a plain client under the test's prefix (or `prefix`), what other
+    programs do."""
     host, port = hb.address
     c = happybase.Connection(host, port, timeout=60_000)
     try:
-        c.create_table(f"{hb.prefix}_{name}" if hb.kind == "hbase" else name, {"f": {}})
+        c.create_table(f"{prefix or hb.prefix}_{name}" if hb.kind == "hbase" else name,
+                       {"f": {}})
     finally:
         c.close()
 
@@ -44,8 +47,9 @@ def test_a_thrift2_port_as_the_thrift1_one_says_so(hb):
 def test_hbase_tables_without_a_catalog_are_named_with_how_to_record_them(hb):
     if hb.kind != "hbase":
         pytest.skip("the gateway's store always has hibase's catalog")
-    _raw_table(hb, "raw")
-    res = CliRunner().invoke(cli, ["tables", hb.url])
+    prefix = new_prefix()  # the test's own prefix has a catalog, made ahead (tests/backends.py)
+    _raw_table(hb, "raw", prefix)
+    res = CliRunner().invoke(cli, ["tables", cluster_url(hb.cluster, prefix)])
     assert res.exit_code != 0
     assert "HBase holds 1 table(s) (raw)" in res.output, res.output
     assert "--existing" in res.output and "Traceback" not in res.output

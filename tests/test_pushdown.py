@@ -421,8 +421,8 @@ def test_bad_cells_are_told_alike_pushed_down_and_by_this_client(backend):
     client = hibase.connect(backend.url + "&scan_pushdown=0") if backend.kind == "hbase" \
         else db
     try:
-        told = "2 cells did not parse as their declared types (row r1, e:amount; row r4, " \
-               "e:amount): read as NULL"
+        told = "2 cells did not parse as their declared types (row r1, e.amount; row r4, " \
+               "e.amount): read as NULL"
         for sql, want, examples in [
             ("SELECT ROWKEY, e.amount FROM t WHERE e.cur <> 'GBP'", told, 2),
             ("SELECT ROWKEY, e.amount, e.day FROM t WHERE e.amount IS NULL", None, 3),
