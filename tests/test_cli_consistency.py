@@ -188,12 +188,11 @@ def test_ctrl_c_during_a_load_says_what_was_written(tmp_path):
                 break
             time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
-        # stdin stays open until the load has ended: communicate() would close it at once, and
-        # a load that read the end of its input before it saw the signal finished normally
-        # (rc 0, seen once on a loaded machine)
-        proc.wait(timeout=60)
-        err = proc.stderr.read()
-        proc.stdin.close()
+        # communicate() closes stdin at once: a load that reads that end of input before it
+        # acts on the signal finishes normally (rc 0, seen once at load 20); waiting with stdin
+        # open instead timed out once in a CI run (the signal not acted on while the load sat
+        # in its read): both are in the 2026-11-28 note, to be looked into
+        _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
