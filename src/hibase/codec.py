@@ -17,7 +17,7 @@ from .errors import InvalidArgument, SchemaError, ValueTypeError
 
 __all__ = [
     "TYPE_NAMES", "ColumnType", "parse_type", "type_from_name", "SQL_TYPE_ALIASES", "SQL_TYPE_NAMES",
-    "sql_literal", "sql_type_name",
+    "sql_literal", "sql_type_name", "column_text",
     "decode_cell", "cell_decoder", "encode_cell", "validate_cell",
     "encode_key", "decode_key", "encode_composite", "decode_composite",
     "escape_bytes", "escape_prefix", "unescape_bytes", "prefix_successor",
@@ -1110,8 +1110,7 @@ class BadCells:
     def message(self, shown: int = 3) -> str:
         """'1 cell did not parse as its declared type (row r1, e.amount)', for the user."""
         show = lambda b: b.decode("utf-8", "backslashreplace")  # noqa: E731
-        where = "; ".join(f"row {show(r)}, {show(c).replace(':', '.', 1)}"
-                          for r, c in self.examples[:shown])
+        where = "; ".join(f"row {show(r)}, {column_text(c)}" for r, c in self.examples[:shown])
         if self.count > shown:
             where += "; ..."
         if self.count == 1:
@@ -1123,6 +1122,11 @@ class BadCells:
         """{"count": n, "examples": [{"row": bytes, "column": bytes}, ...]}."""
         return {"count": self.count,
                 "examples": [{"row": r, "column": c} for r, c in self.examples]}
+
+
+def column_text(col: bytes) -> str:
+    """A column's HBase name b"family:qualifier" as messages spell it: family.qualifier."""
+    return col.decode("utf-8", "backslashreplace").replace(":", ".", 1)
 
 
 def cell_key(t: ColumnType, raw: bytes) -> bytes | None:

@@ -264,7 +264,7 @@ class Connection:
                                      "newer ones brings back)") if i else ""
                             article = "an" if ctype.name[0] in "aeiou" else "a"
                             raise errors.ValueTypeError(
-                                f"row {_shown(row)}: {col.decode().replace(':', '.', 1)} = {_shown(raw)}{older} is "
+                                f"row {_shown(row)}: {codec.column_text(col)} = {_shown(raw)}{older} is "
                                 f"not {article} {ctype}; nothing declared") from None
             self.store.save_schema(TableSchema(schema.name, schema.families,
                                                {**schema.columns, **changes},

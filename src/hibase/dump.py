@@ -33,7 +33,8 @@ from typing import IO, Any, Callable, Iterable, Iterator
 
 from . import errors
 
-__all__ = ["dump", "restore", "show_bytes", "parse_bytes", "show_column", "parse_column", "FORMAT_VERSION"]
+__all__ = ["dump", "restore", "show_bytes", "parse_bytes", "show_column", "parse_column",
+           "FORMAT_VERSION"]
 
 FORMAT_VERSION = 1
 

@@ -760,7 +760,7 @@ def load_file(table: Any, path: str, format: str | None = None, rowkey: str | No
                                 data[col] = text_to_cell(types.get(col), raw)
                             except errors.ValueTypeError as exc:
                                 raise errors.ValueTypeError(
-                                    f"column {col.decode().replace(':', '.', 1)!r}: {exc}") from None
+                                    f"column {codec.column_text(col)!r}: {exc}") from None
                     except (_Reject, errors.InvalidArgument) as exc:
                         pending.append((line, None, str(exc)))
                         if strict:

@@ -699,8 +699,7 @@ def describe_rows(schema: Any) -> list[tuple[str, str, str]]:
         rows.append((schema.rowkey or "ROWKEY", "VARCHAR" if schema.rowkey_type and
                      schema.rowkey_type.name == "string" else "VARBINARY", "rowkey"))
     for col, t in schema.columns.items():
-        rows.append((col.decode("utf-8", "backslashreplace").replace(":", ".", 1),
-                     codec.sql_type_name(t), ""))
+        rows.append((codec.column_text(col), codec.sql_type_name(t), ""))
     for fam in schema.families:
         if not any(c.startswith(fam + b":") for c in schema.columns):
             rows.append((fam.decode("utf-8", "backslashreplace") + ".*", "VARBINARY",

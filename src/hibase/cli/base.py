@@ -47,7 +47,8 @@ from ..sql import Result, label
 __all__ = ["cli", "main", "HibaseGroup", "store_argument", "table_argument", "output_options",
            "columns_option", "open_store", "check_store_folder", "emit", "note", "cell_text",
            "cell_json", "value_json", "value_text", "show_bytes",
-           "parse_bytes", "parse_column", "show_column", "json_safe", "column_label", "rowkey_label", "run_sql", "print_rows",
+           "parse_bytes", "parse_column", "show_column", "json_safe", "column_label",
+           "rowkey_label", "run_sql", "print_rows",
            "print_result"]
 
 BYTES_HELP = """Rowkeys, column names and values are bytes. They print as UTF-8 text, except that a

@@ -258,4 +258,4 @@ class TableSchema:
                     codec.validate_cell(self.columns[col], data[col])
                 except errors.ValueTypeError as exc:
                     raise errors.ValueTypeError(
-                        f"column {col.decode().replace(':', '.', 1)!r}: {exc}") from None
+                        f"column {codec.column_text(col)!r}: {exc}") from None
