@@ -15,6 +15,7 @@ Nothing here is used by hibase's store, index or cache code at run time.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -64,9 +65,68 @@ def port_taken(port: int) -> bool:
     return False
 
 
+# Ports are picked below the kernel's ephemeral range: a port the OS hands out for bind(0) or
+# for an outgoing connection (ZooKeeper clients, Thrift calls of another cluster starting at the
+# same time) could be taken between the pick and the server's bind ("Address already in use").
+_RESERVED_FOR = 600.0  # seconds a picked port stays reserved for the server meant to bind it
+_picked: set[int] = set()
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as fh:
+            return int(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _prune(folder: str) -> None:
+    now = time.time()
+    try:
+        with os.scandir(folder) as entries:
+            for e in entries:
+                try:
+                    if now - e.stat().st_mtime > _RESERVED_FOR:
+                        os.unlink(e.path)
+                except OSError:
+                    pass
+    except OSError:
+        pass
+
+
+def _reserve(port: int) -> bool:
+    """Claim `port` for this process across processes (a file per port, stale after
+    _RESERVED_FOR seconds), so two clusters starting at once never pick the same one."""
+    folder = os.path.join(tempfile.gettempdir(), f"hibase-ports-{os.getuid()}")
+    if not _picked:  # this process's first pick: clear the stale claims of earlier ones
+        _prune(folder)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, str(port))
+    try:
+        if time.time() - os.path.getmtime(path) > _RESERVED_FOR:
+            os.unlink(path)
+    except OSError:
+        pass
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    return True
+
+
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    """A TCP port free on 127.0.0.1 right now, below the ephemeral range and reserved for a
+    while across processes (see _reserve), so no other pick or outgoing connection takes it."""
+    high = min(_ephemeral_low(), 65536)
+    low = max(1024, high - 12000) if high > 13024 else 1024
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randrange(low, high)
+        if port in _picked or port_taken(port) or not _reserve(port):
+            continue
+        _picked.add(port)
+        return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # a crowded range: the OS's
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
