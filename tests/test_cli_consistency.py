@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from click.testing import CliRunner
@@ -174,6 +175,11 @@ def test_ctrl_c_during_a_load_says_what_was_written(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "hibase", "load", store, "t", "-",
                              "--rowkey-column", "id", "-f", "c", "--batch-size", "100"],
                             stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # stderr read all along: a full pipe would block the load's progress bar, and the load
+    chunks: list[str] = []
+    reader = threading.Thread(target=lambda: chunks.extend(iter(proc.stderr.readline, "")),
+                              daemon=True)
+    reader.start()
     try:
         proc.stdin.write("id,name\n" + "".join(f"{i},n{i}\n" for i in range(5000)))
         proc.stdin.flush()  # the pipe stays open: the load waits for more
@@ -188,11 +194,19 @@ def test_ctrl_c_during_a_load_says_what_was_written(tmp_path):
                 break
             time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
-        # communicate() closes stdin at once: a load that reads that end of input before it
-        # acts on the signal finishes normally (rc 0, seen once at load 20); waiting with stdin
-        # open instead timed out once in a CI run (the signal not acted on while the load sat
-        # in its read): both are in the 2026-11-28 note, to be looked into
-        _, err = proc.communicate(timeout=60)
+        # stdin stays open (a user's Ctrl-C with input still to come: closing it could let the
+        # load read to the end first and finish normally); a load that does not stop prints
+        # every thread's stack (SIGUSR1, hibase's faulthandler) into the failure
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(2)
+            proc.kill()
+        proc.stdin.close()
+        proc.wait()
+        reader.join(10)
+        err = "".join(chunks)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -206,3 +220,35 @@ def test_ctrl_c_during_a_load_says_what_was_written(tmp_path):
         assert sum(1 for _ in db.table("t").scan()) == 5000
     finally:
         db.close()
+
+
+def test_sigusr1_prints_every_threads_stack_of_a_command_that_seems_stuck(tmp_path):
+    store = str(tmp_path / "s")
+    run("create-table", store, "t", "-f", "c")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "hibase", "load", store, "t", "-",
+                             "--rowkey-column", "id", "-f", "c", "--no-progress",
+                             "--batch-size", "1"],
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        proc.stdin.write("id,name\n1,a\n2,b\n")
+        proc.stdin.flush()
+        end = time.monotonic() + 60
+        while time.monotonic() < end:  # a row is written: the load runs, waiting for more
+            db = hibase.connect(store, read_only=True, cache=None)
+            try:
+                if db.table("t").row(b"1"):
+                    break
+            finally:
+                db.close()
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(1)
+        assert proc.poll() is None  # the dump does not end the command
+        _, err = proc.communicate(timeout=60)  # closes stdin: the load finishes
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert "most recent call first" in err and "load.py" in err, err

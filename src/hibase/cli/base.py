@@ -27,10 +27,12 @@ code 1 (HibaseGroup.invoke on the root group), never a traceback.
 from __future__ import annotations
 
 import csv
+import faulthandler
 import io
 import json
 import math
 import os
+import signal
 import sys
 import warnings
 from typing import Any, Callable, Iterable, Sequence
@@ -119,6 +121,8 @@ def cli() -> None:
 
 def main(argv: Sequence[str] | None = None) -> Any:
     """The console script: `hibase ...` and `python -m hibase ...`."""
+    if hasattr(signal, "SIGUSR1"):  # `kill -USR1 PID`: every thread's stack on stderr, for a
+        faulthandler.register(signal.SIGUSR1, all_threads=True)  # command that seems stuck
     try:
         return cli.main(args=argv, prog_name="hibase")
     except BrokenPipeError:  # `hibase scan ... | head`: the reader has what it wanted
