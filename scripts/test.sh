@@ -33,7 +33,8 @@ fi
 .venv/bin/python -c "from hibase.cluster.mapreduce import job_classpath; job_classpath(True)"
 # With no arguments: the default run (under 20 minutes on CI's 2 cores), everything but the
 # tests that start HBase clusters of their own (marker own_cluster: a killed HBase, three region
-# servers, `hibase cluster`), which .ci/run runs as its second step: scripts/test.sh -m own_cluster.
+# servers, `hibase cluster`), which .ci/run runs as its second step:
+# scripts/test.sh -m own_cluster -n 2 --dist loadfile.
 # It runs in two pytest-xdist workers (a test file stays on one worker: its module fixtures and
 # tables are its own) sharing the session's one HBase (tests/conftest.py); much of a test's time
 # is spent waiting on HBase, so two workers overlap the waits.
