@@ -1,7 +1,7 @@
-"""hibase's region-server coprocessor (cluster/coprocessor.py, io.hibase.IndexObserver):
+"""hibase's region-server coprocessor (hibase.coprocessor, io.hibase.IndexObserver):
 
 - the Java codec gives Python's bytes for every type (tests/golden/codec_vectors.txt, written by
-  tests/codec_vectors.py, checked by HibaseCodec.main);
+  tests/codec_vectors.py, checked by CodecVectors.main);
 - on real HBase, rows written by any client (happybase, HBase's Java client) get the same index
   rows, value counts and query answers as rows written through hibase's client-side upkeep;
 - a put of one row is one Thrift call; a region server killed during a write stream loses no
@@ -38,7 +38,7 @@ def test_vector_file_is_what_python_writes():
 
 
 def test_java_codec_gives_pythons_bytes():
-    from hibase.cluster.coprocessor import check_codec_vectors
+    from hibase.coprocessor import check_codec_vectors
     with required():  # java, javac, mvn
         got = check_codec_vectors(GOLDEN)
     assert got.returncode == 0, got.stdout[-3000:] + got.stderr[-2000:]

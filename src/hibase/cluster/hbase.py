@@ -394,8 +394,8 @@ class HBaseCluster:
         if self.phoenix:  # Phoenix's mutable global indexes replay their WAL edits with it
             props["hbase.regionserver.wal.codec"] = \
                 "org.apache.hadoop.hbase.regionserver.wal.IndexedWALEditCodec"
-        if self.coprocessor:  # hibase's index upkeep on every region (coprocessor.py)
-            from .coprocessor import OBSERVER, SCAN_OBSERVER
+        if self.coprocessor:  # hibase's index upkeep on every region (hibase.coprocessor)
+            from ..coprocessor import OBSERVER, SCAN_OBSERVER
             props["hbase.coprocessor.region.classes"] = f"{OBSERVER},{SCAN_OBSERVER}"
         props.update(self.site)
         with open(self._path("conf", "hbase-site.xml"), "w") as fh:
@@ -516,7 +516,7 @@ class HBaseCluster:
     def _server_jars(self, progress: bool = False) -> list[str]:
         jars = phoenix_classpath(progress) if self.phoenix else classpath(progress)
         if self.coprocessor:
-            from .coprocessor import coprocessor_jar
+            from ..coprocessor import coprocessor_jar
             jars = [coprocessor_jar(progress), *jars]
         return jars
 
