@@ -30,3 +30,18 @@ def test_no_java_file_over_500_lines():
              for p in root.rglob("*.java")}
     assert len(sizes) >= 15
     assert {p: n for p, n in sizes.items() if n > 500} == {}
+
+
+def test_the_wheel_ships_the_maven_project():
+    """pyproject's package-data names every non-Python file of hibase.coprocessor (pom, Java
+    sources, JUnit tests), so `pip install .` users can build the jar."""
+    import fnmatch
+    import tomllib
+
+    root = pathlib.Path(coprocessor.__file__).parent
+    conf = tomllib.loads((root.parents[2] / "pyproject.toml").read_text())
+    globs = conf["tool"]["setuptools"]["package-data"]["hibase"]
+    files = [f"coprocessor/{p.relative_to(root)}" for p in root.rglob("*")
+             if p.is_file() and p.suffix not in (".py", ".pyc")]
+    assert "coprocessor/pom.xml" in files
+    assert [f for f in files if not any(fnmatch.fnmatch(f, g) for g in globs)] == []

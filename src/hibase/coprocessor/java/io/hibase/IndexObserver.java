@@ -9,6 +9,11 @@
 // io.hibase.IndexObserver, its jar on the region servers' classpath) or per table (table
 // descriptor attribute). Regions of tables that are not hibase tables cost one lookup at their
 // first write and nothing after.
+//
+// This class holds the hooks only; each role is a class of its own that it extends (one
+// file each): ObserverCore (region state, catalog cache, reads, locks, index writes) <-
+// CountCells <- BatchUpkeep <- Rebuild <- Recovery <- IndexObserver; pure code needing no
+// region is static in Specs (definitions parsed) and RowState (row-state math).
 package io.hibase;
 
 import static io.hibase.RowState.*;
