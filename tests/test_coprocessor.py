@@ -67,6 +67,31 @@ def test_cli_builds_the_jar_and_says_how_to_load_it():
     assert "io/hibase/IndexObserver.class" in names and "io/hibase/HibaseCodec.class" in names
 
 
+def test_jar_out_writes_the_deployable_jar_and_what_to_do_with_it(tmp_path):
+    """--jar-out DIR: DIR/hibase-coprocessor.jar (the classes of the jar the cache holds), and
+    a help and output that name real commands and no path of this machine's cache."""
+    from click.testing import CliRunner
+
+    from hibase.cli import cli
+    from hibase.cluster.jars import classpath
+    with required():
+        classpath(progress=False)
+    got = CliRunner().invoke(cli, ["cluster", "coprocessor", "--jar-out", str(tmp_path / "d")])
+    assert got.exit_code == 0, got.output
+    jar = tmp_path / "d" / "hibase-coprocessor.jar"
+    names = subprocess.run(["jar", "tf", str(jar)], capture_output=True, text=True).stdout
+    assert "io/hibase/IndexObserver.class" in names and "io/hibase/Recovery.class" in names
+    lines = dict(ln.split("\t", 1) for ln in got.output.splitlines() if "\t" in ln)
+    assert lines["jar"] == str(jar) and lines["hbase"] == "2.6"
+    assert "|io.hibase.IndexObserver|1073741823|" in lines["table"]
+    assert "hibase index create" in lines["then"]
+    assert "file://" not in got.output
+    text = CliRunner().invoke(cli, ["cluster", "coprocessor", "--help"]).output
+    assert "create-index" not in text and "hibase index create" in text
+    for topic in ("2.6", "abortonerror", "table_att_unset", "Upgrade", "drop and create"):
+        assert topic in text, topic
+
+
 # -- real HBase ----------------------------------------------------------------------------------
 
 COLUMNS = {"f:i": "long", "f:s": "string", "f:d": "double binary", "f:c": "char",
