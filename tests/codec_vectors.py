@@ -1,7 +1,7 @@
-"""Test vectors shared by codec.py and its Java port (cluster/java/io/hibase/HibaseCodec.java):
+"""Test vectors shared by codec.py and its Java port (coprocessor/java/io/hibase/HibaseCodec.java):
 `python tests/codec_vectors.py > tests/golden/codec_vectors.txt` writes them from Python;
 tests/test_coprocessor.py checks the file is what Python writes now and runs the Java check
-(HibaseCodec.main) over it. Line format: HibaseCodec.main's comment."""
+(CodecVectors.main) over it. Line format: CodecVectors.main's comment."""
 
 from __future__ import annotations
 
@@ -290,7 +290,7 @@ def pack_lines() -> list[str]:
 
 
 def vectors() -> str:
-    return "\n".join(["# written by tests/codec_vectors.py; checked by HibaseCodec.main",
+    return "\n".join(["# written by tests/codec_vectors.py; checked by CodecVectors.main",
                       *cell_lines(), *type_lines(), *key_lines(), *pack_lines()]) + "\n"
 
 

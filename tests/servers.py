@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator, NoReturn
 import pytest
 
 from hibase.cluster.local import RedisProcess, ServerMissing, ZooKeeperProcess
+from hibase.coprocessor import ToolMissing
 
 __all__ = ["start_redis", "start_zookeeper", "in_ci", "wait_until", "missing", "required",
            "coprocessor_cluster", "cluster_url", "HBASE_TIMEOUT_MS"]
@@ -39,7 +40,7 @@ def required() -> Iterator[None]:
     """Around starting a server or resolving its tools: ServerMissing is `missing`."""
     try:
         yield
-    except ServerMissing as exc:
+    except (ServerMissing, ToolMissing) as exc:
         missing(exc)
 
 

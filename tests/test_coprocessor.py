@@ -1,7 +1,7 @@
-"""hibase's region-server coprocessor (cluster/coprocessor.py, io.hibase.IndexObserver):
+"""hibase's region-server coprocessor (hibase.coprocessor, io.hibase.IndexObserver):
 
 - the Java codec gives Python's bytes for every type (tests/golden/codec_vectors.txt, written by
-  tests/codec_vectors.py, checked by HibaseCodec.main);
+  tests/codec_vectors.py, checked by CodecVectors.main);
 - on real HBase, rows written by any client (happybase, HBase's Java client) get the same index
   rows, value counts and query answers as rows written through hibase's client-side upkeep;
 - a put of one row is one Thrift call; a region server killed during a write stream loses no
@@ -38,7 +38,7 @@ def test_vector_file_is_what_python_writes():
 
 
 def test_java_codec_gives_pythons_bytes():
-    from hibase.cluster.coprocessor import check_codec_vectors
+    from hibase.coprocessor import check_codec_vectors
     with required():  # java, javac, mvn
         got = check_codec_vectors(GOLDEN)
     assert got.returncode == 0, got.stdout[-3000:] + got.stderr[-2000:]
@@ -65,6 +65,31 @@ def test_cli_builds_the_jar_and_says_how_to_load_it():
                                      "io.hibase.ScanObserver")
     names = subprocess.run(["jar", "tf", info["jar"]], capture_output=True, text=True).stdout
     assert "io/hibase/IndexObserver.class" in names and "io/hibase/HibaseCodec.class" in names
+
+
+def test_jar_out_writes_the_deployable_jar_and_what_to_do_with_it(tmp_path):
+    """--jar-out DIR: DIR/hibase-coprocessor.jar (the classes of the jar the cache holds), and
+    a help and output that name real commands and no path of this machine's cache."""
+    from click.testing import CliRunner
+
+    from hibase.cli import cli
+    from hibase.cluster.jars import classpath
+    with required():
+        classpath(progress=False)
+    got = CliRunner().invoke(cli, ["cluster", "coprocessor", "--jar-out", str(tmp_path / "d")])
+    assert got.exit_code == 0, got.output
+    jar = tmp_path / "d" / "hibase-coprocessor.jar"
+    names = subprocess.run(["jar", "tf", str(jar)], capture_output=True, text=True).stdout
+    assert "io/hibase/IndexObserver.class" in names and "io/hibase/Recovery.class" in names
+    lines = dict(ln.split("\t", 1) for ln in got.output.splitlines() if "\t" in ln)
+    assert lines["jar"] == str(jar) and lines["hbase"] == "2.6"
+    assert "|io.hibase.IndexObserver|1073741823|" in lines["table"]
+    assert "hibase index create" in lines["then"]
+    assert "file://" not in got.output
+    text = CliRunner().invoke(cli, ["cluster", "coprocessor", "--help"]).output
+    assert "create-index" not in text and "hibase index create" in text
+    for topic in ("2.6", "abortonerror", "table_att_unset", "Upgrade", "drop and create"):
+        assert topic in text, topic
 
 
 # -- real HBase ----------------------------------------------------------------------------------

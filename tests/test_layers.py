@@ -21,6 +21,7 @@ LAYERS = {
     "hibase": 6,  # the package itself re-exports connect, Connection, Table, Batch
     "dbapi": 6.5, "sqlalchemy": 6.6,  # PEP 249 over Connection; the SQLAlchemy dialect over it
     "samples": 1,  # generated sample data (the demo's and the benchmarks' telecom records)
+    "coprocessor": 6.9,  # the region-server Java (sources, pom) and its Maven build; no imports
     "server": 7, "cluster": 7, "dump": 7.5, "load": 8, "check": 8, "demo": 9, "cli": 10,
     "hibase_bench": 8,  # the sibling package of benchmarks (src/hibase_bench), above the library
     "__main__": 11,

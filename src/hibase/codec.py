@@ -916,7 +916,7 @@ MAX_PRECISION = 38
 _DEC_TEXT = re.compile(rb"[+-]?(\d+(\.\d*)?|\.\d+)([eE]([+-]?\d+))?\Z")
 # Keys and binary cells are computed in this context: past its exponents a value is out of
 # range (Overflow; Underflow: a value so small it would be rounded is refused, not keyed
-# as a neighbour). The coprocessor (cluster/java/io/hibase/DecimalCodec.java) does the same.
+# as a neighbour). The coprocessor (coprocessor/java/io/hibase/DecimalCodec.java) does the same.
 _DEC_CTX = _decimal.Context(prec=MAX_PRECISION * 2, Emin=-999999, Emax=999999,
                             traps=[_decimal.InvalidOperation, _decimal.DivisionByZero,
                                    _decimal.Overflow, _decimal.Underflow])

@@ -157,52 +157,83 @@ def status(dir: str, as_json: bool) -> None:
 
 
 @cluster.command("coprocessor")
+@click.option("--jar-out", type=click.Path(file_okay=False), default=None,
+              help="Write the jar (built by Maven) into this folder as hibase-coprocessor.jar, "
+                   "ready to copy to HDFS or the region servers.")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print {jar, class, site_property, table_attribute} as one JSON object.")
-def coprocessor(as_json: bool) -> None:
-    """Build hibase's index coprocessor (once; javac against HBase 2.6's jars from Maven) and
-    print its jar's path and how to load it into an HBase of your own.
+              help="Print {jar, class, scan_class, hbase, site_property, table_attribute} as one "
+                   "JSON object.")
+def coprocessor(jar_out: str | None, as_json: bool) -> None:
+    """Build hibase's region-server coprocessor (once; `mvn package` against HBase 2.6.1)
+    and print how to load it into an HBase of your own (docs/production.md says more).
 
-    The coprocessor (io.hibase.IndexObserver, a RegionObserver) keeps every hibase index made
-    while it runs on the table exact on each put, delete, increment and append from any
-    client (hibase, the HBase shell, happybase, Java or Spark), so a hibase write is one
-    Thrift call. `hibase cluster start` loads it by default.
+    The coprocessor (io.hibase.IndexObserver, a RegionObserver; io.hibase.ScanObserver runs
+    pushed scan work) keeps every hibase index made while it runs on the table exact on each
+    put, delete, increment and append from any client (hibase, the HBase shell, happybase,
+    Java or Spark). `hibase cluster start` loads it by default. HBase versions: 2.6 (built and
+    tested against 2.6.1); other versions are untested.
 
-    On your HBase 2.6: copy the jar into every region server's lib/ folder, then either load
-    it on every region, in hbase-site.xml of each region server (restart them):
-
-    \b
-        <property><name>hbase.coprocessor.region.classes</name>
-                  <value>io.hibase.IndexObserver</value></property>
-
-    or on one table from the HBase shell (the jar on HDFS or a path every region server
-    reads):
+    With --jar-out DIR the jar is copied to DIR/hibase-coprocessor.jar. Put it where every
+    region server reads it (HDFS, say hdfs:///hbase/lib/), then load it on one table from the
+    HBase shell:
 
     \b
         alter 't', METHOD => 'table_att', 'coprocessor' =>
               'hdfs:///hbase/lib/hibase-coprocessor.jar|io.hibase.IndexObserver|1073741823|'
 
-    Then create the indexes (hibase create-index, or db.create_index): each index made while
-    the coprocessor answers on the table is kept by it (`upkeep: server` in its definition);
-    indexes made before stay kept by the clients. hbase.index.catalog.lease.ms (region
-    server configuration, default 0) is how long a region trusts the index definitions it
-    read (0: one local get of the catalog's generation per write batch).
+    or on every region (the jar in each region server's lib/, hbase-site.xml, restart them):
+
+    \b
+        <property><name>hbase.coprocessor.region.classes</name>
+                  <value>io.hibase.IndexObserver,io.hibase.ScanObserver</value></property>
+
+    Then create the indexes (`hibase index create`, or db.create_index): each index made while
+    the coprocessor runs on the table is kept by it (`upkeep: server` in `hibase index list
+    --json`). Indexes made before stay kept by hibase's clients only: drop and create them
+    again to move them to the server (`hibase index drop`, `hibase index create`).
+
+    hbase.coprocessor.abortonerror (HBase's setting, default true) aborts a region server
+    whose coprocessor throws anything but an IOException; IndexObserver turns its own
+    failures into a failed write batch (the client gets the error, the server stays up).
+    hbase.index.catalog.lease.ms (region server configuration, default 0) is how long a
+    region trusts the index definitions it read (0: one local get per write batch).
+
+    Upgrade: write the new jar under a new name and `alter` the attribute to it (the regions
+    reopen with it). Removal: drop the table's hibase indexes first (nothing keeps them once
+    the coprocessor is gone), then `alter 't', METHOD => 'table_att_unset', NAME =>
+    'coprocessor$1'`.
 
     Example:
 
     \b
-        hibase cluster coprocessor
+        hibase cluster coprocessor --jar-out dist/
     """
-    from ..cluster.coprocessor import OBSERVER, SCAN_OBSERVER, coprocessor_jar
+    import os
+    import shutil
 
-    jar = coprocessor_jar(progress=True)
+    from ..coprocessor import HBASE_VERSIONS, OBSERVER, PRIORITY, SCAN_OBSERVER, coprocessor_jar
+
+    jar = coprocessor_jar(progress=not as_json)
+    if jar_out is not None:
+        os.makedirs(jar_out, exist_ok=True)
+        dest = os.path.join(os.path.abspath(jar_out), "hibase-coprocessor.jar")
+        shutil.copyfile(jar, dest + ".tmp")
+        os.replace(dest + ".tmp", dest)
+        jar, where = dest, "hdfs:///hbase/lib/hibase-coprocessor.jar"
+    else:
+        where = "hdfs:///PATH/hibase-coprocessor.jar"  # the cache's file is this machine's only
     site = f"hbase.coprocessor.region.classes={OBSERVER},{SCAN_OBSERVER}"
-    attr = f"'coprocessor' => 'file://{jar}|{OBSERVER}|1073741823|'"
+    attr = f"'coprocessor' => '{where}|{OBSERVER}|{PRIORITY}|'"
     if as_json:
-        click.echo(json.dumps({"jar": jar, "class": OBSERVER, "site_property": site,
+        click.echo(json.dumps({"jar": jar, "class": OBSERVER, "scan_class": SCAN_OBSERVER,
+                               "hbase": HBASE_VERSIONS, "site_property": site,
                                "table_attribute": attr}))
         return
     click.echo(f"jar\t{jar}")
     click.echo(f"class\t{OBSERVER}")
-    click.echo(f"hbase-site.xml\t{site}")
+    click.echo(f"hbase\t{HBASE_VERSIONS}")
+    click.echo(f"copy\thdfs dfs -put {jar} {where}")
     click.echo(f"table\talter 'TABLE', METHOD => 'table_att', {attr}")
+    click.echo(f"hbase-site.xml\t{site}")
+    click.echo("then\thibase index create ... (indexes made before: drop and create again); "
+               "see docs/production.md")

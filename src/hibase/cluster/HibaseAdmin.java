@@ -8,6 +8,9 @@
 //   spread <table>                   -> ok <moved>  (regions moved round-robin over the live
 //                                       servers by port, then waits until all are online)
 //   shutdown                         -> ok true  (the master stops the whole cluster)
+//   coprocessor <table> <spec>       -> ok true  (the HBase shell's `alter 't', METHOD =>
+//                                       'table_att', 'coprocessor' => SPEC`: the table
+//                                       descriptor gets the coprocessor PATH|CLASS|PRIORITY|)
 // Compiled by hibase (javac) against the cluster's classpath; hbase-site.xml on the classpath
 // says where ZooKeeper is.
 import java.io.BufferedReader;
@@ -25,8 +28,10 @@ import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Admin;
 import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
+import org.apache.hadoop.hbase.client.CoprocessorDescriptorBuilder;
 import org.apache.hadoop.hbase.client.RegionInfo;
 import org.apache.hadoop.hbase.client.RegionLocator;
+import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
 
 public class HibaseAdmin {
   public static void main(String[] args) throws Exception {
@@ -68,6 +73,14 @@ public class HibaseAdmin {
             answer = "ok " + sb;
           } else if (a[0].equals("spread")) {
             answer = "ok " + spread(conn, admin, TableName.valueOf(a[1]));
+          } else if (a[0].equals("coprocessor")) {
+            TableName t = TableName.valueOf(a[1]);
+            String[] spec = a[2].split("\\|", -1);  // PATH|CLASS|PRIORITY|ARGS
+            admin.modifyTable(TableDescriptorBuilder.newBuilder(admin.getDescriptor(t))
+                .setCoprocessor(CoprocessorDescriptorBuilder.newBuilder(spec[1])
+                    .setJarPath(spec[0]).setPriority(Integer.parseInt(spec[2])).build())
+                .build());
+            answer = "ok true";
           } else if (a[0].equals("shutdown")) {
             admin.shutdown();
             answer = "ok true";

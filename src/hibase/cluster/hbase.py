@@ -181,7 +181,7 @@ class HBaseCluster:
         self.redis_ports: list[int] = list(state.get("redis_ports", []))
         # Apache Phoenix's server jars and WAL codec in HBase (None: as recorded, else on)
         self.phoenix = bool(state.get("phoenix", True)) if phoenix is None else phoenix
-        # hibase's index upkeep in the region server (cluster/coprocessor.py), loaded on
+        # hibase's index upkeep in the region server (hibase.coprocessor), loaded on
         # every region (None: as recorded, else on)
         self.coprocessor = bool(state.get("coprocessor", True)) if coprocessor is None \
             else coprocessor
@@ -394,8 +394,8 @@ class HBaseCluster:
         if self.phoenix:  # Phoenix's mutable global indexes replay their WAL edits with it
             props["hbase.regionserver.wal.codec"] = \
                 "org.apache.hadoop.hbase.regionserver.wal.IndexedWALEditCodec"
-        if self.coprocessor:  # hibase's index upkeep on every region (coprocessor.py)
-            from .coprocessor import OBSERVER, SCAN_OBSERVER
+        if self.coprocessor:  # hibase's index upkeep on every region (hibase.coprocessor)
+            from ..coprocessor import OBSERVER, SCAN_OBSERVER
             props["hbase.coprocessor.region.classes"] = f"{OBSERVER},{SCAN_OBSERVER}"
         props.update(self.site)
         with open(self._path("conf", "hbase-site.xml"), "w") as fh:
@@ -516,7 +516,7 @@ class HBaseCluster:
     def _server_jars(self, progress: bool = False) -> list[str]:
         jars = phoenix_classpath(progress) if self.phoenix else classpath(progress)
         if self.coprocessor:
-            from .coprocessor import coprocessor_jar
+            from ..coprocessor import coprocessor_jar
             jars = [coprocessor_jar(progress), *jars]
         return jars
 
@@ -805,6 +805,12 @@ class HBaseCluster:
         """Move HBase table `table`'s regions round-robin over the live region servers (by
         port) and wait until all are online again; returns how many moved."""
         return int(self._admin_call(f"spread {table}"))
+
+    def load_coprocessor(self, table: str, spec: str) -> None:
+        """Load a coprocessor on HBase table `table` as the HBase shell's `alter 't', METHOD =>
+        'table_att', 'coprocessor' => spec` does (spec: 'PATH|CLASS|PRIORITY|', no spaces);
+        returns once HBase has applied the new descriptor (the regions reopened)."""
+        self._admin_call(f"coprocessor {table} {spec}")
 
     def close_admin(self) -> None:
         with self._admin_lock:

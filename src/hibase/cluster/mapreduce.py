@@ -1,7 +1,7 @@
-"""hibase's index build as a MapReduce job (java/io/hibase/IndexBuildJob.java): the jar, built at
-first use like the coprocessor's (javac against HBase's jars and those of mapreduce-pom.xml,
-resolved by Maven, cached under ~/.cache/hibase keyed by the sources' hash), and one run of the
-job as a child JVM whose output goes to a log file.
+"""hibase's index build as a MapReduce job (IndexBuildJob.java, in hibase.coprocessor's
+mapreduce/ folder): the jar, built at first use (javac against HBase's jars and those of
+mapreduce-pom.xml, resolved by Maven, cached under ~/.cache/hibase keyed by the sources' hash),
+and one run of the job as a child JVM whose output goes to a log file.
 
 Where the job runs is Hadoop's configuration's business: with none (the default here)
 `mapreduce.framework.name` is `local` and the LocalJobRunner runs the map tasks in the child JVM,
@@ -21,7 +21,8 @@ import time
 from importlib import resources
 from typing import Any
 
-from .coprocessor import SOURCES as COPRO_SOURCES
+from ..coprocessor import SOURCES as COPRO_SOURCES
+from ..coprocessor import sources as copro_sources
 from .jars import _tool, cache_dir, classpath, compiled_jar, resolve
 from .local import ClusterError
 
@@ -29,7 +30,7 @@ __all__ = ["JOB", "SOURCES", "job_jar", "job_classpath", "run_build_job", "hbase
            "JobFailed", "MapReduceJob"]
 
 JOB = "io.hibase.IndexBuildJob"
-SOURCES = (*COPRO_SOURCES, "java/io/hibase/IndexBuildJob.java")
+SOURCES = (*COPRO_SOURCES, "mapreduce/io/hibase/IndexBuildJob.java")  # in hibase.coprocessor
 
 
 class JobFailed(ClusterError):
@@ -52,8 +53,8 @@ def job_classpath(progress: bool = False) -> list[str]:
 def job_jar(progress: bool = False) -> str:
     """The path of the build job's jar (codec, observer and job classes), compiled at first
     use and cached."""
-    root = resources.files(__package__)
-    sources = [(name, root.joinpath(name).read_bytes()) for name in SOURCES]
+    job = resources.files("hibase.coprocessor").joinpath(SOURCES[-1])
+    sources = [*copro_sources(), (SOURCES[-1], job.read_bytes())]
     return compiled_jar(sources, "mapreduce", "hibase-build-job", "the index build job",
                         lambda: job_classpath(progress))
 

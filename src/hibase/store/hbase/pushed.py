@@ -1,5 +1,5 @@
 """Scans that carry work into the region servers (issue 39): the JSON work description rides in
-the Thrift2 scan's attribute ``hibase.scan``, hibase's ScanObserver (cluster/java/io/hibase/)
+the Thrift2 scan's attribute ``hibase.scan``, hibase's ScanObserver (coprocessor/java/io/hibase/)
 runs it in each region, and the rows it returns come back here, one scan per region range, the
 ranges in flight together on the Thrift2 pool.
 

@@ -364,7 +364,7 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
         return [b"inc/" + r.name.split(b".")[-2] for r in regions]
 
     def server_upkeep(self, table: str) -> bool:
-        """Whether hibase's region-server coprocessor (cluster/coprocessor.py) runs on
+        """Whether hibase's region-server coprocessor (hibase.coprocessor) runs on
         `table`, so it can keep the table's indexes. Its regions write the marker row
         `copro/<table>` into the catalog when they first meet the table; a one-row get
         carrying the attribute hibase.probe makes a region look now. Two calls, asked when an

@@ -77,7 +77,7 @@ public class IndexBuildJob extends Configured implements Tool {
   /** One map task = one region (TableSplit): its rows sent or indexed, and its time. */
   public static class BuildMapper extends TableMapper<NullWritable, NullWritable> {
     boolean reindex;
-    IndexObserver.Spec spec;
+    Specs.Spec spec;
     Connection conn;
     Table data;
     BufferedMutator index;
@@ -92,7 +92,7 @@ public class IndexBuildJob extends Configured implements Tool {
       started = System.nanoTime();
       Configuration conf = ctx.getConfiguration();
       reindex = conf.get(MODE).equals("reindex");
-      spec = IndexObserver.parse(conf.get(SPEC).getBytes(StandardCharsets.UTF_8));
+      spec = Specs.parse(conf.get(SPEC).getBytes(StandardCharsets.UTF_8));
       if (spec == null) throw new IOException("hibase build: index definition not usable");
       alias = spec.alias;
       family = conf.get(FAMILY, "").getBytes(StandardCharsets.UTF_8);
@@ -112,7 +112,7 @@ public class IndexBuildJob extends Configured implements Tool {
       byte[] row = r.getRow();
       rows++;
       if (reindex) {
-        Put p = new Put(row).addColumn(family, IndexObserver.b("\u0000hibase-reindex"),
+        Put p = new Put(row).addColumn(family, RowState.b("\u0000hibase-reindex"),
             new byte[0]);
         p.setAttribute(IndexObserver.REINDEX,
             HibaseCodec.hex(alias).getBytes(StandardCharsets.US_ASCII));
@@ -120,8 +120,8 @@ public class IndexBuildJob extends Configured implements Tool {
         if (batch.size() >= BATCH) flush();
         return;
       }
-      IndexObserver.State st = new IndexObserver.State();
-      IndexObserver.addCells(st, java.util.Arrays.asList(r.rawCells()));
+      RowState.State st = new RowState.State();
+      RowState.addCells(st, java.util.Arrays.asList(r.rawCells()));
       byte[][] cells = new byte[spec.columns.length][];
       for (int i = 0; i < cells.length; i++) cells[i] = st.latest(spec.columns[i]);
       byte[] vkey;
@@ -132,9 +132,9 @@ public class IndexBuildJob extends Configured implements Tool {
             st.exists());
       }
       if (vkey == null) return;
-      byte[] payload = IndexObserver.cat(new byte[] {IndexObserver.VERIFIED},
-          HibaseCodec.packList(IndexObserver.covered(spec, st)));
-      index.mutate(new Put(IndexObserver.cat(vkey, row))
+      byte[] payload = RowState.cat(new byte[] {IndexObserver.VERIFIED},
+          HibaseCodec.packList(RowState.covered(spec, st)));
+      index.mutate(new Put(RowState.cat(vkey, row))
           .addColumn(IndexObserver.V, IndexObserver.V, payload));
       counts.computeIfAbsent(ByteBuffer.wrap(vkey), k -> new long[1])[0]++;
       indexed++;
@@ -185,7 +185,7 @@ public class IndexBuildJob extends Configured implements Tool {
     }
     String mode = args[0];
     String specJson = new String(Files.readAllBytes(Paths.get(args[1])), StandardCharsets.UTF_8);
-    IndexObserver.Spec spec = IndexObserver.parse(specJson.getBytes(StandardCharsets.UTF_8));
+    Specs.Spec spec = Specs.parse(specJson.getBytes(StandardCharsets.UTF_8));
     if (spec == null) throw new IllegalArgumentException("index definition not usable");
     Configuration conf = getConf();
     conf.set(MODE, mode);
@@ -203,7 +203,7 @@ public class IndexBuildJob extends Configured implements Tool {
       if (spec.nullAlias == null) {  // else the whole row: does any cell exist?
         for (byte[][] cols : new byte[][][] {spec.columns, spec.covering}) {
           for (byte[] col : cols) {
-            int i = IndexObserver.indexOf(col, (byte) ':');
+            int i = RowState.indexOf(col, (byte) ':');
             scan.addColumn(java.util.Arrays.copyOfRange(col, 0, i),
                 java.util.Arrays.copyOfRange(col, i + 1, col.length));
           }

@@ -28,7 +28,7 @@ public class ScanObserver implements RegionCoprocessor, RegionObserver {
     byte[] work = scan.getAttribute(ATTRIBUTE);
     if (work == null) return s;
     try {
-      return new PushedScan.Scanner(s, PushedScan.parse(work));
+      return new PushedScanner(s, PushedScan.parse(work));
     } catch (RuntimeException e) {
       // a malformed description fails this scan only, never the region server
       throw new DoNotRetryIOException("hibase pushed-down scan refused: " + e, e);

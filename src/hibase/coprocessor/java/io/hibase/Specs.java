@@ -1,0 +1,93 @@
+// The index definitions hibase_meta holds, parsed: which indexes of a table the
+// coprocessor keeps (those whose definition says "upkeep": "server"), their columns and types.
+package io.hibase;
+
+import static io.hibase.RowState.*;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.hadoop.hbase.DoNotRetryIOException;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hbase.thirdparty.com.google.gson.JsonArray;
+import org.apache.hbase.thirdparty.com.google.gson.JsonElement;
+import org.apache.hbase.thirdparty.com.google.gson.JsonObject;
+import org.apache.hbase.thirdparty.com.google.gson.JsonParser;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+final class Specs {
+  private static final Logger LOG = LoggerFactory.getLogger(IndexObserver.class);
+  private Specs() {}
+
+  // -- the catalog: index definitions from hibase_meta ----------------------------------------
+
+  static final class Spec {
+    String name;
+    byte[] alias, nullAlias;
+    byte[][] columns, covering;
+    HibaseCodec.Type[] types;
+    boolean local, building;
+  }
+
+  static final class Catalog {
+    final TableName meta;
+    final String table;   // hibase's name of the table
+    final String prefix;  // the HBase name of hibase table X is prefix + X
+    byte[] gen = new byte[0];
+    long checkedAt;  // when gen was last read (0: never)
+    List<Spec> specs = new ArrayList<>();
+    byte[][] layout;  // local indexes: the recorded region starts (sorted)
+
+    Catalog(TableName meta, String table, String prefix) {
+      this.meta = meta;
+      this.table = table;
+      this.prefix = prefix;
+    }
+
+    TableName kv(String name) { return TableName.valueOf(prefix + "hibase_kv" + name + table); }
+  }
+
+  /** IndexSpec.to_json's fields; null unless the index is kept here (upkeep server) and not
+   *  stale (a bulk load suspended it). */
+  static Spec parse(byte[] raw) {
+    JsonObject o = JsonParser.parseString(new String(raw, StandardCharsets.UTF_8))
+        .getAsJsonObject();
+    JsonElement up = o.get("upkeep");
+    if (up == null || up.isJsonNull() || !up.getAsString().equals("server")) return null;
+    String state = o.get("state").getAsString();
+    if (state.equals("stale")) return null;
+    Spec s = new Spec();
+    s.name = o.get("name").getAsString();
+    s.alias = HibaseCodec.unhex(o.get("alias").getAsString());
+    JsonElement na = o.get("null_alias");
+    s.nullAlias = na == null || na.isJsonNull() ? null : HibaseCodec.unhex(na.getAsString());
+    s.columns = strings(o.getAsJsonArray("columns"));
+    s.covering = strings(o.getAsJsonArray("covering"));
+    JsonArray types = o.getAsJsonArray("types");
+    s.types = new HibaseCodec.Type[types.size()];
+    for (int i = 0; i < s.types.length; i++) {
+      try {
+        s.types[i] = HibaseCodec.Type.parse(types.get(i).getAsString());
+      } catch (IllegalArgumentException e) {
+        // a type this jar cannot key (a newer hibase made the index): keeping the index with
+        // wrong or missing entries would give wrong answers, skipping it would leave it stale
+        // unnoticed; so the table's writes fail (preBatchMutate: DoNotRetryIOException) until
+        // the jar is updated or the index dropped
+        LOG.error("hibase index {}: {}; writes refused", s.name, e.getMessage());
+        throw new IllegalStateException("hibase index " + s.name + ": " + e.getMessage()
+            + "; update the coprocessor jar (hibase cluster coprocessor)", e);
+      }
+    }
+    s.local = o.get("local").getAsBoolean();
+    s.building = state.equals("building");
+    return s;
+  }
+
+  static byte[][] strings(JsonArray a) {
+    byte[][] out = new byte[a.size()][];
+    for (int i = 0; i < out.length; i++) out[i] = a.get(i).getAsString().getBytes(StandardCharsets.UTF_8);
+    return out;
+  }
+}
