@@ -1,9 +1,10 @@
-"""`hibase cluster start|stop|status DIR`: a local Apache HBase (with its Thrift1 server) and
+"""`hibase cluster start|stop|status|shell DIR`: a local Apache HBase (with its Thrift1 server) and
 Redis cache nodes for trying hibase on real HBase (hibase/cluster/)."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -153,6 +154,37 @@ def status(dir: str, as_json: bool) -> None:
             click.echo(st["zk_url"])
     if st["stopped"] or not st["running"] or not st["ready"]:
         raise SystemExit(1)
+
+
+@cluster.command("shell")
+@click.argument("dir", type=click.Path(file_okay=False, exists=True))
+@click.argument("script", type=click.Path(dir_okay=False, exists=True), required=False)
+def shell(dir: str, script: str | None) -> None:
+    """Run HBase's own shell (`hbase shell`) on the cluster kept in DIR.
+
+    On a terminal the shell is interactive; otherwise it reads its statements from stdin, or
+    from the file SCRIPT, and stops at the first failing one with exit code 1 (`hbase shell
+    -n`). The shell is hbase-shell 2.4.17 with its JRuby and HBase 2.4 client jars (Maven
+    Central has no 2.5 or 2.6 hbase-shell), resolved by Maven the first time and cached: a 2.4
+    client speaks HBase 2.6's protocol. Its rows go through the region servers like any
+    client's, so hibase's index coprocessor keeps indexes exact for them. Its log goes to
+    DIR/logs/shell.log.
+
+    Example:
+
+    \b
+        echo "put 't', 'r1', 'f:q', 'v'" | hibase cluster shell .cluster
+        hibase cluster shell .cluster statements.rb
+        hibase cluster shell .cluster          # interactive, on a terminal
+    """
+    from ..cluster import HBaseCluster
+    from ..cluster.shell import run_shell
+
+    c = HBaseCluster(dir)
+    args = [] if script is None else [os.path.abspath(script)]
+    code = run_shell(c, None, args, progress=sys.stderr.isatty())
+    if code:
+        raise SystemExit(code)
 
 
 
