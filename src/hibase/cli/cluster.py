@@ -77,7 +77,11 @@ def start(dir: str, redis_nodes: int, regionservers: int | None, thrift_port: in
 
     Returns once HBase creates and drops a probe table through Thrift and every cache node is
     registered; the processes keep running (pid files in DIR/pids, logs in DIR/logs). Starting
-    a running cluster prints its URLs again. With --redis-nodes above 0, redis-server must be
+    a running cluster prints its URLs again. Starting a partly running one (a JVM killed with
+    -9) starts what is down and says on stderr what it found and did: pid files of dead
+    processes are removed; a region server that died alone (--regionservers N) is started
+    again; else the HBase processes still alive are stopped and HBase starts again as a whole
+    (its WAL replayed), cache nodes with it. With --redis-nodes above 0, redis-server must be
     installed: that is checked before anything starts.
 
     Example:
@@ -98,6 +102,8 @@ def start(dir: str, redis_nodes: int, regionservers: int | None, thrift_port: in
                      heap_mb=heap_mb, phoenix=phoenix, coprocessor=coprocessor,
                      regionservers=regionservers)
     c.start(timeout=timeout, progress=sys.stderr.isatty() if progress is None else progress)
+    for line in c.recovery:  # a partly running cluster (a JVM killed with -9), completed
+        click.echo(line, err=True)
     for url in c.urls:
         click.echo(url)
 
