@@ -109,12 +109,13 @@ def test_shell_writes_are_found_through_every_index_kind(hbase):
         db.close()
 
 
-def test_failing_statement_stops_the_shell_with_exit_1(hbase):
-    out = hibase_cmd("cluster", "shell", hbase.dir,
-                     stdin="put 'hibase_no_such_table', 'r', 'f:q', 'v'\nlist\n")
+def test_failing_statement_of_a_script_file_stops_the_shell_with_exit_1(hbase, tmp_path):
+    script = tmp_path / "statements.rb"
+    script.write_text("put 'hibase_no_such_table', 'r', 'f:q', 'v'\nlist\n")
+    out = hibase_cmd("cluster", "shell", hbase.dir, str(script))
     assert out.returncode == 1
     assert "Unknown table hibase_no_such_table" in out.stdout + out.stderr
-    assert "hbase:002:0> list" not in out.stdout  # stopped at the first failure
+    assert "TABLE" not in out.stdout  # stopped at the first failure: `list` never ran
 
 
 def test_shell_on_a_folder_without_a_running_cluster_says_so(tmp_path):

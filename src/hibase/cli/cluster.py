@@ -4,7 +4,6 @@ Redis cache nodes for trying hibase on real HBase (hibase/cluster/)."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import click
@@ -29,7 +28,7 @@ def cluster() -> None:
     URLs to use. The jars come from Maven Central the first time (Java 17 and Maven needed).
     `stop` ends what `start` started; `status` lists each process (master, thrift, thrift2,
     redis-N, cache-node-N; zookeeper and regionserver-N when distributed) and each region
-    server's port and region count.
+    server's port and region count; `shell` runs HBase's own shell on it.
 
     Example:
 
@@ -39,6 +38,7 @@ def cluster() -> None:
         #   hibase.connect("thrift://127.0.0.1:PORT?thrift2_port=PORT2",
         #                  cache="zk://127.0.0.1:PORT/hibase")
         hibase cluster status .cluster
+        echo "list" | hibase cluster shell .cluster
         hibase cluster stop .cluster
     """
 
@@ -186,9 +186,7 @@ def shell(dir: str, script: str | None) -> None:
     from ..cluster import HBaseCluster
     from ..cluster.shell import run_shell
 
-    c = HBaseCluster(dir)
-    args = [] if script is None else [os.path.abspath(script)]
-    code = run_shell(c, None, args, progress=sys.stderr.isatty())
+    code = run_shell(HBaseCluster(dir), path=script, progress=sys.stderr.isatty())
     if code:
         raise SystemExit(code)
 

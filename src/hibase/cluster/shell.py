@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from typing import Sequence
 
 from .hbase import JVM_FLAGS, HBaseCluster
 from .jars import _tool, resolve
@@ -59,17 +58,19 @@ def shell_command(cluster: HBaseCluster, args: list[str], progress: bool = True)
             "org.jruby.JarBootstrapMain", *args]
 
 
-def run_shell(cluster: HBaseCluster, script: str | None = None, args: Sequence[str] = (),
+def run_shell(cluster: HBaseCluster, script: str | None = None, path: str | None = None,
               progress: bool = True) -> int:
-    """Run HBase's shell on `cluster` and return its exit code. `script`: statements fed on
-    stdin in non-interactive mode (-n: the shell stops at the first failing statement, exit
-    code 1), the output on this process's stdout; None: the shell reads this process's stdin
-    (interactive on a terminal, -n otherwise). Ctrl-C goes to the shell, not to this
-    process."""
-    interactive = script is None and os.isatty(0)
-    cmd = shell_command(cluster, ([] if interactive else ["-n"]) + list(args), progress)
-    proc = subprocess.Popen(cmd, stdin=None if script is None else subprocess.PIPE,
-                            text=True, cwd=cluster.dir)
+    """Run HBase's shell on `cluster` and return its exit code; its output goes to this
+    process's stdout. `script`: statements fed on stdin; `path`: a file of statements; in
+    both cases non-interactive (-n: the shell stops at the first failing statement, exit code
+    1). Neither: the shell reads this process's stdin, interactive on a terminal (-n
+    otherwise). Ctrl-C goes to the shell, not to this process."""
+    interactive = script is None and path is None and os.isatty(0)
+    args = ([] if interactive else ["-n"]) + ([] if path is None else [os.path.abspath(path)])
+    cmd = shell_command(cluster, args, progress)
+    stdin = subprocess.PIPE if script is not None else \
+        subprocess.DEVNULL if path is not None else None
+    proc = subprocess.Popen(cmd, stdin=stdin, text=True, cwd=cluster.dir)
     # ignored here only after the start: an ignored signal would stay ignored in the JVM
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
