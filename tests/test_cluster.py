@@ -170,7 +170,7 @@ def test_start_after_kill_9_of_hbase_starts_what_is_down(started):
         time.sleep(0.05)
     st = hibase_cmd("cluster", "status", folder)
     assert st.returncode == 1 and "master\tstopped" in st.stdout
-    res = hibase_cmd("cluster", "start", folder, "--redis-nodes", "1")
+    res = hibase_cmd("cluster", "start", folder)  # no options: the cluster's recorded ones
     assert res.returncode == 0, res.stderr
     assert f"not running: master (pid {pid}; pid file removed)" in res.stderr
     assert "stopped cache-node-0, redis-0, thrift, thrift2 (still running)" in res.stderr

@@ -45,8 +45,9 @@ def cluster() -> None:
 
 @cluster.command("start")
 @click.argument("dir", type=click.Path(file_okay=False))
-@click.option("--redis-nodes", type=click.IntRange(min=0), default=2, show_default=True,
-              help="Redis cache nodes to run (each with its cache-node service).")
+@click.option("--redis-nodes", type=click.IntRange(min=0), default=None,
+              help="Redis cache nodes to run, each with its cache-node service (default: as "
+                   "DIR's last start, else 2).")
 @click.option("--thrift-port", type=click.IntRange(1, 65535), default=None,
               help="Port of HBase's Thrift1 server (default: a free one, kept across starts).")
 @click.option("--zk-port", type=click.IntRange(1, 65535), default=None,
@@ -61,18 +62,20 @@ def cluster() -> None:
                    "server (default 512; the master gets 384, ZooKeeper 192).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
               help="Seconds to wait for HBase to serve Thrift calls.")
-@click.option("--phoenix/--no-phoenix", default=True, show_default=True,
+@click.option("--phoenix/--no-phoenix", default=None,
               help="Put Apache Phoenix 5.2.1's server jars (and its WAL codec) in HBase, so "
-                   "Phoenix can be compared with hibase on it (hibase.cluster.phoenix).")
+                   "Phoenix can be compared with hibase on it (hibase.cluster.phoenix; "
+                   "default: as DIR's last start, else on).")
 @click.option("--progress/--no-progress", default=None,
               help="Show the wait for HBase on stderr (default: when stderr is a terminal).")
-@click.option("--coprocessor/--no-coprocessor", default=True, show_default=True,
+@click.option("--coprocessor/--no-coprocessor", default=None,
               help="Load hibase's index coprocessor on every region (built at first use; "
                    "`hibase cluster coprocessor --help`): indexes made on this HBase are then "
-                   "kept by the region server, whoever writes.")
-def start(dir: str, redis_nodes: int, regionservers: int | None, thrift_port: int | None,
-          zk_port: int | None, heap_mb: int | None, timeout: float, phoenix: bool, progress: bool | None,
-          coprocessor: bool) -> None:
+                   "kept by the region server, whoever writes (default: as DIR's last start, "
+                   "else on).")
+def start(dir: str, redis_nodes: int | None, regionservers: int | None, thrift_port: int | None,
+          zk_port: int | None, heap_mb: int | None, timeout: float, phoenix: bool | None,
+          progress: bool | None, coprocessor: bool | None) -> None:
     """Start the cluster kept in DIR (created if missing) and print its URLs, one per line.
 
     Returns once HBase creates and drops a probe table through Thrift and every cache node is
@@ -94,13 +97,13 @@ def start(dir: str, redis_nodes: int, regionservers: int | None, thrift_port: in
     from ..cluster import HBaseCluster
     from ..cluster.local import find_redis_server
 
-    if redis_nodes and find_redis_server() is None:  # before HBase, not 30 s after
-        raise click.ClickException(
-            "redis-server is not installed (Debian: apt-get install redis-server); or start "
-            "without cache nodes: hibase cluster start --redis-nodes 0 ...")
     c = HBaseCluster(dir, redis_nodes=redis_nodes, thrift_port=thrift_port, zk_port=zk_port,
                      heap_mb=heap_mb, phoenix=phoenix, coprocessor=coprocessor,
                      regionservers=regionservers)
+    if c.redis_nodes and find_redis_server() is None:  # before HBase, not 30 s after
+        raise click.ClickException(
+            "redis-server is not installed (Debian: apt-get install redis-server); or start "
+            "without cache nodes: hibase cluster start --redis-nodes 0 ...")
     c.start(timeout=timeout, progress=sys.stderr.isatty() if progress is None else progress)
     for line in c.recovery:  # a partly running cluster (a JVM killed with -9), completed
         click.echo(line, err=True)

@@ -152,7 +152,7 @@ class HBaseCluster:
     next starts (if still free). `site`: more hbase-site.xml properties, over hibase's own
     (kept in cluster.json for the next starts)."""
 
-    def __init__(self, folder: str | os.PathLike, *, redis_nodes: int = 2,
+    def __init__(self, folder: str | os.PathLike, *, redis_nodes: int | None = None,
                  thrift_port: int | None = None, zk_port: int | None = None,
                  heap_mb: int | None = None, phoenix: bool | None = None,
                  coprocessor: bool | None = None, regionservers: int | None = None,
@@ -162,8 +162,10 @@ class HBaseCluster:
         # cluster). A GC pause longer than it aborts the master, so a long-lived test cluster
         # on a loaded machine asks for more; a restart after kill -9 waits it out.
         self.zk_session_ms = zk_session_ms
-        self.redis_nodes = redis_nodes
         state = self._state()
+        # Redis cache nodes (None: as recorded, else 2)
+        self.redis_nodes = len(state.get("redis_ports", [None, None])) if redis_nodes is None \
+            else redis_nodes
         # 1: standalone (one JVM); N > 1: ZooKeeper, a master and N region servers, each its
         # own JVM (None: as recorded, else 1)
         self.regionservers = int(state.get("regionservers", 1)) if regionservers is None \
