@@ -123,3 +123,36 @@ def test_shell_on_a_folder_without_a_running_cluster_says_so(tmp_path):
     assert out.returncode == 1
     assert f"no cluster runs in {tmp_path}" in out.stderr
     assert "hibase cluster start" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_on_a_terminal_the_shell_is_interactive(hbase):
+    """On a terminal (a pty here) the shell prompts, answers a statement and ends on `exit`."""
+    import pty
+    import select
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the command on the pty
+        os.execv(sys.executable, [sys.executable, "-m", "hibase", "cluster", "shell", hbase.dir])
+    seen = b""
+
+    def until(text: bytes, limit: float = 300.0) -> None:
+        nonlocal seen
+        end = time.monotonic() + limit  # a bound on a hang, not a speed assertion
+        while text not in seen and time.monotonic() < end:
+            if select.select([fd], [], [], 1.0)[0]:
+                try:
+                    seen += os.read(fd, 65536)
+                except OSError:  # the child closed the pty
+                    return
+        assert text in seen, seen[-2000:]
+
+    try:
+        until(b"hbase:001:0>")
+        os.write(fd, b"exists 'hibase_no_such_table'\n")
+        until(b"does not exist")
+        os.write(fd, b"exit\n")
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        os.close(fd)
