@@ -531,7 +531,8 @@ class HBaseCluster:
             running = self._running()
         wanted = [*sorted(hbase), *(f"{k}-{i}" for i in range(self.redis_nodes)
                                    for k in ("redis", "cache-node"))]
-        self.recovery.append("starting " + ", ".join(n for n in wanted if n not in running))
+        if self.recovery:  # something was found: say what start() goes on to start
+            self.recovery.append("starting " + ", ".join(n for n in wanted if n not in running))
         return running
 
     def _start_hbase(self, jars: list[str], detach: bool, processes: dict[str, str],
