@@ -15,6 +15,7 @@ import os
 import random
 import struct
 import subprocess
+import sys
 import time
 
 import happybase
@@ -228,8 +229,8 @@ def test_foreign_writes_make_the_same_index_rows_as_client_upkeep(hbase):
 
 
 class _JavaWriter:
-    """tests/java/ShellWrites.java in a JVM: the HBase shell's put / deleteall / delete /
-    incr through HBase's Java client."""
+    """tests/java/ShellWrites.java in a JVM: checkAndMutate through HBase's Java client (HBase's
+    shell has no statement for it; its other writes go through `hibase cluster shell`)."""
 
     def __init__(self, cluster, tmp_path):
         from hibase.cluster.jars import _tool, classpath
@@ -255,12 +256,20 @@ class _JavaWriter:
         self.proc.wait(30)
 
 
+def _hbase_shell(cluster, statements: list[str]) -> None:
+    """Run `statements` in HBase's own shell (`hibase cluster shell`, one JVM for all)."""
+    out = subprocess.run([sys.executable, "-m", "hibase", "cluster", "shell", cluster.dir],
+                         input="\n".join(statements) + "\n", capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+
+
 def test_rows_written_by_any_client_are_found_like_hibase_rows(hbase, tmp_path):
-    """Rows written through hibase, plain happybase and HBase's Java client (the shell's put,
-    deleteall and delete of one cell) are found alike on global, composite, covered and
-    local indexes; every index verifies; increments and appends (computed by the coprocessor
-    from the row read under the lock, as HBase computes them) and checkAndMutate are indexed
-    too."""
+    """Rows written through hibase, plain happybase and HBase's own shell (put, deleteall,
+    delete of one cell, incr, append) are found alike on global, composite, covered and local
+    indexes; every index verifies; increments and appends (computed by the coprocessor from
+    the row read under the lock, as HBase computes them) and checkAndMutate (HBase's Java
+    client) are indexed too."""
     prefix = _prefix()
     db = hibase.connect(_url(hbase, prefix))
     conn = happybase.Connection("127.0.0.1", hbase.thrift_port, timeout=60000)
@@ -275,6 +284,7 @@ def test_rows_written_by_any_client_are_found_like_hibase_rows(hbase, tmp_path):
         db.create_index("t", "g_k", ["f:k"])
         t, p = db.table("t"), conn.table(f"{prefix}_t")
         hbase_name = f"{prefix}_t"
+        shell = []
         for i in range(30):
             data = {b"f:a": b"v%d" % (i % 4), b"f:n": b"%d" % (i % 5 - 2), b"f:m": b"m%d" % i}
             row = b"%02d" % i
@@ -283,25 +293,24 @@ def test_rows_written_by_any_client_are_found_like_hibase_rows(hbase, tmp_path):
             elif i % 3 == 1:
                 p.put(b"p" + row, data)
             else:
-                for col, v in data.items():
-                    assert java("put", hbase_name, (b"s" + row).hex(), col.decode(),
-                                v.hex()) == "ok"
+                shell += [f"put '{hbase_name}', 's{row.decode()}', '{col.decode()}', "
+                          f"'{v.decode()}'" for col, v in data.items()]
         # updates and deletes, each client on the others' rows too
         p.put(b"h00", {b"f:a": b"v9"})
-        assert java("put", hbase_name, b"p01".hex(), "f:a", b"v9".hex()) == "ok"
+        shell += [f"put '{hbase_name}', 'p01', 'f:a', 'v9'",
+                  f"deleteall '{hbase_name}', 'h03'",
+                  f"delete '{hbase_name}', 'p04', 'f:a'",
+                  *[f"incr '{hbase_name}', 'p10', 'f:k'"] * 3,
+                  f"incr '{hbase_name}', 'h09', 'f:k'",
+                  # append: computed from the stored cell, as HBase does
+                  f"append '{hbase_name}', 'h12', 'f:a', '-x'"]
+        _hbase_shell(hbase, shell)
         t.put(b"s02", {b"f:n": b"77"})
-        assert java("deleteall", hbase_name, b"h03".hex()) == "ok"
-        assert java("delete", hbase_name, b"p04".hex(), "f:a") == "ok"
         p.delete(b"s05")
         p.delete(b"h06", columns=[b"f:n"])
         t.delete(b"p07", columns=[b"f:a"])
-        for _ in range(3):
-            assert java("increment", hbase_name, b"p10".hex(), "f:k") == "ok"
-        assert java("increment", hbase_name, b"h09".hex(), "f:k") == "ok"
         assert [r for r, _ in t.where("f.k = 3")] == [b"p10"]
         assert [r for r, _ in t.where("f.k = 1")] == [b"h09"]
-        # append (computed from the stored cell, as HBase does) and checkAndMutate
-        assert java("append", hbase_name, b"h12".hex(), "f:a", b"-x".hex()) == "ok"
         assert [r for r, _ in t.where("f.a = 'v0-x'")] == [b"h12"]
         assert java("checkandput", hbase_name, b"c1".hex(), "f:a", b"v7".hex()) == "ok true"
         assert java("checkandput", hbase_name, b"c1".hex(), "f:a", b"v8".hex()) == "ok false"

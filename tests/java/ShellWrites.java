@@ -1,10 +1,6 @@
-// The HBase shell's writes, through HBase's Java client (the shell's own jar and JRuby are not
-// part of the cluster's classpath): one command per stdin line, "ok" or "error <message>" back.
-//   put <table> <row hex> <family:qualifier> <value hex>   (shell: put 't', 'r', 'f:q', 'v')
-//   deleteall <table> <row hex>                           (shell: deleteall 't', 'r')
-//   delete <table> <row hex> <family:qualifier>           (shell: delete 't', 'r', 'f:q')
-//   increment <table> <row hex> <family:qualifier>        (shell: incr 't', 'r', 'f:q')
-//   append <table> <row hex> <family:qualifier> <value hex>      (shell: append)
+// What HBase's shell has no statement for, through HBase's Java client: checkAndMutate (the
+// shell's put, deleteall, delete, incr and append are driven through `hibase cluster shell`).
+// One command per stdin line, "ok ..." or "error <message>" back.
 //   checkandput <table> <row hex> <family:qualifier> <value hex>  put if the cell is absent
 //                                                         -> ok true | ok false
 // hbase-site.xml on the classpath says where ZooKeeper is (tests/test_coprocessor.py).
@@ -12,12 +8,9 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import org.apache.hadoop.hbase.HBaseConfiguration;
 import org.apache.hadoop.hbase.TableName;
-import org.apache.hadoop.hbase.client.Append;
 import org.apache.hadoop.hbase.client.CheckAndMutate;
 import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
-import org.apache.hadoop.hbase.client.Delete;
-import org.apache.hadoop.hbase.client.Increment;
 import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.Table;
 
@@ -35,21 +28,6 @@ public class ShellWrites {
           byte[] row = hex(a[2]);
           byte[][] col = a.length > 3 ? column(a[3]) : null;
           switch (a[0]) {
-            case "put":
-              t.put(new Put(row).addColumn(col[0], col[1], hex(a[4])));
-              break;
-            case "deleteall":
-              t.delete(new Delete(row));
-              break;
-            case "delete":
-              t.delete(new Delete(row).addColumns(col[0], col[1]));
-              break;
-            case "increment":
-              t.increment(new Increment(row).addColumn(col[0], col[1], 1));
-              break;
-            case "append":
-              t.append(new Append(row).addColumn(col[0], col[1], hex(a[4])));
-              break;
             case "checkandput":
               answer = "ok " + t.checkAndMutate(CheckAndMutate.newBuilder(row)
                   .ifNotExists(col[0], col[1])

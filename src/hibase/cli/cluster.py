@@ -1,4 +1,4 @@
-"""`hibase cluster start|stop|status DIR`: a local Apache HBase (with its Thrift1 server) and
+"""`hibase cluster start|stop|status|shell DIR`: a local Apache HBase (with its Thrift1 server) and
 Redis cache nodes for trying hibase on real HBase (hibase/cluster/)."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def cluster() -> None:
     URLs to use. The jars come from Maven Central the first time (Java 17 and Maven needed).
     `stop` ends what `start` started; `status` lists each process (master, thrift, thrift2,
     redis-N, cache-node-N; zookeeper and regionserver-N when distributed) and each region
-    server's port and region count.
+    server's port and region count; `shell` runs HBase's own shell on it.
 
     Example:
 
@@ -38,14 +38,16 @@ def cluster() -> None:
         #   hibase.connect("thrift://127.0.0.1:PORT?thrift2_port=PORT2",
         #                  cache="zk://127.0.0.1:PORT/hibase")
         hibase cluster status .cluster
+        echo "list" | hibase cluster shell .cluster
         hibase cluster stop .cluster
     """
 
 
 @cluster.command("start")
 @click.argument("dir", type=click.Path(file_okay=False))
-@click.option("--redis-nodes", type=click.IntRange(min=0), default=2, show_default=True,
-              help="Redis cache nodes to run (each with its cache-node service).")
+@click.option("--redis-nodes", type=click.IntRange(min=0), default=None,
+              help="Redis cache nodes to run, each with its cache-node service (default: as "
+                   "DIR's last start, else 2).")
 @click.option("--thrift-port", type=click.IntRange(1, 65535), default=None,
               help="Port of HBase's Thrift1 server (default: a free one, kept across starts).")
 @click.option("--zk-port", type=click.IntRange(1, 65535), default=None,
@@ -60,23 +62,29 @@ def cluster() -> None:
                    "server (default 512; the master gets 384, ZooKeeper 192).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
               help="Seconds to wait for HBase to serve Thrift calls.")
-@click.option("--phoenix/--no-phoenix", default=True, show_default=True,
+@click.option("--phoenix/--no-phoenix", default=None,
               help="Put Apache Phoenix 5.2.1's server jars (and its WAL codec) in HBase, so "
-                   "Phoenix can be compared with hibase on it (hibase.cluster.phoenix).")
+                   "Phoenix can be compared with hibase on it (hibase.cluster.phoenix; "
+                   "default: as DIR's last start, else on).")
 @click.option("--progress/--no-progress", default=None,
               help="Show the wait for HBase on stderr (default: when stderr is a terminal).")
-@click.option("--coprocessor/--no-coprocessor", default=True, show_default=True,
+@click.option("--coprocessor/--no-coprocessor", default=None,
               help="Load hibase's index coprocessor on every region (built at first use; "
                    "`hibase cluster coprocessor --help`): indexes made on this HBase are then "
-                   "kept by the region server, whoever writes.")
-def start(dir: str, redis_nodes: int, regionservers: int | None, thrift_port: int | None,
-          zk_port: int | None, heap_mb: int | None, timeout: float, phoenix: bool, progress: bool | None,
-          coprocessor: bool) -> None:
+                   "kept by the region server, whoever writes (default: as DIR's last start, "
+                   "else on).")
+def start(dir: str, redis_nodes: int | None, regionservers: int | None, thrift_port: int | None,
+          zk_port: int | None, heap_mb: int | None, timeout: float, phoenix: bool | None,
+          progress: bool | None, coprocessor: bool | None) -> None:
     """Start the cluster kept in DIR (created if missing) and print its URLs, one per line.
 
     Returns once HBase creates and drops a probe table through Thrift and every cache node is
     registered; the processes keep running (pid files in DIR/pids, logs in DIR/logs). Starting
-    a running cluster prints its URLs again. With --redis-nodes above 0, redis-server must be
+    a running cluster prints its URLs again. Starting a partly running one (a JVM killed with
+    -9) starts what is down and says on stderr what it found and did: pid files of dead
+    processes are removed; a region server that died alone (--regionservers N) is started
+    again; else the HBase processes still alive are stopped and HBase starts again as a whole
+    (its WAL replayed), cache nodes with it. With --redis-nodes above 0, redis-server must be
     installed: that is checked before anything starts.
 
     Example:
@@ -89,14 +97,16 @@ def start(dir: str, redis_nodes: int, regionservers: int | None, thrift_port: in
     from ..cluster import HBaseCluster
     from ..cluster.local import find_redis_server
 
-    if redis_nodes and find_redis_server() is None:  # before HBase, not 30 s after
-        raise click.ClickException(
-            "redis-server is not installed (Debian: apt-get install redis-server); or start "
-            "without cache nodes: hibase cluster start --redis-nodes 0 ...")
     c = HBaseCluster(dir, redis_nodes=redis_nodes, thrift_port=thrift_port, zk_port=zk_port,
                      heap_mb=heap_mb, phoenix=phoenix, coprocessor=coprocessor,
                      regionservers=regionservers)
+    if c.redis_nodes and find_redis_server() is None:  # before HBase, not 30 s after
+        raise click.ClickException(
+            "redis-server is not installed (Debian: apt-get install redis-server); or start "
+            "without cache nodes: hibase cluster start --redis-nodes 0 ...")
     c.start(timeout=timeout, progress=sys.stderr.isatty() if progress is None else progress)
+    for line in c.recovery:  # a partly running cluster (a JVM killed with -9), completed
+        click.echo(line, err=True)
     for url in c.urls:
         click.echo(url)
 
@@ -153,6 +163,35 @@ def status(dir: str, as_json: bool) -> None:
             click.echo(st["zk_url"])
     if st["stopped"] or not st["running"] or not st["ready"]:
         raise SystemExit(1)
+
+
+@cluster.command("shell")
+@click.argument("dir", type=click.Path(file_okay=False, exists=True))
+@click.argument("script", type=click.Path(dir_okay=False, exists=True), required=False)
+def shell(dir: str, script: str | None) -> None:
+    """Run HBase's own shell (`hbase shell`) on the cluster kept in DIR.
+
+    On a terminal the shell is interactive; otherwise it reads its statements from stdin, or
+    from the file SCRIPT, and stops at the first failing one with exit code 1 (`hbase shell
+    -n`). The shell is hbase-shell 2.4.17 with its JRuby and HBase 2.4 client jars (Maven
+    Central has no 2.5 or 2.6 hbase-shell), resolved by Maven the first time and cached: a 2.4
+    client speaks HBase 2.6's protocol. Its rows go through the region servers like any
+    client's, so hibase's index coprocessor keeps indexes exact for them. Its log goes to
+    DIR/logs/shell.log.
+
+    Example:
+
+    \b
+        echo "put 't', 'r1', 'f:q', 'v'" | hibase cluster shell .cluster
+        hibase cluster shell .cluster statements.rb
+        hibase cluster shell .cluster          # interactive, on a terminal
+    """
+    from ..cluster import HBaseCluster
+    from ..cluster.shell import run_shell
+
+    code = run_shell(HBaseCluster(dir), path=script, progress=sys.stderr.isatty())
+    if code:
+        raise SystemExit(code)
 
 
 

@@ -860,6 +860,27 @@ def regions(dir: str, table: str, fmt: str) -> None:
     emit(fmt, ["start_key", "end_key", "id", "name", "size"], _region_items(db, db.table(table)))
 
 
+def _hbase_split(db: Connection, url: str, t: Table, row: bytes | None) -> bool:
+    """Split HBase table `t` through the Admin API of the `hibase cluster` serving `url`, then
+    move its local index rows to the new regions (as a split on the embedded store does)."""
+    from ..cluster.hbase import cluster_for_url
+
+    full = t.name.decode()
+    hname = db.store.hbase_name(full)  # type: ignore[attr-defined]
+    cluster = cluster_for_url(url)
+    if cluster is None:
+        at = "" if row is None else f", {show_bytes(row)!r}"
+        raise click.ClickException(
+            f"no `hibase cluster` on this machine serves {url.split('?')[0]}, and HBase's "
+            f"Thrift gateway has no split call: split with HBase's shell (split '{hname}'{at})")
+    try:
+        done = cluster.split(hname, row)
+    finally:
+        cluster.close_admin()
+    db.store.follow_splits(full, force=True)
+    return done
+
+
 @click.command()
 @store_argument
 @table_argument
@@ -868,16 +889,24 @@ def regions(dir: str, table: str, fmt: str) -> None:
 def split(dir: str, table: str, row: str | None) -> None:
     """Split regions of a table, as HBase's admin split.
 
-    Without --row, every region with at least two rows splits at its middle row.
+    Without --row, every region with at least two rows splits at its middle row (on HBase:
+    where HBase's split policy puts the midpoint). On HBase (a thrift:// URL), whose Thrift
+    gateway has no split call, the split goes through HBase's Admin API of the `hibase
+    cluster` serving that URL on this machine; for another HBase, split with its own shell.
 
     Example:
 
     \b
         hibase split data/ flights --row k5
+        hibase split "thrift://127.0.0.1:9090" flights --row k5
     """
     db = open_store(dir)
     t = db.table(table)
-    done = db.split(table, None if row is None else parse_bytes(row))
+    at = None if row is None else parse_bytes(row)
+    if hasattr(db.store, "hbase_name"):  # HBase: through the local cluster's Admin API
+        done = _hbase_split(db, dir, t, at)
+    else:
+        done = db.split(table, at)
     n = len(t.regions())
     if done:
         note(f"Split {table!r}: {n} regions now.")

@@ -152,7 +152,7 @@ class HBaseCluster:
     next starts (if still free). `site`: more hbase-site.xml properties, over hibase's own
     (kept in cluster.json for the next starts)."""
 
-    def __init__(self, folder: str | os.PathLike, *, redis_nodes: int = 2,
+    def __init__(self, folder: str | os.PathLike, *, redis_nodes: int | None = None,
                  thrift_port: int | None = None, zk_port: int | None = None,
                  heap_mb: int | None = None, phoenix: bool | None = None,
                  coprocessor: bool | None = None, regionservers: int | None = None,
@@ -162,8 +162,10 @@ class HBaseCluster:
         # cluster). A GC pause longer than it aborts the master, so a long-lived test cluster
         # on a loaded machine asks for more; a restart after kill -9 waits it out.
         self.zk_session_ms = zk_session_ms
-        self.redis_nodes = redis_nodes
         state = self._state()
+        # Redis cache nodes (None: as recorded, else 2)
+        self.redis_nodes = len(state.get("redis_ports", [None, None])) if redis_nodes is None \
+            else redis_nodes
         # 1: standalone (one JVM); N > 1: ZooKeeper, a master and N region servers, each its
         # own JVM (None: as recorded, else 1)
         self.regionservers = int(state.get("regionservers", 1)) if regionservers is None \
@@ -187,6 +189,8 @@ class HBaseCluster:
             else coprocessor
         # more hbase-site.xml properties, over hibase's (None: as recorded, else none)
         self.site: dict[str, Any] = dict(state.get("site", {}) if site is None else site)
+        # what the last start() found of a partly running cluster and did about it
+        self.recovery: list[str] = []
         self._admin: subprocess.Popen | None = None
         self._admin_lock = threading.Lock()
 
@@ -432,21 +436,19 @@ class HBaseCluster:
               timeout: float = 300.0) -> "HBaseCluster":
         """Start what is not running yet and return once HBase serves Thrift calls (a probe
         table is created and dropped) and every cache node is registered. `detach=False`: the
-        processes die with this one (tests)."""
+        processes die with this one (tests). A cluster partly running (a JVM killed with -9)
+        is completed: see _complete; `self.recovery` then says what was found and done."""
         running = self._running()
         state = self._state()
+        self.recovery = []
         moved = [f"{a.replace('_', ' ')} {getattr(self, a)}" for a in ("thrift_port", "zk_port")
                  if running and state.get(a) and getattr(self, a) != state[a]]
         if moved:
             raise ClusterError(f"the cluster in {self.dir} runs with thrift port "
                                f"{state['thrift_port']} and zk port {state['zk_port']}, not "
                                f"{', '.join(moved)}: stop it first to change ports")
-        if running and set(running) >= {"master", "thrift", "thrift2", *self._hbase_jvms()} and \
-                len([n for n in running if n.startswith("redis-")]) >= self.redis_nodes:
+        if running and self._hbase_up(running) and self._cache_up(running):
             return self
-        if running:
-            raise ClusterError(f"the cluster in {self.dir} is partly running "
-                               f"({', '.join(sorted(running))}): `hibase cluster stop` it first")
         if self.redis_nodes and find_redis_server() is None:  # before HBase, not after it
             raise ServerMissing("redis-server is not installed (Debian: apt-get install "
                                 "redis-server); or start without cache nodes (redis_nodes=0, "
@@ -454,19 +456,26 @@ class HBaseCluster:
         jars = classpath(progress)
         os.makedirs(self._path("pids"), exist_ok=True)
         os.makedirs(self._path("logs"), exist_ok=True)
+        if running or self._pids():
+            running = self._complete(running, detach)
+        hbase_up, cache_up = self._hbase_up(running), self._cache_up(running)
+        markers = self._state().get("markers", {})
         auto = {"thrift_port": self.thrift_port is None, "zk_port": self.zk_port is None,
                 "thrift2_port": self.thrift2_port is None}
         t0 = time.monotonic()
         for attempt in range(3):
             self._pick_ports(running)
             self._write_conf()
-            processes: dict[str, str] = {}
+            processes: dict[str, str] = {n: markers[n] for n in running}  # those kept
             try:
-                self._start_hbase(jars, detach, processes, t0 + timeout, progress)
-                self._start_cache_nodes(detach, processes, t0 + timeout)
+                if not hbase_up:
+                    self._start_hbase(jars, detach, processes, t0 + timeout, progress)
+                if not cache_up:
+                    self._start_cache_nodes(detach, processes, t0 + timeout)
                 break
             except ClusterError as exc:
                 self.stop()
+                running, hbase_up, cache_up = {}, False, False
                 # a free port chosen here was taken by someone else before HBase bound it
                 if attempt == 2 or not self._lost_port_race(auto):
                     raise exc from None
@@ -475,6 +484,56 @@ class HBaseCluster:
                 raise
         self.started_in = time.monotonic() - t0
         return self
+
+    def _hbase_up(self, running: dict[str, int]) -> bool:
+        return set(running) >= {"master", "thrift", "thrift2", *self._hbase_jvms()}
+
+    def _cache_up(self, running: dict[str, int]) -> bool:
+        return all(f"{kind}-{i}" in running for i in range(self.redis_nodes)
+                   for kind in ("redis", "cache-node"))
+
+    def _complete(self, running: dict[str, int], detach: bool) -> dict[str, int]:
+        """Make a partly running cluster (a process killed with -9, or gone) ready for start:
+        the pid files of dead processes are removed; with several region servers, those down
+        are started again when ZooKeeper, the master and the Thrift servers run; else the
+        HBase processes still alive are stopped (Thrift servers and region servers keep
+        sessions and caches of the dead JVM's ZooKeeper and master, so they start again
+        together); the same for Redis and cache nodes. Returns what still runs; each step is
+        noted in self.recovery."""
+        pids = self._pids()
+        markers = self._state().get("markers", {})
+        dead = sorted(n for n in pids if n in markers and n not in running)  # others: not ours
+        for name in dead:
+            try:
+                os.remove(self._path("pids", f"{name}.pid"))
+            except OSError:
+                pass
+        if dead:
+            self.recovery.append("not running: " + ", ".join(
+                f"{n} (pid {pids[n]}; pid file removed)" for n in dead))
+        hbase = {"master", "thrift", "thrift2", *self._hbase_jvms()}
+        rs_down = sorted(n for n in hbase - set(running) if n.startswith("regionserver-"))
+        if rs_down and set(running) >= hbase - set(rs_down):
+            for name in rs_down:  # the rest of HBase serves: the master reassigns to them
+                self.start_regionserver(int(name.rsplit("-", 1)[1]), detach=detach)
+                self.recovery.append(f"started {name} again (the rest of HBase kept running)")
+            running = self._running()
+        cache = {n for n in running if n.startswith(("redis-", "cache-node-"))}
+        stop: list[str] = []
+        if not self._hbase_up(running):  # cache nodes register in HBase's ZooKeeper
+            stop = sorted((set(running) & hbase) | cache)
+            why = "started again with the rest of HBase"
+        elif not self._cache_up(running):
+            stop, why = sorted(cache), "started again with the other cache nodes"
+        if stop:
+            self._stop_names(stop, 30.0)
+            self.recovery.append(f"stopped {', '.join(stop)} (still running): {why}")
+            running = self._running()
+        wanted = [*sorted(hbase), *(f"{k}-{i}" for i in range(self.redis_nodes)
+                                   for k in ("redis", "cache-node"))]
+        if self.recovery:  # something was found: say what start() goes on to start
+            self.recovery.append("starting " + ", ".join(n for n in wanted if n not in running))
+        return running
 
     def _start_hbase(self, jars: list[str], detach: bool, processes: dict[str, str],
                      deadline: float, progress: bool) -> None:
@@ -701,6 +760,13 @@ class HBaseCluster:
         SIGTERM, then SIGKILL after `timeout` s. Returns the names of those that ran."""
         self.close_admin()
         running = self._running()
+        self._stop_names(list(running), timeout)
+        return sorted(running)
+
+    def _stop_names(self, names: list[str], timeout: float) -> None:
+        """Stop the running processes `names` of this cluster, in stop()'s order (SIGTERM,
+        SIGKILL after `timeout` s), and remove their pid files."""
+        running = {n: p for n, p in self._running().items() if n in names}
         markers = self._state().get("markers", {})
         order = sorted(running, key=lambda n: (
             0 if n.startswith("cache-node") else 1 if n.startswith("redis") else 2))
@@ -728,7 +794,6 @@ class HBaseCluster:
                 os.remove(self._path("pids", f"{name}.pid"))
             except OSError:
                 pass
-        return sorted(running)
 
     # -- admin (what Thrift1 cannot do) -----------------------------------------------------
     # how long one Admin request may take: a split or a move waits for its regions to open, a

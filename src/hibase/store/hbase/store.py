@@ -610,8 +610,9 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
     def split(self, table: str, row: bytes | None = None) -> bool:
         raise errors.BackendError(
             "HBase's Thrift1 gateway has no split call: split regions with the HBase shell "
-            f"(split '{table}'{', ' + repr(row.decode(errors='replace')) if row else ''}) "
-            "or let HBase split them by size")
+            f"(split '{table}'{', ' + repr(row.decode(errors='replace')) if row else ''}; "
+            "on a local `hibase cluster`, `hibase cluster shell DIR` runs it and `hibase split "
+            "URL TABLE` splits through its Admin API) or let HBase split them by size")
 
     def compact(self, table: str) -> int:
         """HBase's major compaction (asynchronous in HBase); returns 0 (rows folded unknown)."""
