@@ -27,10 +27,12 @@ if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
 .venv/bin/python -m pip install --quiet -e '.[dev]'
-# HBase's, Phoenix's and the MapReduce build job's jars into the local Maven repository (once;
-# cached) before the clock runs
+# HBase's, Phoenix's, the MapReduce build job's and HBase shell's jars into the local Maven
+# repository, and the coprocessor jar built (once; cached) before the clock runs
 .venv/bin/python -c "from hibase.cluster.phoenix import phoenix_classpath; phoenix_classpath()"
 .venv/bin/python -c "from hibase.cluster.mapreduce import job_classpath; job_classpath(True)"
+.venv/bin/python -c "from hibase.cluster.shell import shell_classpath; shell_classpath(False)"
+.venv/bin/python -c "from hibase.coprocessor import coprocessor_jar; coprocessor_jar()"
 # With no arguments: the default run (under 20 minutes on CI's 2 cores), everything but the
 # tests that start HBase clusters of their own (marker own_cluster: a killed HBase, three region
 # servers, `hibase cluster`), which .ci/run runs as its second step:
