@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal as _decimal
+import functools
 import math
 import numbers
 import operator
@@ -18,7 +19,7 @@ from .errors import InvalidArgument, SchemaError, ValueTypeError
 __all__ = [
     "TYPE_NAMES", "ColumnType", "parse_type", "type_from_name", "SQL_TYPE_ALIASES", "SQL_TYPE_NAMES",
     "sql_literal", "sql_type_name", "column_text",
-    "decode_cell", "cell_decoder", "encode_cell", "validate_cell",
+    "decode_cell", "cell_decoder", "fast_decoder", "encode_cell", "validate_cell",
     "encode_key", "decode_key", "encode_composite", "decode_composite",
     "escape_bytes", "escape_prefix", "unescape_bytes", "prefix_successor",
     "value_from_literal",
@@ -80,7 +81,8 @@ class ColumnType:
         set_(self, "_enc", c.enc_bin if self.binary else c.enc_text)
         set_(self, "_kenc", c.enc_key)
         set_(self, "_kdec", c.dec_key)
-        set_(self, "_ckey", _CELL_KEYS.get(self.name, _cell_key_generic))
+        set_(self, "_ckey", _CELL_KEYS.get(self.name)
+             or _TEXT_CELL_KEYS.get(self._dec, _cell_key_generic))  # type: ignore[attr-defined]
         if self.length is not None:
             set_(self, "_enc", _limited_enc)
             if self.fixed:
@@ -342,6 +344,13 @@ class _Codec(NamedTuple):
 _FLOAT_CHARS = b"0123456789.+-eEinfatyINFATY"
 
 
+# {a type's text decoder: fn(t) -> a one-argument decoder of t's cells doing the same}, for the
+# decoders whose common case is one C call (fast_decoder)
+_FAST: dict[Callable, Callable[[Any], Callable[[bytes], Any]]] = {}
+# {an integer type's text decoder: its cell_key}: a stored decimal's key without the value built
+_TEXT_CELL_KEYS: dict[Callable, Callable[[Any, bytes], bytes | None]] = {}
+
+
 def _make_int(width: int) -> _Codec:
     bits = 8 * width
     lo, hi, bias = -(1 << (bits - 1)), (1 << (bits - 1)) - 1, 1 << (bits - 1)
@@ -391,6 +400,18 @@ def _make_int(width: int) -> _Codec:
         except struct.error:
             raise _fail(t, bytes(buf[pos:]), "truncated key") from None
 
+    safe = len(str(hi)) - 1  # this many decimal digits are always in range
+
+    def fast_text(t: ColumnType) -> Callable[[bytes], int]:
+        return lambda raw: int(raw) if raw.isdigit() and len(raw) <= safe else dec_text(t, raw)
+
+    def cell_key_text(t: ColumnType, raw: bytes) -> bytes | None:
+        if raw.isdigit() and len(raw) <= safe:  # enc_key of the value, not decoded twice
+            return unsigned.pack(int(raw) + bias)
+        return _cell_key_generic(t, raw)
+
+    _FAST[dec_text] = fast_text
+    _TEXT_CELL_KEYS[dec_text] = cell_key_text
     return _Codec(dec_text, dec_bin, enc_text, enc_bin, enc_key, dec_key)
 
 
@@ -533,6 +554,9 @@ def _str_enc(t: ColumnType, v: Any) -> bytes:
 
 def _str_enc_key(t: ColumnType, v: Any) -> bytes:
     return _str_enc(t, v).replace(b"\x00", b"\x00\xff") + b"\x00\x00"
+
+
+_FAST[_str_dec] = lambda t: bytes.decode  # UTF-8, strict: raises on what _str_dec refuses
 
 
 def _str_dec_key(t: ColumnType, buf: bytes, pos: int) -> tuple[str, int]:
@@ -1156,6 +1180,16 @@ def cell_decoder(t: ColumnType) -> Callable[[ColumnType, bytes], Any]:
     """decode_cell's inner function for `t`, called as fn(t, raw) on bytes: for compiled loops
     that bind it once (no type check of `raw`, which must be bytes)."""
     return t._dec  # type: ignore[attr-defined]
+
+
+def fast_decoder(t: ColumnType) -> Callable[[bytes], Any]:
+    """decode(raw) of `t`'s cells for loops decoding many (a result's rows): the common case
+    (a decimal integer that fits, UTF-8 text) without the general decoder's call; a cell it
+    does not take raises (ValueTypeError, or UnicodeDecodeError for text), as cell_decoder's."""
+    fast = _FAST.get(t._dec)  # type: ignore[attr-defined]
+    if fast is not None:
+        return fast(t)
+    return functools.partial(t._dec, t)  # type: ignore[attr-defined]
 
 
 def encode_cell(t: ColumnType, value: Any) -> bytes:

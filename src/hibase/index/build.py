@@ -30,7 +30,8 @@ from .spec import count_settled, decode_count, encode_count
 from .local import local_table, local_value_table, region_prefix, split_key
 from .spec import BUILDING, READY, STALE, IndexSpec, index_table, value_table
 
-__all__ = ["build_index", "verify_index", "expected_entries"]
+__all__ = ["build_index", "build_indexes", "verify_index", "expected_entries",
+           "expected_entries_many"]
 
 _CHUNK = 20_000
 
@@ -42,27 +43,46 @@ def expected_entries(store: Store, spec: IndexSpec, start: bytes | None = None,
                      ) -> tuple[list[tuple[bytes, bytes]], dict]:
     """The sorted index entries and value counts a rebuild of rows [start, stop) produces;
     indexed cells that do not parse as their type are NULL (no entry), counted in `bad`."""
-    entries = []
-    counts: dict[bytes, int] = {}
-    value_key, pack, cover = spec.value_key, C.pack, spec.covering
+    return expected_entries_many(store, [spec], start, stop, bad)[0]
+
+
+def expected_entries_many(store: Store, specs: list[IndexSpec], start: bytes | None = None,
+                          stop: bytes | None = None, bad: BadCells | None = None
+                          ) -> list[tuple[list[tuple[bytes, bytes]], dict]]:
+    """expected_entries of several indexes of one table from one scan of its rows (a bulk
+    load's rebuild reads the table once, not once per index)."""
+    out: list[tuple[list[tuple[bytes, bytes]], dict]] = [([], {}) for _ in specs]
     # a NULL list needs every row that exists, so every column is read (maintain.raw_values)
-    columns = spec.needed if spec.null_alias is None else None
-    for row, cells in store.scan_latest(spec.table, start, stop, columns, with_ts=False):
-        values = raw_values(spec, cells, bad, row)
-        if values is None:
-            continue
-        vkey = value_key(values)
-        entries.append((vkey + row, pack([cells.get(c) for c in cover])))
-        counts[vkey] = counts.get(vkey, 0) + 1
-    entries.sort()
-    return entries, counts
+    columns: list[bytes] | None = None
+    if all(s.null_alias is None for s in specs):
+        columns = sorted({c for s in specs for c in s.needed})
+    pack = C.pack
+    work = [(s, s.value_key, s.cells_key, s.covering, entries, counts) for s, (entries, counts)
+            in zip(specs, out)]
+    for row, cells in store.scan_latest(specs[0].table, start, stop, columns, with_ts=False):
+        for spec, value_key, cells_key, cover, entries, counts in work:
+            if bad is None:  # the key from the cells, as the upkeep of writes makes it
+                vkey = cells_key(cells)
+                if vkey is None:
+                    continue
+            else:  # each cell that does not parse counted in `bad`
+                values = raw_values(spec, cells, bad, row)
+                if values is None:
+                    continue
+                vkey = value_key(values)
+            entries.append((vkey + row, pack([cells.get(c) for c in cover])))
+            counts[vkey] = counts.get(vkey, 0) + 1
+    for entries, _ in out:
+        entries.sort()
+    return out
 
 
-def _worker_job(path: str, spec: IndexSpec, regions: list) -> list[tuple[list, dict]]:
-    """Run some regions in one worker process (python -m hibase.index.build_worker)."""
+def _worker_job(path: str, specs: list[IndexSpec], regions: list) -> list[list[tuple[list, dict]]]:
+    """Run some regions in one worker process (python -m hibase.index.build_worker): per
+    region, (entries, counts) per spec."""
     with tempfile.TemporaryDirectory(prefix="hibase-build-") as tmp:
         out = os.path.join(tmp, "entries.msgpack")
-        job = {"path": path, "spec": spec.to_json().decode(), "out": out,
+        job = {"path": path, "specs": [spec.to_json().decode() for spec in specs], "out": out,
                "ranges": [(r.start.hex(), r.end.hex()) for r in regions]}
         proc = subprocess.run([sys.executable, "-m", "hibase.index.build_worker"],
                               input=json.dumps(job), capture_output=True, text=True)
@@ -78,13 +98,20 @@ PARALLEL_MIN_BYTES = 32 * 1024 * 1024  # below this, starting workers costs more
 def _region_results(store: Store, spec: IndexSpec, processes: int | None
                     ) -> Iterator[tuple[list, dict]]:
     """(entries, counts) per region, in region order."""
-    regions = store.regions(spec.table)
+    for per_spec in _region_results_many(store, [spec], processes):
+        yield per_spec[0]
+
+
+def _region_results_many(store: Store, specs: list[IndexSpec], processes: int | None
+                         ) -> Iterator[list[tuple[list, dict]]]:
+    """Per region, in region order, (entries, counts) of each of `specs` (one table's)."""
+    regions = store.regions(specs[0].table)
     if processes is None:
         big = sum(r.size for r in regions) >= PARALLEL_MIN_BYTES
         processes = min(len(regions), os.cpu_count() or 1) if big else 1
     if processes <= 1 or len(regions) == 1 or store.read_only:
         for r in regions:
-            yield expected_entries(store, spec, r.start or None, r.end or None)
+            yield expected_entries_many(store, specs, r.start or None, r.end or None)
         return
     store.flush()  # workers read SST files and the WAL; flushing makes their replay short
     # Worker processes, not threads (the scan is Python-bound), each taking a contiguous share
@@ -93,14 +120,14 @@ def _region_results(store: Store, spec: IndexSpec, processes: int | None
     share = -(-len(regions) // processes)
     groups = [regions[i:i + share] for i in range(0, len(regions), share)]
     with ThreadPoolExecutor(len(groups)) as pool:
-        futures = [pool.submit(_worker_job, store.path, spec, g) for g in groups]
+        futures = [pool.submit(_worker_job, store.path, specs, g) for g in groups]
         for group, fut in zip(groups, futures):
             try:
                 results = fut.result()
             except Exception as exc:  # a worker that cannot run: do its regions here
                 warnings.warn(f"index build worker failed ({exc}); building its regions "
                               "in this process", RuntimeWarning, stacklevel=2)
-                results = [expected_entries(store, spec, r.start or None, r.end or None)
+                results = [expected_entries_many(store, specs, r.start or None, r.end or None)
                            for r in group]
             yield from results
 
@@ -135,6 +162,56 @@ def build_index(store: Store, catalog, spec: IndexSpec, processes: int | None = 
             store.write_kv([(val, k, CountDelta(n)) for k, n in items[i:i + _CHUNK]])
         catalog.set_state(spec, READY)
     return {"rows_indexed": total, "values": len(counts), "regions": regions}
+
+
+def build_indexes(store: Store, catalog, specs: list[IndexSpec], processes: int | None = None,
+                  progress: Callable[[str, int, int], Any] | None = None, router: Any = None
+                  ) -> list[dict[str, int]]:
+    """build_index of several indexes of one table (a bulk load's rebuild), the global ones
+    from one scan of the table; an index the region server keeps, or a local one, is built
+    alone. `progress(name, done, total)`."""
+    alone = [s for s in specs if s.server or s.local]
+    together = [s for s in specs if not (s.server or s.local)]
+    stats: dict[str, dict[str, int]] = {}
+    for spec in alone:
+        report = (lambda done, total, n=spec.name: progress(n, done, total)) if progress \
+            else None
+        stats[spec.name] = build_index(store, catalog, spec, processes, report, router)
+    if len(together) == 1:
+        spec = together[0]
+        report = (lambda done, total, n=spec.name: progress(n, done, total)) if progress \
+            else None
+        stats[spec.name] = build_index(store, catalog, spec, processes, report, router)
+    elif together:
+        with store.write_lock():
+            for spec in together:
+                catalog.clear(spec)
+            regions = len(store.regions(together[0].table))
+            idx, val = index_table(together[0].table), value_table(together[0].table)
+            counts: list[dict[bytes, int]] = [{} for _ in together]
+            totals = [0] * len(together)
+            done = 0
+            for per_spec in _region_results_many(store, together, processes):
+                for j, (entries, region_counts) in enumerate(per_spec):
+                    for i in range(0, len(entries), _CHUNK):
+                        store.write_kv([(idx, k, stored(store, v))
+                                        for k, v in entries[i:i + _CHUNK]])
+                    totals[j] += len(entries)
+                    for vkey, n in region_counts.items():
+                        counts[j][vkey] = counts[j].get(vkey, 0) + n
+                done += 1
+                if progress:
+                    for spec in together:
+                        progress(spec.name, done, regions)
+            for spec, spec_counts, total in zip(together, counts, totals):
+                items = sorted(spec_counts.items())
+                # the clear left every count at 0: deltas set them without a read per chunk
+                for i in range(0, len(items), _CHUNK):
+                    store.write_kv([(val, k, CountDelta(n)) for k, n in items[i:i + _CHUNK]])
+                catalog.set_state(spec, READY)
+                stats[spec.name] = {"rows_indexed": total, "values": len(spec_counts),
+                                    "regions": regions}
+    return [stats[s.name] for s in specs]
 
 
 def counted(store: Store, spec: IndexSpec) -> tuple[int, int]:

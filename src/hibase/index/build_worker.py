@@ -13,15 +13,15 @@ import msgpack
 def main() -> int:
     job = json.loads(sys.stdin.read())
     from ..store.backends import open_store
-    from .build import expected_entries
+    from .build import expected_entries_many
     from .spec import IndexSpec
 
     # HBase: the worker reads through Thrift too
     store = open_store(job["path"], create=False, read_only=True, block_cache_mb=32)
-    spec = IndexSpec.from_json(job["spec"].encode())
+    specs = [IndexSpec.from_json(spec.encode()) for spec in job["specs"]]
     try:
-        results = [expected_entries(store, spec, bytes.fromhex(start) or None,
-                                    bytes.fromhex(stop) or None)
+        results = [expected_entries_many(store, specs, bytes.fromhex(start) or None,
+                                         bytes.fromhex(stop) or None)
                    for start, stop in job["ranges"]]
     finally:
         store.close()

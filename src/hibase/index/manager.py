@@ -9,7 +9,7 @@ from ..store.api import Store
 from ..store.base import Mutation, Region, SplitBatch
 from ..store.schema import FOREVER
 from . import local, lookup
-from .build import build_index, verify_index
+from .build import build_index, build_indexes, verify_index
 from .catalog import IndexCatalog
 from .commit import choose, server_kept
 from .maintain import Change, index_writes
@@ -223,10 +223,20 @@ class IndexManager:
         try:
             yield names
         finally:
-            for name in names:
-                report = (lambda done, total, n=name: progress(n, done, total)) if progress \
-                    else None
-                self.build(table, name, processes, report)
+            if len(names) > 1 and not self.shared:
+                # the table read once for all of its indexes (build_indexes), not once each
+                specs = [self.catalog.get(table, name) for name in names]
+                try:
+                    self._follow_splits(table, specs, force=True)
+                    build_indexes(self.store, self.catalog, specs, processes, progress,
+                                  self.router)
+                finally:
+                    self._entries_changed(table)
+            else:
+                for name in names:
+                    report = (lambda done, total, n=name: progress(n, done, total)) \
+                        if progress else None
+                    self.build(table, name, processes, report)
 
     def verify(self, table: str, name: str, repair: bool = False) -> dict[str, Any]:
         try:

@@ -9,7 +9,7 @@ import weakref
 from typing import Any
 
 from .. import errors
-from ..codec import cell_decoder
+from ..codec import fast_decoder
 from .ast import ROWKEY, Between, Column, Compare, In, Select, walk
 from .columns import statement_types, usable_specs
 from .evaluate import referenced_columns
@@ -163,7 +163,7 @@ class Shape:
     def cell_decoders(self) -> dict:
         """{column: decode(cell bytes)} for the declared (or cast) columns, made once."""
         if self.decoders is None:
-            self.decoders = {c: functools.partial(cell_decoder(t), t)
+            self.decoders = {c: fast_decoder(t)
                              for c, t in self.types.items() if t is not None}
         return self.decoders
 
