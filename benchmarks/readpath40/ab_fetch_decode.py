@@ -1,10 +1,12 @@
 """The old and new row fetch + result decode of issue 40's big indexed result and IS NULL,
 alternated in one process (process_time, min and median of 9): the old fetch by making
 read_latest_many skip its one-family path, the old decoders by functools.partial.
-Needs the store /work/exp40/store (200k lookup_rows, the 3 indexes and by_n)."""
+argv[1]: a store holding the 200k lookup_rows with the 3 indexes and by_n (as
+hibase_bench.query.measure_lookups builds it)."""
 import functools
 import os
 import statistics
+import sys
 import time
 
 import hibase
@@ -12,7 +14,7 @@ from hibase import codec
 from hibase.query import prepare
 from hibase.store.embedded import reads
 
-db = hibase.connect("/work/exp40/store", cache_policy=None)
+db = hibase.connect(sys.argv[1], cache_policy=None)
 FOREVER = reads.FOREVER
 
 

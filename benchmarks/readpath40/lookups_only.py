@@ -1,5 +1,5 @@
 """Only the lookups section of `hibase bench query` (issue 40), its JSON to argv[1]; argv[2]:
-rows (default 200,000). The stores go to a temporary folder under /work/exp40 (removed)."""
+rows (default 200,000). The stores go to a temporary folder (removed)."""
 import json
 import os
 import shutil
@@ -9,7 +9,7 @@ import time
 
 from hibase_bench.query import measure_lookups
 
-base = tempfile.mkdtemp(dir="/work/exp40")
+base = tempfile.mkdtemp()
 t0 = time.time()
 la0 = os.getloadavg()
 try:
