@@ -195,9 +195,18 @@ def verify_end(view: Any, last: bytes | None, first: bytes | None, reverse: bool
 
 def checked_items(view: Any, first: bytes | None = None, reverse: bool = False
                   ) -> Iterator[tuple[bytes, bytes]]:
-    """view.items(from_key=first, backwards=reverse), whose end is verified (verify_end)."""
+    """view.items(from_key=first, backwards=reverse), whose end is verified (verify_end).
+
+    The RocksDB iterator is made here, at the call, not at the first next(): a scan over
+    several families makes one per family under the write lock (reads.Reads._views) so all
+    see the same writes; made lazily, each saw the database of its first read (torn rows)."""
+    return _verified(view.items(backwards=reverse, from_key=first), view, first, reverse)
+
+
+def _verified(items: Iterator[tuple[bytes, bytes]], view: Any, first: bytes | None,
+              reverse: bool) -> Iterator[tuple[bytes, bytes]]:
     last = None
-    for last, value in view.items(backwards=reverse, from_key=first):
+    for last, value in items:
         yield last, value
     verify_end(view, last, first, reverse)
 
