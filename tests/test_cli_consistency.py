@@ -17,6 +17,7 @@ import time
 from click.testing import CliRunner
 
 import hibase
+from children import as_from_a_terminal
 from hibase.cli import cli
 
 
@@ -174,7 +175,8 @@ def test_ctrl_c_during_a_load_says_what_was_written(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen([sys.executable, "-m", "hibase", "load", store, "t", "-",
                              "--rowkey-column", "id", "-f", "c", "--batch-size", "100"],
-                            stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=as_from_a_terminal)
     # stderr read all along: a full pipe would block the load's progress bar, and the load
     chunks: list[str] = []
     reader = threading.Thread(target=lambda: chunks.extend(iter(proc.stderr.readline, "")),

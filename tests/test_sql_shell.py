@@ -13,17 +13,9 @@ import sys
 import time
 
 import pytest
+from children import as_from_a_terminal
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a pty")
-
-
-def _as_from_a_terminal() -> None:
-    """In the child before exec: SIGINT at its default and unblocked, as a terminal's shell
-    starts a command. A pytest-xdist worker late in the default run passed Ctrl-C on to its
-    children ignored or blocked (both Ctrl-C tests timed out there and passed alone)."""
-    import signal
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _env(home) -> dict:
@@ -141,7 +133,7 @@ class _Pty:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child
             try:
-                _as_from_a_terminal()
+                as_from_a_terminal()
                 os.execve(sys.executable, [sys.executable, "-m", "hibase", "sql", *args], env)
             finally:
                 os._exit(127)
@@ -326,7 +318,7 @@ def test_ctrl_c_stops_a_script(store, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "hibase", "sql", str(store)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=_env(tmp_path),
-                            preexec_fn=_as_from_a_terminal)
+                            preexec_fn=as_from_a_terminal)
     try:
         proc.stdin.write("SELECT COUNT(*) FROM t;\nSELECT COUNT(*) FROM t a, t b, t c, t d;"
                          "\nSELECT 1 FROM t;\n")
