@@ -37,10 +37,11 @@ fi
 # tests that start HBase clusters of their own (marker own_cluster: a killed HBase, three region
 # servers, `hibase cluster`), which .ci/run runs as its second step:
 # scripts/test.sh -m own_cluster -n 2 --dist loadfile.
-# It runs in two pytest-xdist workers (a test file stays on one worker: its module fixtures and
-# tables are its own) sharing the session's one HBase (tests/conftest.py); much of a test's time
-# is spent waiting on HBase, so two workers overlap the waits.
+# It runs in three pytest-xdist workers (HIBASE_TEST_WORKERS; a test file stays on one worker:
+# its module fixtures and tables are its own) sharing the session's one HBase
+# (tests/conftest.py); much of a test's time is spent waiting on HBase, so a third worker on two
+# cores still overlaps waits (the run used ~40% of two cores with two workers).
 if [ $# -eq 0 ]; then
-  set -- -m "not own_cluster" -n 2 --dist loadfile
+  set -- -m "not own_cluster" -n "${HIBASE_TEST_WORKERS:-3}" --dist loadfile
 fi
 exec .venv/bin/python -m pytest -q "$@"
