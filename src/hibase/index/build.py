@@ -141,27 +141,43 @@ def build_index(store: Store, catalog, spec: IndexSpec, processes: int | None = 
         return _build_server(store, catalog, spec, progress)
     if spec.local:
         return _build_local(store, catalog, spec, processes, progress, router)
+    report = (lambda name, done, total: progress(done, total)) if progress else None
+    return _build_global(store, catalog, [spec], processes, report)[0]
+
+
+def _build_global(store: Store, catalog, specs: list[IndexSpec], processes: int | None,
+                  progress: Callable[[str, int, int], Any] | None) -> list[dict[str, int]]:
+    """Rebuild global indexes of one table from one scan of its rows (in worker processes when
+    the table is big): each cleared, its entries and value counts written, then READY."""
     with store.write_lock():
-        catalog.clear(spec)
-        regions = len(store.regions(spec.table))
-        idx, val = index_table(spec.table), value_table(spec.table)
-        counts: dict[bytes, int] = {}
-        total = done = 0
-        for entries, region_counts in _region_results(store, spec, processes):
-            for i in range(0, len(entries), _CHUNK):
-                store.write_kv([(idx, k, stored(store, v)) for k, v in entries[i:i + _CHUNK]])
-            total += len(entries)
-            for vkey, n in region_counts.items():
-                counts[vkey] = counts.get(vkey, 0) + n
+        for spec in specs:
+            catalog.clear(spec)
+        regions = len(store.regions(specs[0].table))
+        idx, val = index_table(specs[0].table), value_table(specs[0].table)
+        counts: list[dict[bytes, int]] = [{} for _ in specs]
+        totals = [0] * len(specs)
+        done = 0
+        for per_spec in _region_results_many(store, specs, processes):
+            for j, (entries, region_counts) in enumerate(per_spec):
+                for i in range(0, len(entries), _CHUNK):
+                    store.write_kv([(idx, k, stored(store, v))
+                                    for k, v in entries[i:i + _CHUNK]])
+                totals[j] += len(entries)
+                for vkey, n in region_counts.items():
+                    counts[j][vkey] = counts[j].get(vkey, 0) + n
             done += 1
             if progress:
-                progress(done, regions)
-        items = sorted(counts.items())
-        # the clear left every count at 0: deltas set them without a read per chunk
-        for i in range(0, len(items), _CHUNK):
-            store.write_kv([(val, k, CountDelta(n)) for k, n in items[i:i + _CHUNK]])
-        catalog.set_state(spec, READY)
-    return {"rows_indexed": total, "values": len(counts), "regions": regions}
+                for spec in specs:
+                    progress(spec.name, done, regions)
+        stats = []
+        for spec, spec_counts, total in zip(specs, counts, totals):
+            items = sorted(spec_counts.items())
+            # the clear left every count at 0: deltas set them without a read per chunk
+            for i in range(0, len(items), _CHUNK):
+                store.write_kv([(val, k, CountDelta(n)) for k, n in items[i:i + _CHUNK]])
+            catalog.set_state(spec, READY)
+            stats.append({"rows_indexed": total, "values": len(spec_counts), "regions": regions})
+    return stats
 
 
 def build_indexes(store: Store, catalog, specs: list[IndexSpec], processes: int | None = None,
@@ -177,40 +193,10 @@ def build_indexes(store: Store, catalog, specs: list[IndexSpec], processes: int 
         report = (lambda done, total, n=spec.name: progress(n, done, total)) if progress \
             else None
         stats[spec.name] = build_index(store, catalog, spec, processes, report, router)
-    if len(together) == 1:
-        spec = together[0]
-        report = (lambda done, total, n=spec.name: progress(n, done, total)) if progress \
-            else None
-        stats[spec.name] = build_index(store, catalog, spec, processes, report, router)
-    elif together:
-        with store.write_lock():
-            for spec in together:
-                catalog.clear(spec)
-            regions = len(store.regions(together[0].table))
-            idx, val = index_table(together[0].table), value_table(together[0].table)
-            counts: list[dict[bytes, int]] = [{} for _ in together]
-            totals = [0] * len(together)
-            done = 0
-            for per_spec in _region_results_many(store, together, processes):
-                for j, (entries, region_counts) in enumerate(per_spec):
-                    for i in range(0, len(entries), _CHUNK):
-                        store.write_kv([(idx, k, stored(store, v))
-                                        for k, v in entries[i:i + _CHUNK]])
-                    totals[j] += len(entries)
-                    for vkey, n in region_counts.items():
-                        counts[j][vkey] = counts[j].get(vkey, 0) + n
-                done += 1
-                if progress:
-                    for spec in together:
-                        progress(spec.name, done, regions)
-            for spec, spec_counts, total in zip(together, counts, totals):
-                items = sorted(spec_counts.items())
-                # the clear left every count at 0: deltas set them without a read per chunk
-                for i in range(0, len(items), _CHUNK):
-                    store.write_kv([(val, k, CountDelta(n)) for k, n in items[i:i + _CHUNK]])
-                catalog.set_state(spec, READY)
-                stats[spec.name] = {"rows_indexed": total, "values": len(spec_counts),
-                                    "regions": regions}
+    if together:
+        for spec, got in zip(together, _build_global(store, catalog, together, processes,
+                                                     progress)):
+            stats[spec.name] = got
     return [stats[s.name] for s in specs]
 
 
