@@ -164,8 +164,9 @@ class HBaseCluster:
         self.zk_session_ms = zk_session_ms
         state = self._state()
         # Redis cache nodes (None: as recorded, else 2)
-        self.redis_nodes = len(state.get("redis_ports", [None, None])) if redis_nodes is None \
-            else redis_nodes
+        if redis_nodes is None:
+            redis_nodes = len(state["redis_ports"]) if "redis_ports" in state else 2
+        self.redis_nodes = redis_nodes
         # 1: standalone (one JVM); N > 1: ZooKeeper, a master and N region servers, each its
         # own JVM (None: as recorded, else 1)
         self.regionservers = int(state.get("regionservers", 1)) if regionservers is None \
