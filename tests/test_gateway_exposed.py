@@ -25,6 +25,7 @@ from hibase import errors
 from hibase.server.policy import DDL_CALLS, READ_CALLS, Policy
 from hibase.server.thrift import ThriftServer, load_idl
 from hibase.store.hbase.gateway import hello, is_reserved
+from servers import missing
 
 pytestmark = pytest.mark.torture
 
@@ -224,7 +225,7 @@ def _ca(folder, name: str) -> None:
 def certs(tmp_path_factory):
     """A CA, a gateway certificate it signed (for 127.0.0.1 and localhost), and another CA."""
     if shutil.which("openssl") is None:
-        pytest.skip("the openssl command makes the test certificates")
+        missing(RuntimeError("the openssl command makes the test certificates"))
     d = tmp_path_factory.mktemp("certs")
     _ca(d, "ca")
     _ca(d, "other")
