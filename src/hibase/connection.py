@@ -392,7 +392,7 @@ class Connection:
     def create_index(self, table: str | bytes, name: str, columns: Any,
                      covering: Any = None, local: bool = False, processes: int | None = None,
                      progress: Any = None, build: bool = True,
-                     job: BuildJob | None = None) -> dict:
+                     job: BuildJob | None = None, consistency: str = "strong") -> dict:
         """Create an index on declared `columns` (a composite index answers any prefix of
         them), carrying `covering` columns, and build it from the table's rows. local=True makes
         a local (per-region) index: its rows live with each region's data and lookups visit the
@@ -400,16 +400,27 @@ class Connection:
         leaves it "building": writes maintain it, queries do not use it until build_index.
         job: build it on a distributed engine instead (HBase only; index/distributed.py),
         e.g. `job=hibase.cluster.mapreduce.MapReduceJob()`, one map task per region; the
-        job's report is the returned dict's "build"."""
+        job's report is the returned dict's "build". consistency="eventual" (HBase with
+        hibase's coprocessor): a write records its row once for all such indexes and the
+        region server updates their entries shortly after (`index_lag` says how many rows
+        wait); queries read the entries as they are, so they may miss a fresh write."""
         if job is not None and build:
             job.check(self.store)  # refused before the index is defined
             full = self._full(table)
-            spec = self.indexer.create(full, name, columns, covering or (), local, build=False)
+            spec = self.indexer.create(full, name, columns, covering or (), local, build=False,
+                                       consistency=consistency)
             stats = build_distributed(self.indexer, full, name, job, progress=progress)
             return {**self.indexer.catalog.get(full, name).describe(), "build": stats}
         spec = self.indexer.create(self._full(table), name, columns, covering or (), local,
-                                   processes, progress, build)
+                                   processes, progress, build, consistency)
         return spec.describe()
+
+    def index_lag(self, table: str | bytes, name: str) -> dict:
+        """How far index `name` of `table` is behind the rows: {"pending": changed rows the
+        region servers have not applied to it yet, "oldest_s": the oldest one's age in
+        seconds (None when none waits), "consistency"}. Always 0 pending for a strongly
+        consistent index, and for any index the clients keep."""
+        return self.indexer.lag(self._full(table), name)
 
     def drop_index(self, table: str | bytes, name: str) -> None:
         """Drop index `name` (str) of `table` (str or bytes): its entries, value counts and

@@ -350,6 +350,10 @@ def verify_index(store: Store, spec: IndexSpec, repair: bool = False, router: An
             missing, extra, wrong = ([k for k in keys if k not in expired]
                                      for keys in (missing, extra, wrong))
             stale_counts, bad_counts = len(bad_counts), []
+        if spec.lags:
+            # an eventual index the region servers keep: its counts are not kept with its
+            # entries and no answer is taken from them (query.plan, aggregate): not judged
+            stale_counts, bad_counts = len(bad_counts), []
         report = {"index": spec.name, "table": spec.table, "entries": len(expected),
                   "missing": len(missing), "extra": len(extra), "wrong_covered": len(wrong),
                   "bad_counts": len(bad_counts),

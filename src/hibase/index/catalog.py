@@ -12,7 +12,7 @@ from .. import errors
 from ..store.schema import split_column
 from .local import clear as local_clear
 from .local import local_table, local_value_table, routing_table
-from .spec import BUILDING, IndexSpec, index_table, value_table
+from .spec import BUILDING, IndexSpec, change_table, index_table, value_table
 
 __all__ = ["IndexCatalog", "close_columns"]
 
@@ -96,9 +96,14 @@ class IndexCatalog:
             raise errors.IndexNotFound(f"no index {name!r} on table {table!r}") from None
 
     def create(self, table: str, name: str, columns: Iterable, covering: Iterable = (),
-               local: bool = False) -> IndexSpec:
-        """Validate and record a new index in state BUILDING (maintained by writes from now)."""
+               local: bool = False, consistency: str = "strong") -> IndexSpec:
+        """Validate and record a new index in state BUILDING (maintained by writes from now).
+        consistency "eventual": the region servers apply writes to it shortly after them
+        (where they keep it; clients keep every index at once)."""
         schema = self.store.schema(table)
+        if consistency not in ("strong", "eventual"):
+            raise errors.SchemaError(
+                f"consistency must be 'strong' or 'eventual', not {consistency!r}")
         if not isinstance(name, str) or not _NAME.match(name):
             raise errors.SchemaError(
                 f"invalid index name {name!r}: a letter or '_' then letters, digits, '_'")
@@ -145,7 +150,9 @@ class IndexCatalog:
             server = self.store.capabilities.server_index_upkeep and \
                 self.store.server_upkeep(table)
             spec = IndexSpec(name, table, cols, types, [c for c in cover if c not in cols],
-                             alias, local, BUILDING, null_alias, server)
+                             alias, local, BUILDING, null_alias, server, consistency)
+            if spec.lags:  # the region servers record changed rows there (change_table)
+                self.store.create_kv(change_table(table))
             # a value table's counts may share its index table's storage (HBase: one
             # mutateRows writes a change's entries and counts)
             if local:
@@ -193,7 +200,7 @@ class IndexCatalog:
             for spec in list(self._by_table.pop(table, {}).values()):
                 self.store.put_meta(f"index/{table}/{spec.name}".encode(), None)
             for kv in (index_table(table), value_table(table), local_table(table),
-                       local_value_table(table), routing_table(table)):
+                       local_value_table(table), routing_table(table), change_table(table)):
                 self.store.drop_kv(kv)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -14,7 +15,7 @@ from .catalog import IndexCatalog
 from .commit import choose, server_kept
 from .maintain import Change, index_writes
 from .routing import Router
-from .spec import BUILDING, READY, STALE, IndexSpec, expiring
+from .spec import BUILDING, READY, STALE, IndexSpec, change_table, expiring
 
 __all__ = ["IndexManager"]
 
@@ -182,10 +183,10 @@ class IndexManager:
     def create(self, table: str, name: str, columns: Any, covering: Any = (),
                local: bool = False, processes: int | None = None,
                progress: Callable[[int, int], Any] | None = None,
-               build: bool = True) -> IndexSpec:
+               build: bool = True, consistency: str = "strong") -> IndexSpec:
         """Define an index and build it from the table's current rows (build=False: leave it
         "building", maintained by writes but not used by queries until `build` runs)."""
-        spec = self.catalog.create(table, name, columns, covering, local)
+        spec = self.catalog.create(table, name, columns, covering, local, consistency)
         if not build:
             return spec
         self._wait_lease()  # every writer maintains the new index before the build reads
@@ -237,6 +238,26 @@ class IndexManager:
                     report = (lambda done, total, n=name: progress(n, done, total)) \
                         if progress else None
                     self.build(table, name, processes, report)
+
+    def lag(self, table: str, name: str) -> dict[str, Any]:
+        """How far an index's entries are behind its rows: the changed rows the region
+        servers have recorded and not applied yet (one per changed row, for every eventual
+        index of the table at once) and the age of the oldest; 0 for an index kept at
+        once (strong, or kept by the clients)."""
+        spec = self.catalog.get(table, name)
+        out: dict[str, Any] = {"table": table, "index": name, "consistency": spec.consistency,
+                               "pending": 0, "oldest_s": None}
+        if not spec.lags:
+            return out
+        oldest = None
+        for key, _ in self.store.kv_scan(change_table(table)):
+            # key: the writer's stamp (8 bytes, ms), its incarnation, the escaped rowkey
+            out["pending"] += 1
+            stamp = int.from_bytes(key[:8], "big")
+            oldest = stamp if oldest is None else min(oldest, stamp)
+        if oldest is not None:
+            out["oldest_s"] = round(max(0.0, time.time() * 1000 - oldest) / 1000, 3)
+        return out
 
     def verify(self, table: str, name: str, repair: bool = False) -> dict[str, Any]:
         try:

@@ -36,7 +36,7 @@ from ..store.base import count_settled, decode_count, encode_count  # re-exporte
 NULL, PRESENT = b"\x00", b"\x01"
 
 __all__ = ["IndexSpec", "index_table", "value_table", "local_table", "local_value_table",
-           "routing_table", "region_prefix", "split_key", "raw_values", "expiring",
+           "routing_table", "change_table", "region_prefix", "split_key", "raw_values", "expiring",
            "needed_columns",
            "encode_count", "decode_count", "count_settled", "BUILDING", "READY", "STALE"]
 
@@ -53,6 +53,15 @@ def local_table(table: str) -> str:
 def local_value_table(table: str) -> str:
     """The key-value table holding the per-region value counts of `table`'s local indexes."""
     return f"__lval__{table}"
+
+
+def change_table(table: str) -> str:
+    """The key-value table where the region servers record changed rows of `table` for its
+    eventually consistent indexes (one row per changed data row, in time order: the
+    writer's stamp, its incarnation, the escaped rowkey; the value holds the row's entry
+    keys before the change), applied by the region's own consumer
+    (coprocessor/java/io/hibase/ChangeConsumer.java)."""
+    return f"__chg__{table}"
 
 
 def routing_table(table: str) -> str:
@@ -96,11 +105,21 @@ class IndexSpec:
     # kept by the region server's coprocessor (HBase with hibase's IndexObserver), not by
     # the clients: writes compute no index rows for it (IndexManager.write)
     server: bool = False
+    # "strong" (an entry never says what the row does not) or "eventual": the region server
+    # records each changed row and applies it to the entries shortly after the write
+    # (Phoenix 5.3's eventually consistent indexes); only a server-kept index lags (`lags`)
+    consistency: str = "strong"
     # some cell the entries depend on can expire (a family's TTL: `expiring`), so entries and
     # value-table counts may outlive their cells: queries take entries as candidates (rows
     # fetched and checked) and no answer from counts. Not stored: the table's schema says it,
     # and the IndexManager sets it on the specs it hands out (ready, verify)
     expires: bool = field(default=False, compare=False)
+
+    @property
+    def lags(self) -> bool:
+        """Whether the entries may lag behind the rows: an eventual index the region servers
+        keep. Queries use its entries as they are; no count or order of it answers alone."""
+        return self.server and self.consistency == "eventual"
 
     @property
     def aliases(self) -> list[bytes]:
@@ -199,7 +218,9 @@ class IndexSpec:
 
     # -- persistence -------------------------------------------------------------------------
     def to_json(self) -> bytes:
-        extra = {"upkeep": "server"} if self.server else {}
+        extra: dict[str, Any] = {"upkeep": "server"} if self.server else {}
+        if self.consistency != "strong":
+            extra["consistency"] = self.consistency
         return json.dumps({
             "name": self.name, "table": self.table,
             "columns": [c.decode() for c in self.columns],
@@ -217,7 +238,7 @@ class IndexSpec:
                    [c.encode() for c in d["covering"]], bytes.fromhex(d["alias"]),
                    d["local"], d["state"],
                    bytes.fromhex(d["null_alias"]) if d.get("null_alias") else None,
-                   d.get("upkeep") == "server")
+                   d.get("upkeep") == "server", d.get("consistency", "strong"))
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "table": self.table,
@@ -225,7 +246,7 @@ class IndexSpec:
                 "types": [str(t) for t in self.types],
                 "covering": [c.decode() for c in self.covering],
                 "local": self.local, "state": self.state, "alias": self.alias.hex(),
-                "null_list": self.null_alias is not None,
+                "null_list": self.null_alias is not None, "consistency": self.consistency,
                 **({"upkeep": "server"} if self.server else {})}
 
 

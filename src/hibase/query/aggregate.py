@@ -152,6 +152,12 @@ def _prepare(select: Select, store, indexer, range_method: str, full_scan: bool)
     specs = [s for s in specs if not s.expires]
     if expiring:
         base.notes.append(TTL_STREAM.format(", ".join(expiring)))
+    # nor does an eventually consistent one the region servers keep: its counts are not kept
+    # with its entries, and its order may lag behind the rows
+    lagging = [s.name for s in specs if s.lags]
+    specs = [s for s in specs if not s.lags]
+    if lagging:
+        base.notes.append(LAG_STREAM.format(", ".join(lagging)))
     if select.aggregate:
         shaped = _index_ends(select, specs) or _value_table(select, base, conjuncts, specs)
     else:
@@ -165,6 +171,8 @@ def _casts_values(select: Select) -> bool:
     return any(c is not None and c.cast is not None for c in cols + list(select.group_by))
 
 
+LAG_STREAM = ("value table, index ends and index order of {} not used (eventually consistent: "
+              "they may lag behind the rows); the rows are streamed")
 TTL_STREAM = ("value table, index ends and index order of {} not used (cells with a TTL: "
               "counts and entries outlive expired cells); the rows are streamed")
 
@@ -205,7 +213,7 @@ def _value_table(select: Select, base: Plan, conjuncts, specs) -> _Shaped | None
         return None
     step = base.steps[0]
     lk = step.path
-    if not isinstance(lk, IndexLookup) or lk.spec.local or step.residual \
+    if not isinstance(lk, IndexLookup) or lk.spec.local or lk.spec.lags or step.residual \
             or set(lk.used) != set(step.conjunct) or not cols <= set(lk.spec.columns):
         return None
     null = lk.spec.null_alias

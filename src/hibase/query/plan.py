@@ -66,6 +66,8 @@ class IndexLookup:
         if self.counter is not None:
             self.estimate, self.exact_estimate = self.counter()
             self.counter = None
+        if self.spec.lags:  # an eventual index's counts are not kept with its entries
+            self.exact_estimate = False
         return self
 
     @property
@@ -88,7 +90,7 @@ class IndexLookup:
             where = f"; {self.route.describe()}" if self.route is not None else ""
             return (f"LOCAL INDEX {self.spec.name} ({cols}) {how} over {len(self.ranges)} key "
                     f"range(s) per region{where}; est. {est} row(s) by per-region value tables; "
-                    f"answers {answers}")
+                    f"answers {answers}{_lag(self.spec)}")
         how = ("NULL LIST POINT LOOKUP" if self.spec.null_alias is not None
                and self.ranges and self.ranges[0].start == self.spec.null_alias
                else "PARALLEL POINT LOOKUPS" if self.method == "walk" and all(
@@ -99,7 +101,13 @@ class IndexLookup:
                else "POINT LOOKUP")
         est = ("" if self.exact_estimate else ">=") + str(self.estimate)
         return (f"INDEX {self.spec.name} ({cols}) {how} over {len(self.ranges)} key range(s), "
-                f"est. {est} row(s) by value table; answers {answers}")
+                f"est. {est} row(s) by value table; answers {answers}{_lag(self.spec)}")
+
+
+def _lag(spec: IndexSpec) -> str:
+    """EXPLAIN's word on an eventually consistent index the region servers keep."""
+    return (" (EVENTUAL: may lag behind the latest writes; db.index_lag says by how much)"
+            if spec.lags else "")
 
 
 @dataclass
@@ -472,8 +480,10 @@ def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
     if isinstance(path, RowRange) and best.counted().estimate > 10_000:
         return path
     for lk in lookups:
-        if lk.spec.local or lk.method == "merge":
-            continue  # a local lookup scans each region it visits; a merge is one scan
+        if lk.spec.local or lk.method == "merge" or lk.spec.lags:
+            # a local lookup scans each region it visits; a merge is one scan; an eventual
+            # index's value table is not kept with its entries (a walk would miss values)
+            continue
         if range_method == "walk" or (range_method == "auto" and _walk_pays(lk, cached)):
             lk.method = "walk"
     # Intersect when reading a second index's entries costs less than fetching the rows the

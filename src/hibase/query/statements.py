@@ -4,6 +4,7 @@
         [VERSIONS=3, TTL=86400, COMPRESSION='GZ', BLOOMFILTER='ROW', IN_MEMORY=true, f.VERSIONS=1]
     DROP TABLE [IF EXISTS] t
     CREATE [LOCAL] INDEX [IF NOT EXISTS] n ON t (f.a, ...) [INCLUDE (f.b, ...)] [ASYNC]
+        [CONSISTENCY = EVENTUAL | STRONG]
     DROP INDEX [IF EXISTS] n ON t
     ALTER INDEX [IF EXISTS] n ON t REBUILD
     UPSERT INTO t [(k, f.a, ...)] VALUES (v, ...)[, (v, ...)...]
@@ -78,6 +79,7 @@ class CreateIndex:
     local: bool = False
     if_not_exists: bool = False
     async_: bool = False  # ASYNC: created "building", built by ALTER INDEX ... REBUILD
+    consistency: str = "strong"  # CONSISTENCY = EVENTUAL (Phoenix 5.3's index property)
 
 
 @dataclass(frozen=True)
@@ -562,8 +564,16 @@ def _create_index(p: _Parser, local: bool) -> CreateIndex:
     if p.accept("INCLUDE"):
         include = p.column_list()
     async_ = p.accept("ASYNC")
+    consistency = "strong"
+    if p.accept("CONSISTENCY"):
+        p.expect_op("=")
+        if p.tok.word not in ("EVENTUAL", "STRONG"):
+            raise p.unexpected("EVENTUAL or STRONG")
+        consistency = p.tok.word.lower()
+        p.next()
     p.end()
-    return CreateIndex(name, table, tuple(cols), include, local, if_not_exists, async_)
+    return CreateIndex(name, table, tuple(cols), include, local, if_not_exists, async_,
+                       consistency)
 
 
 def _select_at(sql: str, start: int) -> Select:

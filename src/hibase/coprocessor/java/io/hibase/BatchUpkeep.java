@@ -41,6 +41,7 @@ abstract class BatchUpkeep extends CountCells {
     Catalog cat;
     List<Spec> specs;
     long ts;  // phase 1 wrote at ts, phase 3 writes at ts + 1
+    boolean recording;  // it records changes for eventual indexes (ChangeConsumer)
   }
 
   /** One row's change in one index as phase 1 predicted it from the mutations (apply()):

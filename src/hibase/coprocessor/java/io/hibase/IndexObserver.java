@@ -51,7 +51,7 @@ import org.apache.hadoop.hbase.coprocessor.RegionObserver;
 import org.apache.hadoop.hbase.regionserver.MiniBatchOperationInProgress;
 import org.apache.hadoop.hbase.regionserver.OperationStatus;
 
-public class IndexObserver extends Recovery implements RegionCoprocessor, RegionObserver {
+public class IndexObserver extends ChangeConsumer implements RegionCoprocessor, RegionObserver {
 
   @Override
   public void start(CoprocessorEnvironment e) throws IOException {
@@ -148,15 +148,25 @@ public class IndexObserver extends Recovery implements RegionCoprocessor, Region
       }
       Map<ByteBuffer, RowState.State> states = byRow.isEmpty() ? Collections.emptyMap()
           : readMany(written, specs, allVersions);
-      long ts = stamp(2);  // phase 1 writes at ts, phase 3 at ts + 1
+      List<Spec> eventual = new ArrayList<>();
+      for (Spec s : specs) if (s.eventual) eventual.add(s);
+      // phase 1 writes at ts, phase 3 at ts + 1; a batch recording changes stays in flight
+      // for the consumer until it has landed (ChangeConsumer.lowMark)
+      p.recording = !eventual.isEmpty() && !byRow.isEmpty();
+      long ts = p.recording ? stampRecording(2) : stamp(2);
       p.ts = ts;
       p.specs = specs;
       for (Map.Entry<ByteBuffer, List<Mutation>> e : byRow.entrySet()) {
         byte[] row = e.getKey().array();
         RowState.State before = states.get(e.getKey());
+        if (!eventual.isEmpty()) record(cat, eventual, row, before, ts, phase1);
+        if (eventual.size() == specs.size()) continue;
         RowState.State after = apply(before, e.getValue(), now);
-        for (Spec s : specs) change(cat, s, row, before, after, ts, phase1, p.plans, p.deltas);
+        for (Spec s : specs) {
+          if (!s.eventual) change(cat, s, row, before, after, ts, phase1, p.plans, p.deltas);
+        }
       }
+      if (!eventual.isEmpty()) wake();
       counts(p.cell, p.deltas, Step.BEGIN, phase1);
       p.begun = true;
       if (!reindex.isEmpty()) rebuild(cat, reindex);  // written now: nothing of these rows changes
@@ -168,11 +178,13 @@ public class IndexObserver extends Recovery implements RegionCoprocessor, Region
       }
     } catch (IOException e) {
       abandon(p);
+      recorded(p);
       pending.remove(mb);
       land(mb);
       throw e;
     } catch (RuntimeException e) {  // never abort the region server: fail the batch
       abandon(p);
+      recorded(p);
       pending.remove(mb);
       land(mb);
       LOG.error("hibase index upkeep failed", e);
@@ -216,6 +228,7 @@ public class IndexObserver extends Recovery implements RegionCoprocessor, Region
       try {
         if (entries) bumpVersion(p.cat);
       } finally {
+        recorded(p);
         unlock(p.locks);
         land(mb);
       }
@@ -243,6 +256,7 @@ public class IndexObserver extends Recovery implements RegionCoprocessor, Region
         try {
           Catalog cat = catalog(true);
           if (cat != null && (replayed || uncleanBefore)) recover(cat, deadline);
+          if (cat != null) wake();  // changes an earlier home of the region left unapplied
           return;
         } catch (IOException | RuntimeException e) {
           LOG.warn("hibase: recovery of region {} will be tried again: {}",
@@ -268,6 +282,7 @@ public class IndexObserver extends Recovery implements RegionCoprocessor, Region
    *  next open a recovery. */
   @Override
   public void postClose(ObserverContext<RegionCoprocessorEnvironment> c, boolean abortRequested) {
+    sleep();
     Catalog cat = catalog;
     if (abortRequested || leftovers || cat == null
         || System.currentTimeMillis() < metaAwayUntil.getOrDefault(cat.meta, 0L)) return;

@@ -29,6 +29,7 @@ final class Specs {
     byte[][] columns, covering;
     HibaseCodec.Type[] types;
     boolean local, building;
+    boolean eventual;  // "consistency": "eventual": changed rows recorded, applied later
   }
 
   static final class Catalog {
@@ -82,6 +83,9 @@ final class Specs {
     }
     s.local = o.get("local").getAsBoolean();
     s.building = state.equals("building");
+    JsonElement consistency = o.get("consistency");
+    s.eventual = consistency != null && !consistency.isJsonNull()
+        && consistency.getAsString().equals("eventual");
     return s;
   }
 
