@@ -577,6 +577,34 @@ def bench_pushdown(url: str, rows: int, regions: int, repeats: int, seed: int, a
     finish_bench(report, as_json, output, mod.summary)
 
 
+@bench.command("writes")
+@click.argument("url")
+@click.option("--rows", type=click.IntRange(min=1), default=100_000, show_default=True,
+              help="Rows per load (each table gets the same rows).")
+@click.option("--values", type=click.IntRange(min=1), default=10_000, show_default=True,
+              help="Distinct values of the covered index's column f:a.")
+@click.option("--eventual/--no-eventual", default=True, show_default=True,
+              help="Also load a table whose indexes are eventually consistent.")
+@click.option("--phoenix/--no-phoenix", default=True, show_default=True,
+              help="Phoenix's plain and indexed loads beside (a cluster started with Phoenix).")
+@bench_options
+def bench_writes(url: str, rows: int, values: int, eventual: bool, phoenix: bool,
+                 as_json: bool, output: str | None, progress: bool) -> None:
+    """Index upkeep's cost to a load on HBase (issue 41): plain, strong and eventual indexes
+    kept by hibase's coprocessor, Phoenix's global and local indexes beside.
+
+    Example:
+
+    \b
+        hibase bench writes thrift://127.0.0.1:9090?thrift2_port=9091 --rows 1000000 -o w.json
+    """
+    from hibase_bench import writes as mod
+
+    report = mod.run(url, rows=rows, values=values, eventual=eventual, phoenix=phoenix,
+                     progress=progress)
+    finish_bench(report, as_json, output, mod.summary)
+
+
 @bench.command("gateway")
 @click.option("--idle", type=click.IntRange(min=0), default=1000, show_default=True,
               help="Idle connections opened (and left open) during the second round.")
