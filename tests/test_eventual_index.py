@@ -7,6 +7,7 @@ clients keep every index at once, so nothing lags."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 
@@ -14,7 +15,9 @@ import happybase
 import pytest
 
 import hibase
+from click.testing import CliRunner
 from hibase import errors
+from hibase.cli import cli
 from servers import cluster_url as _url
 from servers import coprocessor_cluster, wait_until
 
@@ -108,6 +111,12 @@ def test_eventual_indexes_catch_up_with_every_writer_and_verify(hbase):
         for name in ("e_a", "e_n", "s_b"):
             report = db.verify_index("t", name)
             assert report["ok"], report
+        got = CliRunner().invoke(cli, ["index", "status", _url(hbase, prefix), "t", "--json"])
+        assert got.exit_code == 0, got.output
+        status = {d["name"]: d for d in map(json.loads, got.stdout.splitlines())}
+        assert status["e_a"]["upkeep"] == "server" and status["e_a"]["pending"] == 0
+        assert (status["e_n"]["consistency"], status["s_b"]["consistency"]) == \
+            ("eventual", "strong")
     finally:
         conn.close()
         db.close()
@@ -161,3 +170,13 @@ def test_eventual_elsewhere_is_kept_at_once(tmp_path):
             db.create_index("t", "bad", ["f:a"], consistency="weak")
         with pytest.raises(errors.QueryError, match="EVENTUAL or STRONG"):
             db.sql("CREATE INDEX bad ON t (f.a) CONSISTENCY = SOMETIMES")
+    runner = CliRunner()
+    store = str(tmp_path / "db")
+    got = runner.invoke(cli, ["index", "create", store, "t", "e_k", "-c", "f:n", "--eventual"])
+    assert got.exit_code == 0, got.output
+    got = runner.invoke(cli, ["index", "status", store, "t"])
+    assert got.exit_code == 0, got.output
+    lines = got.stdout.splitlines()
+    assert lines[0].split() == ["table", "name", "state", "upkeep", "consistency", "pending",
+                                "oldest_s"]
+    assert ["t", "e_k", "ready", "client", "eventual", "0"] in [ln.split() for ln in lines]

@@ -127,17 +127,22 @@ def _job_note(stats: dict) -> None:
 @click.option("--local", is_flag=True,
               help="A local index (rows kept per region, like hindex / 360's) instead of a "
                    "global one.")
+@click.option("--eventual", is_flag=True,
+              help="Eventually consistent (HBase with hibase's coprocessor): writes record "
+                   "each changed row once and the region servers update the index shortly "
+                   "after, so writes cost less; `hibase index status` shows what waits.")
 @_processes_option
 @_progress_option
 @_distributed_option
 @_map_slots_option
 def index_create(dir: str, table: str, name: str, columns: list[str], covering: list[str],
-                 local: bool, processes: int | None, progress: bool, distributed: bool,
-                 map_slots: int | None) -> None:
+                 local: bool, eventual: bool, processes: int | None, progress: bool,
+                 distributed: bool, map_slots: int | None) -> None:
     """Create a global index NAME on TABLE and build it from the rows already there.
 
-    From then on every put, delete, batch and counter keeps it exact. The build runs over the
-    table's regions in worker processes; writes wait until it is done.
+    From then on every put, delete, batch and counter keeps it exact (with --eventual on
+    HBase: exact once the region servers have applied the latest writes). The build runs over
+    the table's regions in worker processes; writes wait until it is done.
 
     Example:
 
@@ -146,6 +151,7 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
         hibase index create data/ telecom by_ip_port -c f.ip -c f.port --cover f.url
         hibase index create data/ telecom by_cell -c f.cell_id --local
         hibase index create thrift://127.0.0.1:9090 telecom by_ip -c f.ip --distributed
+        hibase index create thrift://127.0.0.1:9090 telecom by_url -c f.url --eventual
     """
     db = open_store(dir)
     t = db.table(table)  # an unknown table fails before anything else
@@ -169,7 +175,8 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
     try:
         spec = db.create_index(table, name, columns, covering=covering, local=local,
                                processes=processes, progress=bar,
-                               job=_job(distributed, map_slots))
+                               job=_job(distributed, map_slots),
+                               consistency="eventual" if eventual else "strong")
     finally:
         close()
     kind = "local index" if spec.get("local") else "index"
@@ -241,6 +248,37 @@ def index_list(dir: str, table: str | None, fmt: str) -> None:
          lambda d: [[d["table"], d["name"], "local" if d.get("local") else "global",
                      ",".join(d["columns"]), ",".join(d["types"]), ",".join(d["covering"]),
                      d["state"], d["alias"]]],
+         lambda d: d)
+
+
+@index.command("status")
+@store_argument
+@click.argument("table", metavar="[TABLE]", required=False)
+@output_options
+def index_status(dir: str, table: str | None, fmt: str) -> None:
+    """How each index of TABLE (or of every table) stands: its state, who keeps it (the
+    region servers' coprocessor or the clients), its consistency, and for an eventually
+    consistent one the changed rows its region servers have not applied yet and the oldest's
+    age in seconds.
+
+    Example:
+
+    \b
+        hibase index status thrift://127.0.0.1:9090 telecom
+        hibase index status data/ --json
+    """
+    db = open_store(dir, read_only=True)
+
+    def items() -> Iterator[dict]:
+        for d in _index_items(db, table):
+            lag = db.index_lag(d["table"], d["name"])
+            yield {"table": d["table"], "name": d["name"], "state": d["state"],
+                   "upkeep": d.get("upkeep", "client"), "consistency": d["consistency"],
+                   "pending": lag["pending"], "oldest_s": lag["oldest_s"]}
+
+    emit(fmt, ["table", "name", "state", "upkeep", "consistency", "pending", "oldest_s"],
+         items(), lambda d: [[d["table"], d["name"], d["state"], d["upkeep"], d["consistency"],
+                              d["pending"], "" if d["oldest_s"] is None else d["oldest_s"]]],
          lambda d: d)
 
 
