@@ -10,8 +10,8 @@ from servers import coprocessor_cluster
 def test_bench_writes_loads_plain_strong_and_eventual_tables(request, tmp_path):
     cluster = coprocessor_cluster(request)
     out = tmp_path / "w.json"
-    got = CliRunner().invoke(cli, ["bench", "writes", cluster.thrift_url, "--rows", "1500",
-                                   "--values", "100", "--no-phoenix", "--no-progress",
+    got = CliRunner().invoke(cli, ["bench", "writes", cluster.thrift_url, "--rows", "600",
+                                   "--values", "50", "--no-phoenix", "--no-progress",
                                    "-o", str(out)])
     assert got.exit_code == 0, got.output
     import json
