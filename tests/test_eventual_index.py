@@ -108,6 +108,10 @@ def test_eventual_indexes_catch_up_with_every_writer_and_verify(hbase):
         assert "EVENTUAL" not in db.explain("SELECT * FROM t WHERE f.b = 'b1'")
         # COUNT is not taken from an eventual index's value table
         assert "VALUE TABLE" not in db.explain("SELECT COUNT(*) FROM t WHERE f.a = 'v1'")
+        # beside a strong index on the same column, the strong one answers
+        db.create_index("t", "s_a", ["f:a"])
+        plan = db.explain("SELECT * FROM t WHERE f.a = 'v1'")
+        assert "INDEX s_a" in plan and "EVENTUAL" not in plan
         for name in ("e_a", "e_n", "s_b"):
             report = db.verify_index("t", name)
             assert report["ok"], report

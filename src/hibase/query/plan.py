@@ -445,6 +445,14 @@ def _signature(cons: dict[bytes, _Bounds]) -> tuple:
                  for col, b in cons.items())
 
 
+def _strong_first(lookups: list[IndexLookup]) -> list[IndexLookup]:
+    """An eventually consistent index (spec.lags) is left out where a strong one answers at
+    least the same atoms: whoever keeps both wants the answer that never lags."""
+    strong = [set(lk.used) for lk in lookups if not lk.spec.lags]
+    return [lk for lk in lookups
+            if not lk.spec.lags or not any(set(lk.used) <= used for used in strong)]
+
+
 def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
             range_method: str, cached: bool, router: Any, hints: dict | None = None
             ) -> Path | None:
@@ -466,7 +474,7 @@ def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
                              for s in (specs if hinted is None else [hinted]))
                if lk is not None]
     if len(lookups) > 1:
-        lookups = _undominated(lookups)
+        lookups = _strong_first(_undominated(lookups))
     if hints is not None and hinted is None and len(lookups) == 1 and len(hints) < 64:
         hints[sig] = lookups[0].spec
     # cost: rows, plus the regions a local lookup visits; ties go to the global index. A lone
