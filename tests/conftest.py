@@ -16,6 +16,9 @@ gateway) and [hbase] (a real Apache HBase, one per session: `hbase_cluster`, sta
 - db        backend.connect(): an empty store.
 - table     table "t" on db, families f (3 versions) and g (max_versions=1).
 - thrift_backend   a thrift-only Backend, for what only the HBase backend has.
+- module_backend   like backend, but one per module (and kind), and module_db a connection to
+            it: tests that only read what a module-scoped fixture wrote share its tables
+            instead of making them each.
 
 `@pytest.mark.thrift_xfail("reason")` marks only the [thrift] run xfail(strict=True): a known
 backend bug or limitation, found again (XPASS fails) once it is fixed; `hbase_xfail` the same for
@@ -60,16 +63,17 @@ def pytest_configure(config):
 
 
 def pytest_generate_tests(metafunc):
-    if "backend" not in metafunc.fixturenames:
-        return
-    params = []
-    for kind in KINDS:
-        xfail = metafunc.definition.get_closest_marker(f"{kind}_xfail")
-        marks = ()
-        if xfail is not None:
-            marks = pytest.mark.xfail(strict=True, reason=xfail.args[0])
-        params.append(pytest.param(kind, marks=marks, id=kind))
-    metafunc.parametrize("backend", params, indirect=True)
+    for name, scope in (("backend", "function"), ("module_backend", "module")):
+        if name not in metafunc.fixturenames:
+            continue
+        params = []
+        for kind in KINDS:
+            xfail = metafunc.definition.get_closest_marker(f"{kind}_xfail")
+            marks = ()
+            if xfail is not None:
+                marks = pytest.mark.xfail(strict=True, reason=xfail.args[0])
+            params.append(pytest.param(kind, marks=marks, id=kind))
+        metafunc.parametrize(name, params, indirect=True, scope=scope)
 
 
 # The files that take longest (seconds of test time in a default run on a loaded machine,
@@ -248,7 +252,8 @@ def _fewer_examples_on_hbase(request):
     callspec = getattr(request.node, "callspec", None)
     fn = request.node.obj
     current = getattr(fn, "_hypothesis_internal_use_settings", None)
-    kind = callspec.params.get("backend") if callspec is not None else None
+    kind = None if callspec is None else \
+        callspec.params.get("backend") or callspec.params.get("module_backend")
     if current is not None and kind == "thrift" and THRIFT_SHARE > 1:
         fn._hypothesis_internal_use_settings = settings(
             current, max_examples=max(1, current.max_examples // THRIFT_SHARE))
@@ -289,6 +294,21 @@ def _backend_of(request, tmp_path):
 def backend(request, tmp_path):
     """The test's store on the backend of this run (see the module docstring)."""
     yield from _backend_of(request, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def module_backend(request, tmp_path_factory):
+    """A store on each backend shared by the tests of one module that take it (one HBase table
+    prefix, one gateway): for tests that only read what a module fixture wrote, or that check
+    that a call writes nothing, so they need not make the same tables once per test (each
+    real HBase table costs ~0.5 s to create)."""
+    yield from _backend_of(request, tmp_path_factory.mktemp("module-store"))
+
+
+@pytest.fixture(scope="module")
+def module_db(module_backend):
+    """A Connection to module_backend's store, open for the module (embedded: the only one)."""
+    return module_backend.connect()
 
 
 @pytest.fixture(params=[k for k in KINDS if k != "embedded"])
