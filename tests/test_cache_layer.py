@@ -39,8 +39,8 @@ def cache_spec(request):
 
 # -- options -----------------------------------------------------------------------------------
 
-def test_default_is_memory_window_heat(backend):
-    with backend.connect() as db:
+def test_default_is_memory_window_heat(module_backend):
+    with module_backend.connect() as db:
         assert isinstance(db.cache, HotCache)
         stats = db.cache_stats()
         assert stats["backend"] == "memory" and stats["policy"] == "window-heat"
@@ -80,17 +80,18 @@ def test_no_cache(backend):
     {"cache": "zk://127.0.0.1:1/x", "cache_policy": "lru"},
     {"cache": "redis://host:notaport"}, {"cache": "zk://nohostport"},
 ])
-def test_invalid_options(backend, options):
+def test_invalid_options(module_backend, options):
+    """(One store per module and backend: a refused connect opens nothing.)"""
     with pytest.raises(InvalidArgument):
-        backend.connect(**options)
+        module_backend.connect(**options)
 
 
-def test_unreachable_servers_at_connect(backend):
+def test_unreachable_servers_at_connect(module_backend):
     port = free_port()
     with pytest.raises(BackendUnavailable, match="cannot reach any Redis cache node"):
-        backend.connect(cache=f"redis://127.0.0.1:{port}")
+        module_backend.connect(cache=f"redis://127.0.0.1:{port}")
     with pytest.raises(BackendUnavailable, match="ZooKeeper"):
-        backend.connect(cache=f"zk://127.0.0.1:{port}/hibase")
+        module_backend.connect(cache=f"zk://127.0.0.1:{port}/hibase")
 
 
 # -- hits and misses ---------------------------------------------------------------------------
