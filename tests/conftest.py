@@ -16,6 +16,9 @@ gateway) and [hbase] (a real Apache HBase, one per session: `hbase_cluster`, sta
 - db        backend.connect(): an empty store.
 - table     table "t" on db, families f (3 versions) and g (max_versions=1).
 - thrift_backend   a thrift-only Backend, for what only the HBase backend has.
+- module_backend   like backend, but one per module (and kind), and module_db a connection to
+            it: tests that only read what a module-scoped fixture wrote share its tables
+            instead of making them each.
 
 `@pytest.mark.thrift_xfail("reason")` marks only the [thrift] run xfail(strict=True): a known
 backend bug or limitation, found again (XPASS fails) once it is fixed; `hbase_xfail` the same for
@@ -60,39 +63,41 @@ def pytest_configure(config):
 
 
 def pytest_generate_tests(metafunc):
-    if "backend" not in metafunc.fixturenames:
-        return
-    params = []
-    for kind in KINDS:
-        xfail = metafunc.definition.get_closest_marker(f"{kind}_xfail")
-        marks = ()
-        if xfail is not None:
-            marks = pytest.mark.xfail(strict=True, reason=xfail.args[0])
-        params.append(pytest.param(kind, marks=marks, id=kind))
-    metafunc.parametrize("backend", params, indirect=True)
+    for name, scope in (("backend", "function"), ("module_backend", "module")):
+        if name not in metafunc.fixturenames:
+            continue
+        params = []
+        for kind in KINDS:
+            xfail = metafunc.definition.get_closest_marker(f"{kind}_xfail")
+            marks = ()
+            if xfail is not None:
+                marks = pytest.mark.xfail(strict=True, reason=xfail.args[0])
+            params.append(pytest.param(kind, marks=marks, id=kind))
+        metafunc.parametrize(name, params, indirect=True, scope=scope)
 
 
 # The files that take longest (seconds of test time in a default run on a loaded machine,
-# load 15-24, 2026-11-28; files added since scaled to it), longest first: pytest-xdist's
+# load 15-24, 2026-11-28; files added since scaled to it, and the files issue 42's shared module
+# stores shortened scaled by their measured before/after ratio), longest first: pytest-xdist's
 # loadfile hands files out in collection order, and a long file started last keeps one worker
 # busy while the other has nothing left (files not listed run last, in name order).
 _LONG_FILES = {
-    "test_happybase_api.py": 454, "test_local_index.py": 386, "test_routing.py": 282,
-    "test_cli_workflows.py": 276, "test_query_aggregate.py": 257, "test_cache_layer.py": 237,
-    "test_cast.py": 235, "test_sql_statements.py": 231, "test_sql_undeclared_columns.py": 222,
-    "test_coprocessor_visibility.py": 214, "test_sql_engine.py": 182, "test_query_output.py": 179,
-    "test_distributed_build.py": 165, "test_cache_coherence.py": 159, "test_store.py": 140,
-    "test_cache_zk.py": 135, "test_ttl.py": 133, "test_cli_index.py": 132,
-    "test_sql_types_dates.py": 130, "test_hbase_shell.py": 125, "test_sql_dml.py": 120,
-    "test_index_build.py": 119, "test_cli.py": 111, "test_bench_paper_hbase.py": 110,
+    "test_local_index.py": 374, "test_routing.py": 282, "test_cli_workflows.py": 276,
+    "test_happybase_api.py": 245, "test_sql_undeclared_columns.py": 222,
+    "test_coprocessor_visibility.py": 214, "test_sql_statements.py": 201,
+    "test_cache_layer.py": 185, "test_distributed_build.py": 165, "test_cache_coherence.py": 159,
+    "test_store.py": 140, "test_sql_engine.py": 138, "test_cache_zk.py": 135, "test_ttl.py": 133,
+    "test_cli_index.py": 132, "test_hbase_shell.py": 125, "test_sql_dml.py": 120,
+    "test_index_build.py": 119, "test_query_output.py": 115, "test_bench_paper_hbase.py": 110,
     "test_hbase_roundtrips.py": 106, "test_cache_redis.py": 104, "test_coprocessor.py": 103,
-    "test_cli_types.py": 102, "test_bench_pushdown.py": 90, "test_one_voice.py": 88,
+    "test_cli_types.py": 102, "test_query_aggregate.py": 90, "test_bench_pushdown.py": 90,
     "test_query_property.py": 88, "test_bench_query.py": 87, "test_codec.py": 86,
-    "test_sqlalchemy.py": 79, "test_phoenix.py": 79, "test_bench_cache.py": 78,
-    "test_bench_store.py": 71, "test_java_units.py": 70, "test_in_lists.py": 66,
-    "test_query_consistency.py": 66, "test_hbase_split.py": 60, "test_dbapi.py": 58,
-    "test_hbase_counts.py": 55, "test_durability.py": 43, "test_sql_types_edges.py": 42,
-    "test_bench_paper.py": 41,
+    "test_sqlalchemy.py": 79, "test_phoenix.py": 79, "test_sql_types_dates.py": 78,
+    "test_bench_cache.py": 78, "test_cli.py": 77, "test_bench_store.py": 71,
+    "test_java_units.py": 70, "test_in_lists.py": 66, "test_query_consistency.py": 66,
+    "test_cast.py": 63, "test_hbase_split.py": 60, "test_dbapi.py": 58, "test_hbase_counts.py": 55,
+    "test_durability.py": 43, "test_sql_types_edges.py": 42, "test_bench_paper.py": 41,
+    "test_one_voice.py": 27,
     # own_cluster (.ci/run's second step); test_torture.py has tests in both
     "test_torture_regionservers.py": 670, "test_torture.py": 250, "test_cluster.py": 230,
     "test_coprocessor_deploy.py": 150}
@@ -248,7 +253,8 @@ def _fewer_examples_on_hbase(request):
     callspec = getattr(request.node, "callspec", None)
     fn = request.node.obj
     current = getattr(fn, "_hypothesis_internal_use_settings", None)
-    kind = callspec.params.get("backend") if callspec is not None else None
+    kind = None if callspec is None else \
+        callspec.params.get("backend") or callspec.params.get("module_backend")
     if current is not None and kind == "thrift" and THRIFT_SHARE > 1:
         fn._hypothesis_internal_use_settings = settings(
             current, max_examples=max(1, current.max_examples // THRIFT_SHARE))
@@ -289,6 +295,21 @@ def _backend_of(request, tmp_path):
 def backend(request, tmp_path):
     """The test's store on the backend of this run (see the module docstring)."""
     yield from _backend_of(request, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def module_backend(request, tmp_path_factory):
+    """A store on each backend shared by the tests of one module that take it (one HBase table
+    prefix, one gateway): for tests that only read what a module fixture wrote, or that check
+    that a call writes nothing, so they need not make the same tables once per test (each
+    real HBase table costs ~0.5 s to create)."""
+    yield from _backend_of(request, tmp_path_factory.mktemp("module-store"))
+
+
+@pytest.fixture(scope="module")
+def module_db(module_backend):
+    """A Connection to module_backend's store, open for the module (embedded: the only one)."""
+    return module_backend.connect()
 
 
 @pytest.fixture(params=[k for k in KINDS if k != "embedded"])

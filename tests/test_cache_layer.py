@@ -37,10 +37,25 @@ def cache_spec(request):
 
 
 
+@pytest.fixture(scope="module")
+def cache_store(module_backend):
+    """make_db's table in a store shared by the module's tests that only read it (each opens
+    its own connection, whose cache starts empty); no connection is left open."""
+    db, _ = make_db(module_backend)
+    db.close()
+    return module_backend
+
+
+def _reader(backend, **options):
+    """A new connection to `backend` with connect() `options`, and its table t."""
+    db = backend.connect(**options)
+    return db, db.table("t")
+
+
 # -- options -----------------------------------------------------------------------------------
 
-def test_default_is_memory_window_heat(backend):
-    with backend.connect() as db:
+def test_default_is_memory_window_heat(module_backend):
+    with module_backend.connect() as db:
         assert isinstance(db.cache, HotCache)
         stats = db.cache_stats()
         assert stats["backend"] == "memory" and stats["policy"] == "window-heat"
@@ -50,8 +65,8 @@ def test_default_is_memory_window_heat(backend):
 
 
 @pytest.mark.parametrize("policy", ["lru", "hotscore-per-record", "hotscore", "window-heat"])
-def test_policy_choice(backend, policy):
-    db, t = make_db(backend, cache_policy=policy, cache_capacity=500)
+def test_policy_choice(cache_store, policy):
+    db, t = _reader(cache_store, cache_policy=policy, cache_capacity=500)
     with db:
         assert found(t, "f.a = 1") == oracle(t, 1)
         assert found(t, "f.a = 1") == oracle(t, 1)
@@ -60,8 +75,8 @@ def test_policy_choice(backend, policy):
         assert (stats["hits"], stats["misses"], stats["sets"], stats["records"]) == (1, 1, 1, 10)
 
 
-def test_no_cache(backend):
-    db, t = make_db(backend, cache_policy=None)
+def test_no_cache(cache_store):
+    db, t = _reader(cache_store, cache_policy=None)
     with db:
         assert db.cache is None and db.indexer.cache is None
         assert found(t, "f.a = 2") == oracle(t, 2)
@@ -80,23 +95,24 @@ def test_no_cache(backend):
     {"cache": "zk://127.0.0.1:1/x", "cache_policy": "lru"},
     {"cache": "redis://host:notaport"}, {"cache": "zk://nohostport"},
 ])
-def test_invalid_options(backend, options):
+def test_invalid_options(module_backend, options):
+    """(One store per module and backend: a refused connect opens nothing.)"""
     with pytest.raises(InvalidArgument):
-        backend.connect(**options)
+        module_backend.connect(**options)
 
 
-def test_unreachable_servers_at_connect(backend):
+def test_unreachable_servers_at_connect(module_backend):
     port = free_port()
     with pytest.raises(BackendUnavailable, match="cannot reach any Redis cache node"):
-        backend.connect(cache=f"redis://127.0.0.1:{port}")
+        module_backend.connect(cache=f"redis://127.0.0.1:{port}")
     with pytest.raises(BackendUnavailable, match="ZooKeeper"):
-        backend.connect(cache=f"zk://127.0.0.1:{port}/hibase")
+        module_backend.connect(cache=f"zk://127.0.0.1:{port}/hibase")
 
 
 # -- hits and misses ---------------------------------------------------------------------------
 
-def test_hits_answer_without_the_store(backend, cache_spec, monkeypatch):
-    db, t = make_db(backend, cache=cache_spec)
+def test_hits_answer_without_the_store(cache_store, cache_spec, monkeypatch):
+    db, t = _reader(cache_store, cache=cache_spec)
     with db:
         want = oracle(t, 3)
         assert found(t, "f.a = 3") == want
@@ -112,8 +128,8 @@ def test_hits_answer_without_the_store(backend, cache_spec, monkeypatch):
         assert (stats["hits"], stats["misses"], stats["hit_ratio"]) == (1, 1, 0.5)
 
 
-def test_range_walk_is_answered_per_value(backend, cache_spec):
-    db, t = make_db(backend, cache=cache_spec)
+def test_range_walk_is_answered_per_value(cache_store, cache_spec):
+    db, t = _reader(cache_store, cache=cache_spec)
     with db:
         assert "WALK" in t.explain("f.a BETWEEN 1 AND 4")
         want = sorted(sum((oracle(t, v) for v in range(1, 5)), []))

@@ -50,14 +50,27 @@ def cells_of(text: str) -> list[dict]:
     return list(csv.DictReader(io.StringIO(text)))
 
 
-@pytest.fixture
-def flights(store):
+def _flights(store):
+    """Table flights (four rows) made through the commands in `store`; returns `store`."""
     run("create-table", store, "flights", "-f", "f:max_versions=3", "-f", "g",
         "-c", "f:delay=double", "-c", "f:n=long binary")
     for k, dest, delay in [("k1", "IAH", "12.5"), ("k2", "SFO", "-3"), ("k3", "IAH", "0"),
                            ("m1", "JFK", "7")]:
         run("put", store, "flights", k, f"f:dest={dest}", f"f:delay={delay}", "g:x=1")
     return store
+
+
+@pytest.fixture
+def flights(store):
+    """Table flights in the test's own store (for tests that write to it)."""
+    return _flights(store)
+
+
+@pytest.fixture(scope="module")
+def read_flights(module_backend):
+    """Table flights, one per module and backend, for the tests that only read it (or check
+    that a refused command wrote nothing)."""
+    return _flights(module_backend.url)
 
 
 # -- help --------------------------------------------------------------------------------------
@@ -103,7 +116,8 @@ def test_show_bytes_escapes():
 
 # -- create / put / get / scan ------------------------------------------------------------------
 
-def test_round_trip_in_three_formats(flights):
+def test_round_trip_in_three_formats(read_flights):
+    flights = read_flights
     out = run("get", flights, "flights", "k1").stdout.splitlines()
     assert out[0].split() == ["ROWKEY", "column", "value"]
     assert ["k1", "f.delay", "12.5"] in [line.split() for line in out]
@@ -121,7 +135,8 @@ def test_round_trip_in_three_formats(flights):
     assert len(cells_of(run("scan", flights, "flights", "--csv").stdout)) == 12
 
 
-def test_scan_options(flights):
+def test_scan_options(read_flights):
+    flights = read_flights
     def keys(*opts):
         return [r["ROWKEY"] for r in jsonl(run("scan", flights, "flights", "--json",
                                                *opts).stdout)]
@@ -136,7 +151,8 @@ def test_scan_options(flights):
     assert set(cols) == {"ROWKEY", "g.x", "f.dest"}
 
 
-def test_get_missing_row_is_an_error(flights):
+def test_get_missing_row_is_an_error(read_flights):
+    flights = read_flights
     assert error("get", flights, "flights", "zz", "--json") == \
         "Error: no row 'zz' in table 'flights'"
     assert error("get", flights, "flights", "k1", "--csv", "-c", "f:nope") == \
@@ -158,7 +174,8 @@ def test_versions_binary_columns_and_escapes(flights):
     assert row == {"ROWKEY": "b\\x00\\xff", "f.n": 42, "f.raw": "a\\x01\\\\"}
 
 
-def test_declared_type_errors_write_nothing(flights):
+def test_declared_type_errors_write_nothing(read_flights):
+    flights = read_flights
     msg = error("put", flights, "flights", "k9", "f:dest=X", "f:delay=soon")
     assert "f.delay" in msg and "DOUBLE" in msg
     msg = error("put", flights, "flights", "k9", "f:n=4.5")
@@ -166,7 +183,8 @@ def test_declared_type_errors_write_nothing(flights):
     assert "no row 'k9'" in error("get", flights, "flights", "k9", "--json")
 
 
-def test_errors_are_one_line(flights, tmp_path):
+def test_errors_are_one_line(read_flights, tmp_path):
+    flights = read_flights
     assert "no table 'nope'" in error("get", flights, "nope", "k1")
     assert "no table 'nope'" in error("scan", flights, "nope")
     assert "PrefixFilter" in error("scan", flights, "flights", "--filter", "PrefixFilter('a'")
@@ -181,7 +199,8 @@ def test_errors_are_one_line(flights, tmp_path):
     error("scan", flights, "flights", "--prefix", "k", "--start", "a")
 
 
-def test_tables(flights):
+def test_tables(read_flights):
+    flights = read_flights
     rows = jsonl(run("tables", flights, "--json").stdout)
     assert [r["table"] for r in rows] == ["flights"]
     assert rows[0]["families"]["f"]["max_versions"] == 3

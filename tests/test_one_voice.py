@@ -26,16 +26,17 @@ def _cli(*args, input=None, code=0):
     return got
 
 
-@pytest.fixture
-def store(backend):
+@pytest.fixture(scope="module")
+def store(module_backend):
     """Table u (k VARCHAR PRIMARY KEY, e.amount, e.age BIGINT): u2 (5, 30) and u3 (7, 'abc'
-    written by another client, plus an undeclared e.note); yields the store argument."""
-    db = backend.connect()
+    written by another client, plus an undeclared e.note); yields the store argument. One per
+    module and backend: the tests that take it only read it."""
+    db = module_backend.connect()
     db.sql("CREATE TABLE u (k VARCHAR PRIMARY KEY, e.amount BIGINT, e.age BIGINT)")
     db.sql("UPSERT INTO u VALUES ('u2', 5, 30), ('u3', 7, 40)")
-    backend.foreign_put(db, "u", b"u3", {b"e:age": b"abc", b"e:note": b"hi"})
+    module_backend.foreign_put(db, "u", b"u3", {b"e:age": b"abc", b"e:note": b"hi"})
     db.close()
-    return backend.url
+    return module_backend.url
 
 
 def _query(store, statement, fmt):

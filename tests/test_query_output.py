@@ -53,10 +53,17 @@ def _make(store) -> str:
     return str(store)
 
 
-@pytest.fixture
-def store(backend):
+@pytest.fixture(scope="module")
+def store(module_backend):
     """Table t (declared t:name, t:age, t:city; every row lacks some of them) on the run's
-    backend, as the store argument of the commands."""
+    backend, as the store argument of the commands; one per module and backend, for the tests
+    that only read it."""
+    return _make(module_backend.url)
+
+
+@pytest.fixture
+def own_store(backend):
+    """The same table in the test's own store, for a test that writes to it."""
     return _make(backend.url)
 
 
@@ -90,10 +97,10 @@ def test_json_gives_a_missing_column_as_null(store):
     assert objs == [{"t.city": None, "t.age": None}]
 
 
-def test_select_star_agrees_with_the_sql_result_description(store, backend):
+def test_select_star_agrees_with_the_sql_result_description(store, module_backend):
     """The header is Result.description's (what `hibase sql` and DB-API give), for WHEREs
     that find different rows."""
-    with backend.connect() as db:
+    with module_backend.connect() as db:
         for where in WHERES:
             sql = f"SELECT * FROM t {where}"
             labels = [name for name, _ in db.execute(sql).description]
@@ -116,9 +123,10 @@ def test_a_select_list_prints_its_columns_in_its_order_repeats_included(store, w
     assert all(len(r) == 4 and r[0] == r[3] for r in body)
 
 
-def test_undeclared_columns_follow_the_declared_ones_by_name(store):
+def test_undeclared_columns_follow_the_declared_ones_by_name(own_store):
     """Undeclared columns in the rows found come after the declared ones, sorted by name, as
     in Result.description: the only part of a SELECT * header that depends on the rows."""
+    store = own_store
     run("put", store, "t", "k5", "t:zz=1", "t:aa=2")
     header, table, objs = outputs(store, "SELECT * FROM t")
     assert header == table == ["ROWKEY"] + DECLARED + ["t.aa", "t.zz"]

@@ -704,8 +704,8 @@ def test_engine_answers_equal_sqlite(db, seed, request):
 
 # -- targeted: routing, EXPLAIN, Phoenix's semantics ---------------------------------------
 
-@pytest.fixture
-def t(db):
+def _t(db):
+    """Table t: four rows with NULLs, indexed on f.a."""
     db.sql("CREATE TABLE t (k VARCHAR PRIMARY KEY, f.a BIGINT, f.d DOUBLE, f.s VARCHAR)")
     db.execute_many("UPSERT INTO t (k, f.a, f.d, f.s) VALUES (?, ?, ?, ?)", [
         ("k1", 7, 2.7, "Alpha"), ("k2", -7, -2.7, None), ("k3", None, 1.5, "beta"),
@@ -714,7 +714,20 @@ def t(db):
     return db
 
 
-def test_an_indexed_point_lookup_stays_on_the_lean_path(t):
+@pytest.fixture
+def t(db):
+    """Table t in the test's own store (for a test that writes to it)."""
+    return _t(db)
+
+
+@pytest.fixture(scope="module")
+def read_t(module_db):
+    """Table t, one per module and backend, for the tests that only read it."""
+    return _t(module_db)
+
+
+def test_an_indexed_point_lookup_stays_on_the_lean_path(read_t):
+    t = read_t
     plan = t.explain("SELECT f.s FROM t WHERE f.a = 7")
     assert "ENGINE" not in plan and "INDEX by_a" in plan
     plan = t.explain("SELECT UPPER(f.s) FROM t WHERE f.a = 7")
@@ -733,7 +746,8 @@ def test_an_indexed_point_lookup_stays_on_the_lean_path(t):
     ("f.a DESC NULLS LAST", ["k1", "k4", "k2", "k3"]),
     ("f.a NULLS FIRST", ["k3", "k2", "k4", "k1"]),
 ])
-def test_nulls_sort_first_unless_nulls_last(t, order, keys):
+def test_nulls_sort_first_unless_nulls_last(read_t, order, keys):
+    t = read_t
     """Phoenix sorts NULL first in both directions (DuckDB: last); the lean path agrees."""
     engine = t.sql(f"SELECT k, LOWER(f.s) FROM t ORDER BY {order}")
     assert [r[0] for r in engine] == keys
@@ -742,7 +756,8 @@ def test_nulls_sort_first_unless_nulls_last(t, order, keys):
     assert [r[0] for r in lean.rows] == keys
 
 
-def test_cast_of_a_double_to_an_integer_truncates(t):
+def test_cast_of_a_double_to_an_integer_truncates(read_t):
+    t = read_t
     """CAST(2.7 AS BIGINT) is 2 and of -2.7 is -2 (DuckDB alone rounds: 3, -3), on the
     engine as on the lean path (a cast of a column alone)."""
     engine = "SELECT k, CAST(f.d AS BIGINT) + 0, CAST(f.d * 1 AS INTEGER) FROM t WHERE " \
@@ -756,7 +771,8 @@ def test_cast_of_a_double_to_an_integer_truncates(t):
                  "FROM t WHERE k = 'k1' AND f.a > 0") == [(2, -2, 7)]
 
 
-def test_integer_division_truncates(t):
+def test_integer_division_truncates(read_t):
+    t = read_t
     """7 / 2 is 3 and -7 / 2 is -3 (DuckDB's / gives 3.5); a DOUBLE divides as a DOUBLE."""
     rows = t.sql("SELECT k, f.a / 2, f.a / -2, f.d / 2, 7 / 2 FROM t WHERE f.a IS NOT NULL "
                  "AND f.d IS NOT NULL ORDER BY k")
@@ -764,7 +780,8 @@ def test_integer_division_truncates(t):
     assert all(isinstance(r[1], int) for r in rows)
 
 
-def test_functions_like_ilike_case_and_params(t):
+def test_functions_like_ilike_case_and_params(read_t):
+    t = read_t
     assert t.sql("SELECT k FROM t WHERE f.s LIKE '%burg' ORDER BY k") == [("k4",)]
     assert t.sql("SELECT k FROM t WHERE f.s ILIKE 'al%'") == [("k1",)]
     assert t.sql("SELECT k, CASE WHEN f.a > 0 THEN 'pos' WHEN f.a < 0 THEN 'neg' END AS sign "
@@ -775,7 +792,8 @@ def test_functions_like_ilike_case_and_params(t):
     assert t.sql("SELECT k FROM t WHERE UPPER(f.s) = :u", {"u": "BETA"}) == [("k3",)]
 
 
-def test_parameters_stay_parameters(t):
+def test_parameters_stay_parameters(read_t):
+    t = read_t
     """A parameter is DuckDB's $hibase_pN typed by its value (so ? / 2 still truncates) and
     the pushed-down condition's :hibase_pN, bound by the lean path: no value becomes text."""
     assert t.sql("SELECT k, f.a / ? FROM t WHERE f.a = ?", (2, 7)) == [("k1", 3)]
@@ -790,7 +808,8 @@ def test_parameters_stay_parameters(t):
         ("k3",)]
 
 
-def test_ctes_derived_tables_and_self_joins(t):
+def test_ctes_derived_tables_and_self_joins(read_t):
+    t = read_t
     """A CTE's and a subquery's columns are theirs (not bound to a table); a table read
     twice pushes the OR of its references' conditions."""
     assert t.sql("WITH big AS (SELECT k, f.a FROM t WHERE f.a > 0) "
@@ -818,7 +837,8 @@ def test_upsert_select_and_delete_beyond_the_lean_path(t):
     assert t.sql("SELECT COUNT(*) FROM t WHERE f.a = 70") == [(0,)]  # the index followed
 
 
-def test_result_description_and_dbapi(t):
+def test_result_description_and_dbapi(read_t):
+    t = read_t
     r = t.execute("SELECT k, f.a * 2 AS twice, UPPER(f.s), f.d FROM t WHERE f.a = 7")
     assert [name for name, _ in r.description] == ["k", "twice", "UPPER(f.s)", "f.d"]
     assert r.description[0][1] == "rowkey" and r.rows == [("k1", 14, "ALPHA", 2.7)]
@@ -828,7 +848,8 @@ def test_result_description_and_dbapi(t):
     assert cur.fetchall() == [(None, 1), (-1, 1), (1, 1), (2, 1)]
 
 
-def test_engine_errors_are_hibase_errors(t):
+def test_engine_errors_are_hibase_errors(read_t):
+    t = read_t
     with pytest.raises(QueryPlanError, match="DuckDB"):
         t.sql("SELECT no_such_function(f.a) FROM t")
     with pytest.raises(QueryPlanError, match="DuckDB"):

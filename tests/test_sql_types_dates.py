@@ -132,24 +132,42 @@ def test_decimal_keys_are_exact_and_ordered():
 
 # -- SQL -----------------------------------------------------------------------------------------
 
+def _ev(db, name: str = "ev"):
+    """Table `name`: rows a, b, c of dates, times, timestamps, decimals and booleans."""
+    db.sql(f"CREATE TABLE {name} (k VARCHAR PRIMARY KEY, e.d DATE, e.t TIME, e.ts TIMESTAMP, "
+           "e.amt DECIMAL(10,2), e.ok BOOLEAN)")
+    db.sql(f"UPSERT INTO {name} VALUES ('a', DATE '2024-01-02', TIME '12:30:00', "
+           "TIMESTAMP '2024-01-02 12:30:00.123', 12.5, TRUE)")
+    db.sql(f"UPSERT INTO {name} VALUES (?, ?, ?, ?, ?, ?)",
+           ("b", D(2023, 5, 6), T(1, 2, 3), TS(2023, 5, 6, 1, 2, 3), Decimal("3.14159"), False))
+    db.sql(f"UPSERT INTO {name} VALUES ('c', '2025-12-31', '23:59:59', '2025-12-31 23:59:59', "
+           "-7, false)")
+    return db
+
+
 @pytest.fixture
 def ev(db):
-    db.sql("CREATE TABLE ev (k VARCHAR PRIMARY KEY, e.d DATE, e.t TIME, e.ts TIMESTAMP, "
-           "e.amt DECIMAL(10,2), e.ok BOOLEAN)")
-    db.sql("UPSERT INTO ev VALUES ('a', DATE '2024-01-02', TIME '12:30:00', "
-           "TIMESTAMP '2024-01-02 12:30:00.123', 12.5, TRUE)")
-    db.sql("UPSERT INTO ev VALUES (?, ?, ?, ?, ?, ?)",
-           ("b", D(2023, 5, 6), T(1, 2, 3), TS(2023, 5, 6, 1, 2, 3), Decimal("3.14159"), False))
-    db.sql("UPSERT INTO ev VALUES ('c', '2025-12-31', '23:59:59', '2025-12-31 23:59:59', -7, "
-           "false)")
-    return db
+    """Table ev in the test's own store (for a test that adds an index)."""
+    return _ev(db)
+
+
+@pytest.fixture(scope="module")
+def read_ev(module_db):
+    """Table ev, and evi (the same rows, an index on each column), one per module and backend,
+    for the tests that only read them."""
+    _ev(module_db)
+    _ev(module_db, "evi")
+    for col in ("e.d", "e.ts", "e.t", "e.amt", "e.ok"):
+        module_db.sql(f"CREATE INDEX IF NOT EXISTS i_{col[2:]} ON evi ({col})")
+    return module_db
 
 
 def keys_of(rows) -> list:
     return sorted(r[0] if isinstance(r[0], str) else r[0].decode() for r in rows)
 
 
-def test_values_read_back_as_python_types(ev):
+def test_values_read_back_as_python_types(read_ev):
+    ev = read_ev
     rows = dict(ev.sql("SELECT * FROM ev"))
     assert rows["a"] == {b"e:d": D(2024, 1, 2), b"e:t": T(12, 30), b"e:ts":
                           TS(2024, 1, 2, 12, 30, 0, 123000), b"e:amt": Decimal("12.50"),
@@ -168,11 +186,9 @@ def test_values_read_back_as_python_types(ev):
     ("e.ok = TRUE", ["a"]), ("e.ok", ["a"]), ("NOT e.ok", ["b", "c"]),
     ("e.amt > 3.14", ["a"]), ("e.amt > 3.135", ["a", "b"]), ("e.amt IN (12.5, -7)", ["a", "c"]),
 ])
-def test_comparisons_with_and_without_indexes(ev, where, expected):
-    assert keys_of(ev.sql(f"SELECT k FROM ev WHERE {where}")) == expected
-    for col in ("e.d", "e.ts", "e.t", "e.amt", "e.ok"):
-        ev.sql(f"CREATE INDEX IF NOT EXISTS i_{col[2:]} ON ev ({col})")
-    assert keys_of(ev.sql(f"SELECT k FROM ev WHERE {where}")) == expected
+def test_comparisons_with_and_without_indexes(read_ev, where, expected):
+    assert keys_of(read_ev.sql(f"SELECT k FROM ev WHERE {where}")) == expected
+    assert keys_of(read_ev.sql(f"SELECT k FROM evi WHERE {where}")) == expected  # indexed
 
 
 def test_an_index_on_a_date_answers_a_range(ev):
@@ -185,7 +201,8 @@ def test_an_index_on_a_date_answers_a_range(ev):
     assert ev.sql("SELECT MIN(e.d), MAX(e.d) FROM ev") == [(D(2023, 5, 6), D(2025, 12, 31))]
 
 
-def test_aggregates_and_order(ev):
+def test_aggregates_and_order(read_ev):
+    ev = read_ev
     assert ev.sql("SELECT SUM(e.amt), MAX(e.ts), COUNT(e.ok) FROM ev") == \
         [(Decimal("8.64"), TS(2025, 12, 31, 23, 59, 59), 3)]
     assert [k for k, _ in ev.sql("SELECT k, e.d FROM ev ORDER BY e.d DESC")] == \
@@ -194,7 +211,8 @@ def test_aggregates_and_order(ev):
                                                                               (True, 1)]
 
 
-def test_cast_to_and_from_the_new_types(ev):
+def test_cast_to_and_from_the_new_types(read_ev):
+    ev = read_ev
     got = dict(ev.sql("SELECT k, CAST(e.d AS VARCHAR), CAST(e.amt AS DOUBLE), "
                       "CAST(e.ok AS INTEGER), CAST(e.ts AS DATE) FROM ev WHERE k = 'a'"))
     assert got["a"] == {b"CAST(e:d AS VARCHAR)": "2024-01-02",
@@ -204,7 +222,8 @@ def test_cast_to_and_from_the_new_types(ev):
         == ["a"]
 
 
-def test_date_functions_run_on_the_engine(ev):
+def test_date_functions_run_on_the_engine(read_ev):
+    ev = read_ev
     row = ev.sql("SELECT EXTRACT(YEAR FROM e.d), TO_DATE('2024-02-03'), "
                  "TO_DATE('03/02/2024 10:11', 'dd/MM/yyyy HH:mm'), "
                  "TO_TIMESTAMP('2024-01-02 03:04:05'), CURRENT_DATE, e.amt * 2 "
@@ -222,7 +241,8 @@ def test_date_functions_run_on_the_engine(ev):
     ("UPSERT INTO ev (k, e.amt) VALUES ('x', 123456789.5)", ValueTypeError),
     ("UPSERT INTO ev (k, e.ok) VALUES ('x', 'maybe')", ValueTypeError),
 ])
-def test_refusals(ev, sql, error):
+def test_refusals(read_ev, sql, error):
+    ev = read_ev
     with pytest.raises(error):
         ev.sql(sql)
 

@@ -249,9 +249,11 @@ AIRPORTS = [("ABQ", "Albuquerque", 5355), ("ATL", "Atlanta", 1026), ("BOS", "Bos
             ("XNA", "Bentonville", 1287), ("ORD", "Chicago", 672)]
 
 
-@pytest.fixture
-def airports(db):
-    """The airports table as `hibase load` made it before types: every column undeclared."""
+@pytest.fixture(scope="module")
+def airports(module_db):
+    """The airports table as `hibase load` made it before types: every column undeclared. One
+    per module and backend: the tests that take it only read it."""
+    db = module_db
     db.create_table("airports", {"a": {}})
     with db.table("airports").batch() as b:
         for faa, name, alt in AIRPORTS:
