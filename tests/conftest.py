@@ -97,7 +97,7 @@ _LONG_FILES = {
     "test_java_units.py": 70, "test_in_lists.py": 66, "test_query_consistency.py": 66,
     "test_cast.py": 63, "test_hbase_split.py": 60, "test_dbapi.py": 58, "test_hbase_counts.py": 55,
     "test_durability.py": 43, "test_sql_types_edges.py": 42, "test_bench_paper.py": 41,
-    "test_one_voice.py": 27,
+    "test_eventual_index.py": 56, "test_bench_writes.py": 40, "test_one_voice.py": 27,
     # own_cluster (.ci/run's second step); test_torture.py has tests in both
     "test_torture_regionservers.py": 670, "test_torture.py": 250, "test_cluster.py": 230,
     "test_coprocessor_deploy.py": 150}

@@ -47,7 +47,15 @@ final class Specs {
       this.prefix = prefix;
     }
 
-    TableName kv(String name) { return TableName.valueOf(prefix + "hibase_kv" + name + table); }
+    private final java.util.Map<String, TableName> kvNames =
+        new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** The HBase table of key-value table `name` (e.g. "__idx__"), made once: TableName.valueOf
+     *  checks and interns its string, which per index cell cost half a write batch's upkeep. */
+    TableName kv(String name) {
+      return kvNames.computeIfAbsent(name,
+          n -> TableName.valueOf(prefix + "hibase_kv" + n + table));
+    }
   }
 
   /** IndexSpec.to_json's fields; null unless the index is kept here (upkeep server) and not
