@@ -109,10 +109,23 @@ abstract class ChangeConsumer extends Recovery {
         : recording.firstKey();
   }
 
+  /** Set by wake(), cleared at each round's start: a round that found no eventual index
+   *  does not stop the rounds when a write recorded a change meanwhile. */
+  private volatile boolean woken;
+
   /** Makes sure this region's consumer runs (from its first write or its opening on). */
   synchronized void wake() {
+    woken = true;
     if (task != null || closing) return;
     task = POOL.scheduleWithFixedDelay(this::rounds, PERIOD_MS, PERIOD_MS, TimeUnit.MILLISECONDS);
+  }
+
+  /** The table keeps no eventual index (any more): no more rounds until a write records a
+   *  change again (wake). */
+  private synchronized void rest() {
+    if (woken) return;
+    if (task != null) task.cancel(false);
+    task = null;
   }
 
   /** The region is closing: no new round (one running finishes; what it leaves, the next
@@ -123,11 +136,14 @@ abstract class ChangeConsumer extends Recovery {
   }
 
   private void rounds() {
+    woken = false;
     try {
-      while (!closing && !env.getRegion().isClosing() && !env.getRegion().isClosed()
-          && consume() == ROUND) {
-        // a full round: more are waiting
-      }
+      int read;
+      do {
+        if (closing || env.getRegion().isClosing() || env.getRegion().isClosed()) return;
+        read = consume();
+      } while (read == ROUND);  // a full round: more are waiting
+      if (read < 0) rest();
     } catch (IOException | RuntimeException e) {
       LOG.warn("hibase: region {}: applying recorded changes failed (tried again): {}",
           env.getRegionInfo().getEncodedName(), e.toString());
@@ -135,13 +151,14 @@ abstract class ChangeConsumer extends Recovery {
   }
 
   /** One round: up to ROUND records of this region's rows applied (records of other
-   *  regions' rows are passed over); how many records were read. */
+   *  regions' rows are passed over); how many records were read (-1: the table keeps no
+   *  eventual index, so its records, if any, wait for one to be made again). */
   int consume() throws IOException {
     Catalog cat = catalog;
-    if (cat == null) return 0;
+    if (cat == null) return -1;
     List<Spec> eventual = new ArrayList<>();
     for (Spec s : specs(cat)) if (s.eventual) eventual.add(s);
-    if (eventual.isEmpty()) return 0;
+    if (eventual.isEmpty()) return -1;
     byte[] low = ByteBuffer.allocate(8).putLong(lowMark()).array();
     Scan scan = new Scan().addColumn(V, V).setCaching(ROUND).withStartRow(cursor)
         .withStopRow(low);
