@@ -31,17 +31,19 @@ from tqdm import tqdm
 import hibase
 from hibase import errors
 from hibase_bench.gateway_proc import Gateway, check_backend
-from hibase_bench.store import with_option
+from hibase_bench.store import drop_tables, with_option
 
 __all__ = ["run", "measure", "summary"]
 
 COLUMNS = {"f:a": "string", "f:b": "string", "f:c": "string", "f:d": "string"}
 
 
-def _rows(n: int, values: int) -> list[tuple[bytes, dict[bytes, bytes]]]:
+def rows_of(n: int, values: int, start: int = 0) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    """Rows start .. start+n-1: f:a with `values` values, f:b 97, f:c 13, f:d unique (the
+    writes bench loads the same rows)."""
     return [(b"r%09d" % i, {b"f:a": b"v%06d" % (i % values), b"f:b": b"b%d" % (i % 97),
                             b"f:c": b"c%d" % (i % 13), b"f:d": b"d%09d" % i})
-            for i in range(n)]
+            for i in range(start, start + n)]
 
 
 def _calls(db: Any) -> int:
@@ -171,7 +173,7 @@ def measure(url: str, rows: int = 20_000, values: int = 2_000, lookups: int = 20
     """The measurements on an open thrift:// URL (tables made and dropped here);
     `reader_lease_ms`: the catalog lease of the lookup clients (default: the URL's);
     `phoenix`: Phoenix's loads and covered lookups beside, on the same rows (_phoenix)."""
-    data = _rows(rows, values)
+    data = rows_of(rows, values)
     tag = f"rt_{os.getpid()}_{time.time_ns() // 1_000_000}"
     plain, indexed = tag + "_plain", tag + "_idx"
     db = hibase.connect(url, cache_policy=None)
@@ -244,11 +246,7 @@ def measure(url: str, rows: int = 20_000, values: int = 2_000, lookups: int = 20
                           "check_scan_seconds": round(scan_s, 3)},
         }
     finally:
-        for name in made:
-            try:
-                db.delete_table(name, disable=True)
-            except errors.HibaseError:
-                pass
+        drop_tables(db, made)
         db.close()
 
 

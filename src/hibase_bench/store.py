@@ -62,6 +62,7 @@ from typing import Any, Callable, Iterator
 from tqdm import tqdm
 
 import hibase
+from hibase import errors
 from hibase.samples.telecom import COLUMNS, telecom_rows
 from hibase.store.embedded import EmbeddedStore
 
@@ -92,6 +93,16 @@ def quantile(sorted_values: list[float], q: float) -> float:
 def with_option(url: str, option: str) -> str:
     """Thrift URL `url` with `option` ("key=value[&...]") added to its query string."""
     return url + ("&" if "?" in url else "?") + option
+
+
+def drop_tables(db: hibase.Connection, names: list[str]) -> None:
+    """Drop a benchmark's tables at its end, as far as they exist (a failed run may not have
+    made them all)."""
+    for name in names:
+        try:
+            db.delete_table(name, disable=True)
+        except errors.HibaseError:
+            pass
 
 
 def progress_bar(progress: bool, total: int, desc: str) -> tqdm:

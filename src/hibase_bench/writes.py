@@ -29,17 +29,12 @@ from tqdm import tqdm
 
 import hibase
 from hibase import errors
+from hibase_bench.roundtrips import COLUMNS, rows_of
+from hibase_bench.store import drop_tables
 
 __all__ = ["run", "summary"]
 
-COLUMNS = {"f:a": "string", "f:b": "string", "f:c": "string", "f:d": "string"}
 BATCH = 1000
-
-
-def _rows(start: int, n: int, values: int) -> list[tuple[bytes, dict[bytes, bytes]]]:
-    return [(b"r%09d" % i, {b"f:a": b"v%06d" % (i % values), b"f:b": b"b%d" % (i % 97),
-                            b"f:c": b"c%d" % (i % 13), b"f:d": b"d%09d" % i})
-            for i in range(start, start + n)]
 
 
 def _indexes(db: Any, name: str, consistency: str | None) -> None:
@@ -56,7 +51,7 @@ def _load(db: Any, name: str, rows: int, values: int, progress: bool, label: str
     secs = 0.0
     with tqdm(total=rows, desc=label, unit="row", disable=not progress) as bar:
         for i in range(0, rows, 50_000):
-            data = _rows(i, min(50_000, rows - i), values)  # made outside the clock
+            data = rows_of(min(50_000, rows - i), values, i)  # made outside the clock
             t0 = time.perf_counter()
             for j in range(0, len(data), BATCH):
                 with t.batch() as b:
@@ -93,7 +88,7 @@ def _phoenix(url: str, rows: int, values: int, progress: bool) -> dict[str, Any]
                               disable=not progress):
                     chunk = [(r.decode(), c[b"f:a"].decode(), c[b"f:b"].decode(),
                               c[b"f:c"].decode(), c[b"f:d"].decode())
-                             for r, c in _rows(i, min(50_000, n - i), values)]
+                             for r, c in rows_of(min(50_000, n - i), values, i)]
                     secs += px.upsert_many(sql, chunk, batch=BATCH)
                 load[kind] = secs
             return {"ran": True, "how": px.describe(),
@@ -162,11 +157,7 @@ def run(url: str, rows: int = 100_000, values: int = 10_000, eventual: bool = Fa
         report["verify"] = verify
         report["loadavg_after"] = list(os.getloadavg())
     finally:
-        for name in made:
-            try:
-                db.delete_table(name, disable=True)
-            except errors.HibaseError:
-                pass
+        drop_tables(db, made)
         db.close()
     if phoenix:
         report["phoenix"] = _phoenix(url, rows, values, progress)
