@@ -8,7 +8,6 @@ clients keep every index at once, so nothing lags."""
 from __future__ import annotations
 
 import json
-import os
 import random
 
 import happybase
@@ -18,6 +17,7 @@ import hibase
 from click.testing import CliRunner
 from hibase import errors
 from hibase.cli import cli
+from backends import new_prefix
 from servers import cluster_url as _url
 from servers import coprocessor_cluster, wait_until
 
@@ -27,14 +27,6 @@ COLUMNS = {"f:a": "string", "f:n": "long", "f:b": "string"}
 @pytest.fixture
 def hbase(request):
     return coprocessor_cluster(request)
-
-
-_n = [0]
-
-
-def _prefix() -> str:
-    _n[0] += 1
-    return f"ev{os.getpid()}x{_n[0]}"
 
 
 def _caught_up(db, table: str, index: str) -> None:
@@ -57,7 +49,7 @@ def test_eventual_indexes_catch_up_with_every_writer_and_verify(hbase):
     """Rows written by hibase and by plain happybase (puts, overwrites, cell and row
     deletes): once nothing lags, a global covered and a local eventual index answer as the
     rows do, and verify; a strong index on the same table stays exact all along."""
-    prefix = _prefix()
+    prefix = new_prefix()
     db = hibase.connect(_url(hbase, prefix))
     conn = happybase.Connection("127.0.0.1", hbase.thrift_port, timeout=60000)
     try:
@@ -129,7 +121,7 @@ def test_eventual_indexes_catch_up_with_every_writer_and_verify(hbase):
 def test_records_left_across_a_split_are_applied_by_the_daughters(hbase):
     """Rows written just before their region splits: each daughter applies the records of
     its own rows, so the index catches up and verifies."""
-    prefix = _prefix()
+    prefix = new_prefix()
     db = hibase.connect(_url(hbase, prefix))
     try:
         db.create_table("t", {"f": {}}, columns=COLUMNS)

@@ -269,9 +269,16 @@ def index_status(dir: str, table: str | None, fmt: str) -> None:
     """
     db = open_store(dir, read_only=True)
 
+    lags: dict[str, dict] = {}  # a table's eventual indexes share its change records
+
     def items() -> Iterator[dict]:
         for d in _index_items(db, table):
-            lag = db.index_lag(d["table"], d["name"])
+            shared = d["consistency"] == "eventual" and d.get("upkeep") == "server"
+            lag = lags.get(d["table"]) if shared else None
+            if lag is None:
+                lag = db.index_lag(d["table"], d["name"])
+                if shared:
+                    lags[d["table"]] = lag
             yield {"table": d["table"], "name": d["name"], "state": d["state"],
                    "upkeep": d.get("upkeep", "client"), "consistency": d["consistency"],
                    "pending": lag["pending"], "oldest_s": lag["oldest_s"]}
