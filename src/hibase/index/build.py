@@ -24,6 +24,7 @@ from ..codec import BadCells
 from ..store.api import Store
 from ..store import cells as C
 from .maintain import raw_values
+from . import text
 from ..store.base import CountDelta, KVWrite
 from .verified import as_stored, stored
 from .spec import count_settled, decode_count, encode_count
@@ -61,6 +62,11 @@ def expected_entries_many(store: Store, specs: list[IndexSpec], start: bytes | N
             in zip(specs, out)]
     for row, cells in store.scan_latest(specs[0].table, start, stop, columns, with_ts=False):
         for spec, value_key, cells_key, cover, entries, counts in work:
+            if spec.kind:  # a text index: an entry per token (index/text.py)
+                for tkey in text.token_keys(spec, cells):
+                    entries.append((tkey + row, pack([])))
+                    counts[tkey] = counts.get(tkey, 0) + 1
+                continue
             if bad is None:  # the key from the cells, as the upkeep of writes makes it
                 vkey = cells_key(cells)
                 if vkey is None:

@@ -96,11 +96,15 @@ class IndexCatalog:
             raise errors.IndexNotFound(f"no index {name!r} on table {table!r}") from None
 
     def create(self, table: str, name: str, columns: Iterable, covering: Iterable = (),
-               local: bool = False, consistency: str = "strong") -> IndexSpec:
+               local: bool = False, consistency: str = "strong", kind: str = "") -> IndexSpec:
         """Validate and record a new index in state BUILDING (maintained by writes from now).
         consistency "eventual": the region servers apply writes to it shortly after them
-        (where they keep it; clients keep every index at once)."""
+        (where they keep it; clients keep every index at once). kind "text": a full-text
+        index (index/text.py)."""
         schema = self.store.schema(table)
+        if kind not in ("", "text"):
+            raise errors.SchemaError(f"kind must be 'text' (a full-text index) or omitted, "
+                                     f"not {kind!r}")
         if consistency not in ("strong", "eventual"):
             raise errors.SchemaError(
                 f"consistency must be 'strong' or 'eventual', not {consistency!r}")
@@ -130,6 +134,8 @@ class IndexCatalog:
                     f"{{'{col.decode()}': '<type>'}}), or columns= at create_table)")
             types.append(schema.columns[col])
         cover = [_column(c) for c in _as_list(covering, "covering")]
+        if kind:
+            _check_text(name, cols, types, cover, local, consistency)
         if len(set(cover)) != len(cover):
             raise errors.SchemaError(f"index {name!r} covers a column twice: {cover}")
         for col in cover:
@@ -149,8 +155,10 @@ class IndexCatalog:
             # the region server keeps it when hibase's coprocessor runs on the table
             server = self.store.capabilities.server_index_upkeep and \
                 self.store.server_upkeep(table)
+            if kind:  # a text index keeps no NULL list (a row without text has no token)
+                null_alias = None
             spec = IndexSpec(name, table, cols, types, [c for c in cover if c not in cols],
-                             alias, local, BUILDING, null_alias, server, consistency)
+                             alias, local, BUILDING, null_alias, server, consistency, kind=kind)
             if spec.lags:  # the region servers record changed rows there (change_table)
                 self.store.create_kv(change_table(table))
             # a value table's counts may share its index table's storage (HBase: one
@@ -224,3 +232,24 @@ def _column(col) -> bytes:
     if not isinstance(col, bytes) or b":" not in col:
         raise errors.SchemaError(f"column {col!r} must be written 'family:qualifier'")
     return col
+
+
+def _check_text(name: str, cols: list[bytes], types: list, cover: list[bytes], local: bool,
+                consistency: str) -> None:
+    """A full-text index's limits, as clear errors: one VARCHAR column, global, strongly
+    consistent, nothing covered (its entries are tokens, not values to answer from)."""
+    if len(cols) != 1:
+        raise errors.SchemaError(f"text index {name!r} takes exactly one column, not "
+                                 f"{len(cols)}: {[c.decode() for c in cols]}")
+    if types[0].name != "string":
+        raise errors.SchemaError(
+            f"text index {name!r}: column {cols[0].decode()!r} is {types[0]}, not VARCHAR: "
+            "only VARCHAR columns hold text to index")
+    if cover:
+        raise errors.SchemaError(f"text index {name!r} covers no columns (its entries are "
+                                 "tokens); drop covering=")
+    if local:
+        raise errors.SchemaError(f"text index {name!r} cannot be local (global only)")
+    if consistency != "strong":
+        raise errors.SchemaError(f"text index {name!r} is strongly consistent only "
+                                 "(consistency='strong')")

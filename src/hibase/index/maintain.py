@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..store import cells as C
-from . import local
+from . import local, text
 from ..store.api import Staged, Store
 from ..store.base import CountDelta, KVWrite
 from .spec import IndexSpec, index_table, needed_columns, raw_values, value_table
@@ -66,6 +66,9 @@ def _diff(table_specs: list[IndexSpec], row: bytes, before: dict, after: dict,
           changes: list[Change]) -> None:
     """Append the index changes one row's before / after states imply."""
     for spec in table_specs:
+        if spec.kind:  # a text index: one entry per token (index/text.py)
+            text.diff(spec, row, before, after, changes, Change)
+            continue
         # equal keys <=> equal values (the key encoding is injective; -0.0 and 0.0 are one)
         old_key = spec.cells_key(before, True)
         new_key = spec.cells_key(after, True)

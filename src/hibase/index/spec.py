@@ -114,6 +114,9 @@ class IndexSpec:
     # fetched and checked) and no answer from counts. Not stored: the table's schema says it,
     # and the IndexManager sets it on the specs it hands out (ready, verify)
     expires: bool = field(default=False, compare=False)
+    # "text": a full-text index (index/text.py): one entry per distinct token of its one
+    # VARCHAR column, alias | token | rowkey; "" for the others (one entry per row)
+    kind: str = ""
 
     @property
     def lags(self) -> bool:
@@ -221,6 +224,8 @@ class IndexSpec:
         extra: dict[str, Any] = {"upkeep": "server"} if self.server else {}
         if self.consistency != "strong":
             extra["consistency"] = self.consistency
+        if self.kind:
+            extra["kind"] = self.kind
         return json.dumps({
             "name": self.name, "table": self.table,
             "columns": [c.decode() for c in self.columns],
@@ -233,12 +238,14 @@ class IndexSpec:
     @classmethod
     def from_json(cls, raw: bytes) -> "IndexSpec":
         d = json.loads(raw)
-        return cls(d["name"], d["table"], [c.encode() for c in d["columns"]],
+        spec = cls(d["name"], d["table"], [c.encode() for c in d["columns"]],
                    [codec.parse_type(t) for t in d["types"]],
                    [c.encode() for c in d["covering"]], bytes.fromhex(d["alias"]),
                    d["local"], d["state"],
                    bytes.fromhex(d["null_alias"]) if d.get("null_alias") else None,
                    d.get("upkeep") == "server", d.get("consistency", "strong"))
+        spec.kind = d.get("kind", "")
+        return spec
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "table": self.table,
@@ -247,7 +254,8 @@ class IndexSpec:
                 "covering": [c.decode() for c in self.covering],
                 "local": self.local, "state": self.state, "alias": self.alias.hex(),
                 "null_list": self.null_alias is not None, "consistency": self.consistency,
-                **({"upkeep": "server"} if self.server else {})}
+                **({"upkeep": "server"} if self.server else {}),
+                **({"kind": self.kind} if self.kind else {})}
 
 
 def expiring(spec: IndexSpec, ttls: dict[bytes, int]) -> bool:

@@ -142,7 +142,7 @@ def _prepare(select: Select, store, indexer, range_method: str, full_scan: bool)
     if full_scan:
         return _Shaped(select, "stream", base, conjuncts)
     specs = [s for s in usable_specs(indexer.ready(select.table), select.casts, types)
-             if not s.local]
+             if not s.local and not s.kind]  # a text index keeps tokens, not values
     if _casts_values(select):  # a cast's values are not those an index or the value table keeps
         return _Shaped(select, "stream", base, conjuncts)
     # an index whose cells can expire (a TTL: spec.expires) answers neither from its value

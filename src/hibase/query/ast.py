@@ -20,6 +20,7 @@ from ..codec import SQL_TYPE_NAMES, ColumnType, sql_literal, sql_type_name
 
 __all__ = [
     "ROWKEY", "Value", "Column", "Compare", "Between", "In", "Like", "NotLike", "IsNull",
+    "Contains", "NotContains",
     "IsNotNull", "And", "Or", "Not", "TrueNode", "FalseNode", "TRUE", "FALSE", "Atom", "Node",
     "UnknownNode", "UNKNOWN",
     "Select", "COMPARE_OPS", "NEGATED_OP", "FLIPPED_OP", "format_value",
@@ -155,6 +156,30 @@ class NotLike:
 
     def __str__(self) -> str:
         return f"{self.column} NOT LIKE {_pattern(self.prefix)}"
+
+
+@dataclass(frozen=True)
+class Contains:
+    """``CONTAINS(column, 'quick fox')``: the column's text holds the query's words (all of
+    them; ``OR`` between alternatives, ``word*`` a prefix), by index/text.py's tokenizer, the
+    same with or without a text index. UNKNOWN on NULL, as LIKE."""
+
+    column: Column
+    query: str
+
+    def __str__(self) -> str:
+        return f"CONTAINS({self.column}, {format_value(self.query)})"
+
+
+@dataclass(frozen=True)
+class NotContains:
+    """``NOT CONTAINS(column, '...')``: an atom of its own, as NotLike."""
+
+    column: Column
+    query: str
+
+    def __str__(self) -> str:
+        return f"NOT CONTAINS({self.column}, {format_value(self.query)})"
 
 
 def _pattern(prefix: str | bytes) -> str:
@@ -318,7 +343,7 @@ class HavingCompare:
         return f"{self.expr} {self.op} {format_value(self.value)}"
 
 
-Atom = Union[Compare, In, Like, NotLike, IsNull, IsNotNull]
+Atom = Union[Compare, In, Like, NotLike, IsNull, IsNotNull, Contains, NotContains]
 """What a normalized conjunct is made of (no Between, And, Or, Not, TRUE, FALSE)."""
 Node = Union[Atom, Between, And, Or, Not, TrueNode, FalseNode, UnknownNode, HavingCompare]
 """A condition tree: a WHERE condition's atoms, or a HAVING condition's HavingCompares,

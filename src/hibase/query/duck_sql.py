@@ -87,6 +87,9 @@ def to_duckdb(tree: exp.Expression, views: Mapping[str, Mapping[str, str]]) -> s
     schema = MappingSchema({name: dict(cols) for name, cols in views.items()},
                            dialect="duckdb", normalize=False)
     try:
+        for node in list(tree.find_all(exp.Contains)):  # CONTAINS: hibase's, not DuckDB's
+            node.replace(exp.Anonymous(this=CONTAINS_UDF,
+                                       expressions=[node.this.copy(), node.expression.copy()]))
         for fn in list(tree.find_all(exp.Anonymous)):
             target = _TO_TYPES.get(str(fn.name).upper())
             if target is not None:
@@ -100,6 +103,15 @@ def to_duckdb(tree: exp.Expression, views: Mapping[str, Mapping[str, str]]) -> s
         return tree.sql(dialect="duckdb")
     except SqlglotError as e:
         raise QueryPlanError(f"cannot write the statement for the SQL engine: {e}") from None
+
+
+CONTAINS_UDF = "hibase_contains"
+
+
+def _contains(text: str, query: str) -> bool:
+    """CONTAINS(column, query) for DuckDB (NULLs never reach it: DuckDB answers NULL)."""
+    from ..index.text import contains
+    return bool(contains(text, query))
 
 
 _TO_TYPES = {"TO_DATE": "DATE", "TO_TIMESTAMP": "TIMESTAMP", "TO_TIME": "TIME"}
@@ -162,5 +174,8 @@ def database() -> Any:
 
         with _lock:
             if not _db:
-                _db.append(duckdb.connect(":memory:"))
+                db = duckdb.connect(":memory:")
+                # CONTAINS with hibase's tokenizer (DuckDB's contains() is a substring test)
+                db.create_function(CONTAINS_UDF, _contains, ["VARCHAR", "VARCHAR"], "BOOLEAN")
+                _db.append(db)
     return _db[0]

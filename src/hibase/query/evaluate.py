@@ -13,9 +13,10 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..codec import ColumnType, decode_cell
 from ..errors import ValueTypeError
+from ..index import text
 from .ast import (
     ROWKEY, And, Between, Column, Compare, FalseNode, In, IsNotNull, IsNull, Like, Node, Not,
-    NotLike, Or, TrueNode, UnknownNode, walk,
+    NotLike, Or, TrueNode, UnknownNode, walk, Contains, NotContains,
 )
 from .cast import column_type, convert
 from .normalize import Conjunct, coerce_literal, coerce_literals, coerce_prefix
@@ -145,6 +146,10 @@ def _atom(node: Node, row: bytes, cells: Cells, types: SchemaTypes) -> Truth:
     if isinstance(node, (Like, NotLike)):
         hit = v.startswith(coerce_prefix(col, node.prefix, types))
         return hit if isinstance(node, Like) else not hit
+    if isinstance(node, (Contains, NotContains)):
+        hit = text.contains(v if isinstance(v, str) else v.decode("utf-8", "replace"),
+                            node.query)
+        return hit if isinstance(node, Contains) else not hit
     raise TypeError(f"not a condition node: {node!r}")
 
 

@@ -13,6 +13,7 @@ from .ast import ROWKEY, And
 from .evaluate import matches
 from .plan import IndexLookup, Intersect, Plan, RowGet, RowRange, Step
 from .scan import conjunct_test, full_scan, quick_test
+from .textsearch import TextLookup
 from .scan import project as _project
 
 __all__ = ["execute"]
@@ -91,6 +92,9 @@ def _candidates(indexer, table: str, step: Step) -> Iterator[tuple[bytes, dict |
         for row, values in _lookup_rows(indexer, first):
             if keep is None or row in keep:
                 yield row, {c: v for c, v in zip(cover, values) if v is not None}
+    elif isinstance(path, TextLookup):  # CONTAINS through a text index: candidate rows
+        for row in path.rows(indexer.store):
+            yield row, None
     else:  # pragma: no cover - full scans are planned as a whole
         raise AssertionError(path)
 

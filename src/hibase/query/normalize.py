@@ -15,6 +15,7 @@ from ..errors import QueryPlanError, ValueTypeError
 from .ast import (
     FALSE, NEGATED_OP, TRUE, And, Atom, Between, Column, Compare, FalseNode, In, IsNotNull,
     IsNull, Like, Node, Not, NotLike, Or, TrueNode, UnknownNode, Value, format_value,
+    Contains, NotContains,
     map_children,
 )
 
@@ -30,7 +31,7 @@ MAX_CONJUNCTS = 256
 Conjunct = tuple[Atom, ...]
 Rule = Callable[[Node], Node]
 SchemaTypes = Mapping[bytes, ColumnType]
-_ATOMS = (Compare, In, Like, NotLike, IsNull, IsNotNull)
+_ATOMS = (Compare, In, Like, NotLike, IsNull, IsNotNull, Contains, NotContains)
 
 
 # -- literals -------------------------------------------------------------------------------
@@ -129,7 +130,21 @@ def typed(node: Node, schema_types: SchemaTypes | None) -> Node:
             coerce_literals(node.column, node.values, schema_types))))
     if isinstance(node, (Like, NotLike)):
         return type(node)(node.column, coerce_prefix(node.column, node.prefix, schema_types))
+    if isinstance(node, (Contains, NotContains)):
+        _check_contains(node, schema_types)
+        return node
     return map_children(node, lambda n: typed(n, schema_types))
+
+
+def _check_contains(node: Contains | NotContains, schema_types: SchemaTypes | None) -> None:
+    """CONTAINS's column holds text (VARCHAR, or undeclared bytes read as UTF-8) and its
+    query has a word: clear errors before any row is read."""
+    from ..index.text import parse_query
+    t = _column_type(node.column, schema_types)
+    if node.column.is_rowkey or (t is not None and t.name != "string"):
+        raise QueryPlanError(f"CONTAINS needs a VARCHAR column, not {node.column}"
+                             + (f" ({t})" if t is not None else ""))
+    parse_query(node.query)
 
 
 # -- rules ----------------------------------------------------------------------------------
@@ -166,6 +181,10 @@ def _negate(node: Node) -> Node:
         return NotLike(node.column, node.prefix)
     if isinstance(node, NotLike):
         return Like(node.column, node.prefix)
+    if isinstance(node, Contains):
+        return NotContains(node.column, node.query)
+    if isinstance(node, NotContains):
+        return Contains(node.column, node.query)
     if isinstance(node, IsNull):
         return IsNotNull(node.column)
     if isinstance(node, IsNotNull):

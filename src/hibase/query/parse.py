@@ -24,7 +24,7 @@ from ..errors import NeedsEngine, QueryPlanError, QuerySyntaxError, SchemaError
 from .ast import (
     FALSE, FLIPPED_OP, ROWKEY, SQL_TYPE_NAMES, TRUE, UNKNOWN, Agg, And, Between, Casts, Column, Compare,
     HavingCompare, In, IsNotNull, IsNull, Like, Node, Not, Or, OrderItem, Param, Select, Value,
-    format_value,
+    format_value, Contains,
 )
 
 __all__ = ["parse_select", "parse_condition", "parse_where", "check_size", "MAX_STATEMENT"]
@@ -724,6 +724,12 @@ def _condition(node: exp.Expression, offset: int) -> Node:
         return Not(pred) if node.args.get("negate") else pred
     if isinstance(node, exp.Is):
         return IsNull(_is_null_column(node, offset))
+    if isinstance(node, exp.Contains):  # CONTAINS(f.body, 'quick fox'): index/text.py
+        query = _literal(node.expression)
+        if not isinstance(query, str):
+            _unsupported("CONTAINS takes a column and a string literal: CONTAINS(f.body, "
+                         "'quick fox')", node, offset)
+        return Contains(_column(node.this, offset), query)
     if isinstance(node, exp.Column):  # a BOOLEAN column alone: col = TRUE (others refuse it)
         return Compare(_column(node, offset), "=", True)
     if isinstance(node, (exp.Literal, exp.Neg)):

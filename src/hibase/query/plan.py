@@ -20,6 +20,8 @@ from ..index import (IndexSpec, KeyRange, count_points, count_routed, count_valu
                      key_range, null_range, plan_route)
 from .ast import (ROWKEY, Atom, Compare, In, IsNotNull, IsNull, Like, Select,
                   format_value)
+from . import textsearch
+from .textsearch import TextLookup
 
 __all__ = ["Plan", "RowGet", "RowRange", "IndexLookup", "Intersect", "FullScan", "plan_query"]
 
@@ -128,7 +130,7 @@ class FullScan:
         return "FULL TABLE SCAN"
 
 
-Path = RowGet | RowRange | IndexLookup | Intersect | FullScan
+Path = RowGet | RowRange | IndexLookup | Intersect | FullScan | TextLookup
 
 
 @dataclass
@@ -538,7 +540,7 @@ def _walk_pays(lk: IndexLookup, cached: bool) -> bool:
 
 
 def _answered(path: Path) -> set[Atom]:
-    if isinstance(path, (IndexLookup, Intersect)):
+    if isinstance(path, (IndexLookup, Intersect, TextLookup)):
         return set(path.used)
     return set()
 
@@ -556,8 +558,13 @@ def plan_query(select: Select, conjuncts: list[tuple[Atom, ...]] | None, store,
     if conjuncts is None:
         return Plan(select, [], columns, full_scan=True, where=where)
     steps = []
+    text_specs = [s for s in specs if s.kind]  # full-text indexes: CONTAINS only
+    if text_specs:
+        specs = [s for s in specs if not s.kind]
     for conj in conjuncts:
         path = _choose(store, conj, types, specs, range_method, cached, router, hints)
+        if text_specs:
+            path = textsearch.prefer(store, conj, text_specs, path)
         if path is None:
             nulls = [s.name for s in specs if s.expires and s.null_alias is not None
                      and any(isinstance(a, IsNull) and a.column.name == s.columns[0]
