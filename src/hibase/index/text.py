@@ -161,3 +161,8 @@ def diff(spec: Any, row: bytes, before: dict, after: dict, changes: list, change
         changes.append(change(spec, row, None, key, None))
     for key in new - old:
         changes.append(change(spec, row, [], None, key))
+
+
+# the names the query layer takes them by (hibase.index's face)
+TextQuery = Query
+contains_text, parse_text_query, text_query_text = contains, parse_query, query_text

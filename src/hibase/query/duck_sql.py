@@ -110,8 +110,8 @@ CONTAINS_UDF = "hibase_contains"
 
 def _contains(text: str, query: str) -> bool:
     """CONTAINS(column, query) for DuckDB (NULLs never reach it: DuckDB answers NULL)."""
-    from ..index.text import contains
-    return bool(contains(text, query))
+    from ..index import contains_text
+    return bool(contains_text(text, query))
 
 
 _TO_TYPES = {"TO_DATE": "DATE", "TO_TIMESTAMP": "TIMESTAMP", "TO_TIME": "TIME"}

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..codec import ColumnType, decode_cell
 from ..errors import ValueTypeError
-from ..index import text
+from ..index import contains_text
 from .ast import (
     ROWKEY, And, Between, Column, Compare, FalseNode, In, IsNotNull, IsNull, Like, Node, Not,
     NotLike, Or, TrueNode, UnknownNode, walk, Contains, NotContains,
@@ -147,7 +147,7 @@ def _atom(node: Node, row: bytes, cells: Cells, types: SchemaTypes) -> Truth:
         hit = v.startswith(coerce_prefix(col, node.prefix, types))
         return hit if isinstance(node, Like) else not hit
     if isinstance(node, (Contains, NotContains)):
-        hit = text.contains(v if isinstance(v, str) else v.decode("utf-8", "replace"),
+        hit = contains_text(v if isinstance(v, str) else v.decode("utf-8", "replace"),
                             node.query)
         return hit if isinstance(node, Contains) else not hit
     raise TypeError(f"not a condition node: {node!r}")

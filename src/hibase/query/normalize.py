@@ -139,7 +139,7 @@ def typed(node: Node, schema_types: SchemaTypes | None) -> Node:
 def _check_contains(node: Contains | NotContains, schema_types: SchemaTypes | None) -> None:
     """CONTAINS's column holds text (VARCHAR, or undeclared bytes read as UTF-8) and its
     query has a word: clear errors before any row is read."""
-    from ..index.text import parse_query
+    from ..index import parse_text_query as parse_query
     t = _column_type(node.column, schema_types)
     if node.column.is_rowkey or (t is not None and t.name != "string"):
         raise QueryPlanError(f"CONTAINS needs a VARCHAR column, not {node.column}"

@@ -564,7 +564,7 @@ def plan_query(select: Select, conjuncts: list[tuple[Atom, ...]] | None, store,
     for conj in conjuncts:
         path = _choose(store, conj, types, specs, range_method, cached, router, hints)
         if text_specs:
-            path = textsearch.prefer(store, conj, text_specs, path)
+            path = _prefer_text(store, conj, text_specs, path)
         if path is None:
             nulls = [s.name for s in specs if s.expires and s.null_alias is not None
                      and any(isinstance(a, IsNull) and a.column.name == s.columns[0]
@@ -578,6 +578,24 @@ def plan_query(select: Select, conjuncts: list[tuple[Atom, ...]] | None, store,
         residual = [a for a in conj if a not in answered]
         steps.append(Step(conj, path, residual, _needs_fetch(path, residual, columns)))
     return Plan(select, steps, columns, where=where, notes=_ttl_notes(steps))
+
+
+def _prefer_text(store, conj: tuple[Atom, ...], specs: list[IndexSpec], path: Path | None
+                 ) -> Path | None:
+    """The conjunct's text lookup (query/textsearch.py) when it has one and the path the
+    other rules chose (None: a full scan) does not read fewer rows by the counts; rowkey
+    gets always win."""
+    if isinstance(path, RowGet):
+        return path
+    text = textsearch.text_path(store, conj, specs)
+    if text is None:
+        return path
+    if isinstance(path, IndexLookup) and path.counted().estimate <= text.estimate:
+        return path
+    if isinstance(path, Intersect) and \
+            min(lk.counted().estimate for lk in path.lookups) <= text.estimate:
+        return path
+    return text
 
 
 def _ttl_notes(steps: list[Step]) -> list[str]:

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..index import IndexSpec, KeyRange, count_values, key_range, scan_entries
-from ..index.text import Query, parse_query, query_text
+from ..index import (IndexSpec, KeyRange, TextQuery, count_values, key_range,
+                     parse_text_query, scan_entries, text_query_text)
 from .ast import Contains
 
-__all__ = ["TextLookup", "text_path", "prefer"]
+__all__ = ["TextLookup", "text_path"]
 
 
 @dataclass
@@ -26,7 +26,7 @@ class TextLookup:
 
     spec: IndexSpec
     atom: Contains
-    query: Query
+    query: TextQuery
     used: list
     store: Any = field(default=None, repr=False, compare=False)
     _estimate: int | None = field(default=None, repr=False, compare=False)
@@ -65,7 +65,7 @@ class TextLookup:
         return (f"TEXT INDEX {self.spec.name} ({self.spec.columns[0].decode()}) TOKEN LOOKUP "
                 f"{words} (each word's entries, intersected per alternative), est. "
                 f"{self.estimate} row(s) by value table; candidates for {self.atom} "
-                f"(query {query_text(self.query)!r})")
+                f"(query {text_query_text(self.query)!r})")
 
 
 def text_path(store: Any, conjunct: Sequence[Any], specs: list[IndexSpec]
@@ -76,23 +76,5 @@ def text_path(store: Any, conjunct: Sequence[Any], specs: list[IndexSpec]
             continue
         for spec in specs:
             if spec.kind == "text" and spec.columns[0] == atom.column.name:
-                return TextLookup(spec, atom, parse_query(atom.query), [atom], store)
+                return TextLookup(spec, atom, parse_text_query(atom.query), [atom], store)
     return None
-
-
-def prefer(store: Any, conjunct: Sequence[Any], specs: list[IndexSpec], path: Any) -> Any:
-    """The planner's path for a conjunct (`path`: what the other rules chose, None for a full
-    scan) or its text lookup when one fits and the other path does not read fewer rows by the
-    counts (rowkey gets always win)."""
-    from .plan import IndexLookup, Intersect, RowGet  # plan imports this module
-    if isinstance(path, RowGet):
-        return path
-    text = text_path(store, conjunct, specs)
-    if text is None:
-        return path
-    if isinstance(path, IndexLookup) and path.counted().estimate <= text.estimate:
-        return path
-    if isinstance(path, Intersect) and min(lk.counted().estimate for lk in path.lookups) \
-            <= text.estimate:
-        return path
-    return text
