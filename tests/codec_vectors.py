@@ -289,9 +289,52 @@ def pack_lines() -> list[str]:
     return out
 
 
+# text for the tokenizer (index/text.py, Tokens.java): scripts, case mappings with special
+# rules (final sigma, dotted I, sharp s, titlecase digraphs), numbers that are not decimal
+# digits (No / Nl: superscripts, fractions, Roman numerals, circled), combining marks
+# (decomposed accents split a word), joiners, full-width forms, emoji, long runs
+TEXTS = [
+    "", "The quick brown Fox", "fox, FOX! fOx? foxes", "snake_case and kebab-case e-mail",
+    "x2y 2024 3.14 1,000", "café CAFÉ Café", "cafe\u0301 (decomposed)", "Straße STRASSE",
+    "İstanbul ıi IJ", "ΟΔΥΣΣΕΥΣ Σίσυφος ΣΑΣ σ", "Москва МОСКВА ёЁ", "日本語のテキスト 東京",
+    "한국어 텍스트", "مرحبا ٣٤٥ بالعالم", "हिन्दी पाठ", "ภาษาไทย", "x²y ½ Ⅻ ① ⅷ ³⁄₄",
+    "ǅungla ǆ Ǆ", "ʰello ˈstress", "ＡＢＣ１２３ ｆｕｌｌ", "a\u200db a\u00a0b a\tb\nc",
+    "😀 emoji 👍🏽 ok", "ﬁne ﬂow", "𝐀𝐁𝐂 math", "٠١٢٣ ۴۵۶", "a" * 64, "b" * 65, "é" * 64,
+    "İ" * 64, "Ⅰ Ⅱ ⅰ", "ꝩ Ꞵ ꞵ", "\u0130\u0307 i\u0307", "ΆΈΉ ΐ ΰ", "Ω ω Ω K k",
+]
+# random text over blocks assigned long before Java 17's Unicode 13 and Python's 14
+_BLOCKS = [(0x20, 0x7e), (0xa0, 0x24f), (0x370, 0x3ff), (0x400, 0x4ff), (0x531, 0x587),
+           (0x5d0, 0x5ea), (0x621, 0x64a), (0x660, 0x669), (0x905, 0x96f), (0xe01, 0xe5b),
+           (0x1e00, 0x1eff), (0x2070, 0x209c), (0x2150, 0x2188), (0x2460, 0x24ff),
+           (0x3041, 0x3096), (0x4e00, 0x9fa5), (0xac00, 0xd7a3), (0xff10, 0xff5a)]
+
+
+def token_lines() -> list[str]:
+    """`tokens TYPE RAWHEX EXPECT`: a text index's value keys (alias 0001) of a cell."""
+    import random
+
+    from hibase.index.text import token_keys
+    spec = IndexSpec("tx", "t", [b"f:body"], [codec.ColumnType("string")], alias=b"\x00\x01",
+                     kind="text")
+    rng = random.Random(43)
+    texts = list(TEXTS)
+    for _ in range(300):
+        lo, hi = rng.choice(_BLOCKS)
+        lo2, hi2 = rng.choice(_BLOCKS)
+        texts.append("".join(chr(rng.randint(*rng.choice([(lo, hi), (lo2, hi2), (0x20, 0x40)])))
+                             for _ in range(rng.randint(1, 24))))
+    raws = [t.encode() for t in texts] + [b"\xff ok", b"ok \xed\xa0\x80", b"\xc0\x80"]
+    out = []
+    for raw in raws:
+        keys = sorted(token_keys(spec, {b"f:body": raw}))
+        out.append(f"tokens string {_h(raw)} {','.join(k.hex() for k in keys) or '.'}")
+    return out
+
+
 def vectors() -> str:
     return "\n".join(["# written by tests/codec_vectors.py; checked by CodecVectors.main",
-                      *cell_lines(), *type_lines(), *key_lines(), *pack_lines()]) + "\n"
+                      *cell_lines(), *type_lines(), *key_lines(), *pack_lines(),
+                      *token_lines()]) + "\n"
 
 
 if __name__ == "__main__":

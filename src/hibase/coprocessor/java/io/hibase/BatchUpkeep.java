@@ -54,6 +54,7 @@ abstract class BatchUpkeep extends CountCells {
     final TableName idx;
     final boolean oldExists, changed;  // changed: phase 1 marked entries, counts begun
     final List<byte[]> newCov;
+    byte[] textKey;  // a text index's plan: the one token entry it is about (Tokens)
 
     Plan(byte[] row, Spec spec, TableName idx, byte[] prefix, byte[] oldKey, boolean oldExists,
          byte[] newKey, List<byte[]> newCov, boolean changed) {
@@ -87,17 +88,29 @@ abstract class BatchUpkeep extends CountCells {
   void change(Catalog cat, Spec s, byte[] row, State before, State after, long ts,
                       Map<TableName, List<Row>> phase1, List<Plan> plans,
                       Map<TableName, Map<ByteBuffer, long[]>> deltas) throws IOException {
+    if (s.text) {
+      TextUpkeep.change(this, cat, s, row, before, after, ts, phase1, plans, deltas);
+      return;
+    }
     byte[] oldKey = valueKey(s, before, row);
     byte[] newKey = valueKey(s, after, row);
+    entry(cat, s, row, before, after, oldKey, newKey, ts, phase1, plans, deltas);
+  }
+
+  /** change() for one entry: its value key before (oldKey) and after (newKey) the write. */
+  Plan entry(Catalog cat, Spec s, byte[] row, State before, State after, byte[] oldKey,
+             byte[] newKey, long ts, Map<TableName, List<Row>> phase1, List<Plan> plans,
+             Map<TableName, Map<ByteBuffer, long[]>> deltas) throws IOException {
     List<byte[]> newCov = newKey == null ? null : covered(s, after);
     boolean same = oldKey == null ? newKey == null : Arrays.equals(oldKey, newKey);
     byte[] prefix = s.local ? localPrefix(cat, row) : new byte[0];
     TableName idx = cat.kv(s.local ? "__lidx__" : "__idx__");
     if (same && (newKey == null || sameCovered(newCov, covered(s, before)))) {
       // predicted unchanged: nothing before the data; phase 3 checks the row as read
-      plans.add(new Plan(row, s, idx, prefix, oldKey, oldKey != null, oldKey,
-          oldKey == null ? null : covered(s, before), false));
-      return;
+      Plan pl = new Plan(row, s, idx, prefix, oldKey, oldKey != null, oldKey,
+          oldKey == null ? null : covered(s, before), false);
+      plans.add(pl);
+      return pl;
     }
     byte[] unverified = cat(new byte[] {UNVERIFIED},
         HibaseCodec.packList(Collections.singletonList(row)));
@@ -113,8 +126,10 @@ abstract class BatchUpkeep extends CountCells {
         .addColumn(V, V, ts, unverified));
     if (newKey != null) add(phase1, idx, new Put(cat(prefix, newKey, row))
         .addColumn(V, V, ts, unverified));
-    plans.add(new Plan(row, s, idx, prefix, oldKey, oldExists, newKey, newCov, true));
+    Plan pl = new Plan(row, s, idx, prefix, oldKey, oldExists, newKey, newCov, true);
+    plans.add(pl);
     deltas(deltas, idx, prefix, oldKey, oldExists, newKey);
+    return pl;
   }
 
   /** Phase 3 (after the data, the rows' stripe locks still held, so no other write of these
@@ -135,9 +150,10 @@ abstract class BatchUpkeep extends CountCells {
     for (Plan pl : p.plans) if (seen.add(ByteBuffer.wrap(pl.row))) rows.add(pl.row);
     Map<ByteBuffer, State> now = readMany(rows, p.specs, false);
     long ts = p.ts + 1;
+    TextUpkeep.Now text = new TextUpkeep.Now();
     for (Plan pl : p.plans) {
       State st = now.get(ByteBuffer.wrap(pl.row));
-      byte[] key = valueKey(pl.spec, st, pl.row);
+      byte[] key = pl.textKey != null ? text.key(pl, st) : valueKey(pl.spec, st, pl.row);
       List<byte[]> cov = key == null ? null : covered(pl.spec, st);
       boolean asPredicted = key == null ? pl.newKey == null
           : Arrays.equals(key, pl.newKey) && sameCovered(cov, pl.newCov);
@@ -169,6 +185,7 @@ abstract class BatchUpkeep extends CountCells {
       }
       deltas(landed, pl.idx, pl.prefix, pl.oldKey, oldExists, key);
     }
+    text.unplanned(ts, out, landed);
     return landed;
   }
 

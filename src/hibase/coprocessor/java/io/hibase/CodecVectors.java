@@ -39,6 +39,9 @@ final class CodecVectors {
    *    pack ITEM,ITEM.. EXPECT                       ITEM: hex, ~ (None), N*HEX (a byte N
    *                                                  times); "." empty; NxITEM N items;
    *                                                  EXPECT: hex, or sha256:HEX past 1 KB
+   *    tokens TYPE RAWHEX EXPECT                     a text index's entries of a cell (alias
+   *                                                  0001): sorted value keys, hex, comma
+   *                                                  separated; "." none (Tokens.keys)
    *  Types are written with '_' for the space ("long_binary"). Prints the failures and
    *  "checked N, failed M"; exit code 1 on a failure. */
   public static void main(String[] args) throws Exception {
@@ -93,6 +96,12 @@ final class CodecVectors {
               for (String s : a[1].split(",", -1)) items.add(opt(s));
             }
             got = digest(packList(items));
+          } else if (a[0].equals("tokens")) {
+            want = a[3];
+            java.util.TreeSet<String> keys = new java.util.TreeSet<>();
+            for (java.nio.ByteBuffer k : Tokens.keys(new byte[] {0, 1},
+                Type.parse(a[1].replace('_', ' ')), opt(a[2]))) keys.add(hex(k.array()));
+            got = keys.isEmpty() ? "." : String.join(",", keys);
           } else {
             throw new IllegalArgumentException("unknown case " + a[0]);
           }

@@ -52,6 +52,15 @@ abstract class Rebuild extends BatchUpkeep {
       byte[] row = e.getKey().array();
       State st = read(row, e.getValue(), false);
       for (Spec s : e.getValue()) {
+        if (s.text) {  // an entry per token
+          for (ByteBuffer tk : Tokens.keys(s, st)) {
+            byte[] k = cat(tk.array(), row);
+            wanted.add(new Wanted(cat.kv("__idx__"), k, tk.array(), new Put(k)
+                .addColumn(V, V, ts, cat(new byte[] {VERIFIED}, HibaseCodec.packList(
+                    java.util.Collections.emptyList())))));
+          }
+          continue;
+        }
         byte[] key = valueKey(s, st, row);
         if (key == null) continue;
         byte[] prefix = s.local ? localPrefix(cat, row) : new byte[0];

@@ -95,6 +95,17 @@ abstract class Recovery extends Rebuild {
           Mutation m = null;
           long ts = stamp(1);
           for (Spec s : specs) {
+            if (s.text) {  // the row has the entry while its text has the token
+              if (!startsWith(key, s.alias) || key.length < row.length) continue;
+              byte[] vk = Arrays.copyOfRange(key, 0, key.length - row.length);
+              if (Tokens.keys(s, st).contains(ByteBuffer.wrap(vk))) {
+                m = new Put(key).addColumn(V, V, ts,
+                    cat(new byte[] {VERIFIED}, HibaseCodec.packList(covered(s, st))));
+                break;
+              }
+              m = new Delete(key).addColumns(V, V, ts);
+              continue;
+            }
             byte[] prefix = s.local ? localPrefix(cat, row) : new byte[0];
             byte[] vk = valueKey(s, st, row);
             if (vk != null && Arrays.equals(cat(prefix, vk, row), key)) {
@@ -228,6 +239,13 @@ abstract class Recovery extends Rebuild {
         byte[] row = Arrays.copyOfRange(entry, key.length, entry.length);
         State st = readAnywhere(data, row, specs);
         for (Spec s : specs) {
+          if (s.text) {
+            if (Tokens.keys(s, st).contains(ByteBuffer.wrap(key))) {
+              n++;
+              break;
+            }
+            continue;
+          }
           byte[] vk = valueKey(s, st, row);
           byte[] prefix = s.local ? localPrefix(cat, row) : new byte[0];
           if (vk != null && Arrays.equals(cat(prefix, vk), key)) {

@@ -30,6 +30,7 @@ final class Specs {
     HibaseCodec.Type[] types;
     boolean local, building;
     boolean eventual;  // "consistency": "eventual": changed rows recorded, applied later
+    boolean text;  // "kind": "text": a full-text index, an entry per token (Tokens)
   }
 
   static final class Catalog {
@@ -94,6 +95,13 @@ final class Specs {
     JsonElement consistency = o.get("consistency");
     s.eventual = consistency != null && !consistency.isJsonNull()
         && consistency.getAsString().equals("eventual");
+    JsonElement kind = o.get("kind");
+    s.text = kind != null && !kind.isJsonNull() && kind.getAsString().equals("text");
+    if (kind != null && !kind.isJsonNull() && !s.text) {
+      // an index kind this jar does not know: as an unknown type, writes are refused
+      throw new IllegalStateException("hibase index " + s.name + ": unknown kind "
+          + kind.getAsString() + "; update the coprocessor jar (hibase cluster coprocessor)");
+    }
     return s;
   }
 
