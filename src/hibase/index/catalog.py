@@ -241,13 +241,13 @@ def _check_text(name: str, cols: list[bytes], types: list, cover: list[bytes], l
     if len(cols) != 1:
         raise errors.SchemaError(f"text index {name!r} takes exactly one column, not "
                                  f"{len(cols)}: {[c.decode() for c in cols]}")
-    if types[0].name != "string":
+    if types[0].name != "string" or types[0].fixed:  # CHAR(n): padded, not text
         raise errors.SchemaError(
             f"text index {name!r}: column {cols[0].decode()!r} is {types[0]}, not VARCHAR: "
             "only VARCHAR columns hold text to index")
     if cover:
         raise errors.SchemaError(f"text index {name!r} covers no columns (its entries are "
-                                 "tokens); drop covering=")
+                                 "tokens): no INCLUDE / covering=")
     if local:
         raise errors.SchemaError(f"text index {name!r} cannot be local (global only)")
     if consistency != "strong":

@@ -5,6 +5,7 @@
     DROP TABLE [IF EXISTS] t
     CREATE [LOCAL] INDEX [IF NOT EXISTS] n ON t (f.a, ...) [INCLUDE (f.b, ...)] [ASYNC]
         [CONSISTENCY = EVENTUAL | STRONG]
+    CREATE TEXT INDEX [IF NOT EXISTS] n ON t (f.body) [ASYNC]   (a full-text index: CONTAINS)
     DROP INDEX [IF EXISTS] n ON t
     ALTER INDEX [IF EXISTS] n ON t REBUILD
     UPSERT INTO t [(k, f.a, ...)] VALUES (v, ...)[, (v, ...)...]
@@ -80,6 +81,7 @@ class CreateIndex:
     if_not_exists: bool = False
     async_: bool = False  # ASYNC: created "building", built by ALTER INDEX ... REBUILD
     consistency: str = "strong"  # CONSISTENCY = EVENTUAL (Phoenix 5.3's index property)
+    kind: str = ""  # CREATE TEXT INDEX: "text" (a full-text index, index/text.py)
 
 
 @dataclass(frozen=True)
@@ -545,7 +547,7 @@ def _create_table(p: _Parser) -> CreateTable:
                        if_not_exists)
 
 
-def _create_index(p: _Parser, local: bool) -> CreateIndex:
+def _create_index(p: _Parser, local: bool, kind: str = "") -> CreateIndex:
     if_not_exists = p.accept("IF", "NOT", "EXISTS")
     name = p.ident("an index name")
     p.expect("ON")
@@ -573,7 +575,7 @@ def _create_index(p: _Parser, local: bool) -> CreateIndex:
         p.next()
     p.end()
     return CreateIndex(name, table, tuple(cols), include, local, if_not_exists, async_,
-                       consistency)
+                       consistency, kind)
 
 
 def _select_at(sql: str, start: int) -> Select:
@@ -809,10 +811,12 @@ def _parse(sql: str) -> "Statement | NeedsEngine":
     if word == "CREATE":
         if p.accept("TABLE"):
             return _create_table(p)
+        if p.accept("TEXT", "INDEX"):  # a full-text index (CONTAINS)
+            return _create_index(p, False, "text")
         local = p.accept("LOCAL")
         if p.accept("INDEX"):
             return _create_index(p, local)
-        raise p.unexpected("TABLE, INDEX or LOCAL INDEX")
+        raise p.unexpected("TABLE, INDEX, LOCAL INDEX or TEXT INDEX")
     if word == "DROP":
         if p.accept("TABLE"):
             if_exists = p.accept("IF", "EXISTS")
