@@ -783,7 +783,7 @@ def _ddl(db: Database, stmt: Any, full: Callable[[str], str]) -> Result:
                             covering=[col(c) for c in stmt.include] or None,
                             local=stmt.local, build=not stmt.async_,
                             consistency=stmt.consistency,
-                            **({"kind": stmt.kind} if stmt.kind else {}))
+                            kind=stmt.kind)
         except errors.IndexExists:
             if not stmt.if_not_exists:
                 raise
