@@ -550,6 +550,36 @@ def bench_unindexed(rows: int, repeats: int, seed: int, workdir: str | None, as_
     finish_bench(report, as_json, output, mod.summary)
 
 
+@bench.command("fulltext")
+@click.option("--docs", type=click.IntRange(min=1), default=100_000, show_default=True,
+              help="Generated documents loaded (10-40 words each).")
+@click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Timed runs of the indexed lookup and of LIKE (the median is reported).")
+@click.option("--seed", type=click.IntRange(min=0), default=43, show_default=True)
+@click.option("--url", metavar="URL",
+              help="Run on this hibase URL (e.g. a `hibase cluster`'s thrift://...) instead "
+                   "of an embedded store.")
+@click.option("--workdir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Put (and keep) the embedded store under DIR (default: a temporary folder).")
+@bench_options
+def bench_fulltext(docs: int, repeats: int, seed: int, url: str | None, workdir: str | None,
+                   as_json: bool, output: str | None, progress: bool) -> None:
+    """Full-text search (issue 43): CONTAINS(f.body, 'word') through a text index against
+    f.body LIKE '%word%' (a full scan), for a rare, a medium and a common word, two words
+    and a prefix; the indexed answer must equal the unindexed CONTAINS scan's.
+
+    Example:
+
+    \b
+        hibase bench fulltext --docs 100000 -o benchmarks/fulltext.json
+    """
+    from hibase_bench import fulltext as mod
+
+    report = mod.run(docs=docs, repeats=repeats, seed=seed, url=url, workdir=workdir,
+                     progress=progress)
+    finish_bench(report, as_json, output, mod.summary)
+
+
 @bench.command("pushdown")
 @click.argument("url")
 @click.option("--rows", type=click.IntRange(min=1), default=200_000, show_default=True,
