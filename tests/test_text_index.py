@@ -273,3 +273,24 @@ def test_server_upkeep_equals_client_upkeep_and_finds_foreign_writes(hbase):
         conn.close()
         client.close()
         server.close()
+
+
+def test_cli_creates_a_text_index(tmp_path):
+    from click.testing import CliRunner
+
+    from hibase.cli import cli
+    store = str(tmp_path / "s")
+    run = CliRunner().invoke
+    assert run(cli, ["create-table", store, "docs", "-f", "f", "-c", "f.body=string"]).exit_code == 0
+    made = run(cli, ["index", "create", store, "docs", "bw", "-c", "f.body", "--text"])
+    assert made.exit_code == 0 and "Created text index 'bw'" in made.output, made.output
+    bad = run(cli, ["index", "create", store, "docs", "bw2", "-c", "f.body", "--text", "--local"])
+    assert bad.exit_code == 1 and "cannot be local" in bad.output and "Traceback" not in bad.output
+    db = hibase.connect(store)
+    try:
+        db.sql("UPSERT INTO docs VALUES ('a', 'Hello there')")
+        assert "TEXT INDEX bw" in db.explain("SELECT * FROM docs WHERE CONTAINS(f.body, 'hello')")
+        assert [r for r, _ in db.sql("SELECT * FROM docs WHERE CONTAINS(f.body, 'hello')")] == [
+            b"a"]
+    finally:
+        db.close()

@@ -131,13 +131,16 @@ def _job_note(stats: dict) -> None:
               help="Eventually consistent (HBase with hibase's coprocessor): writes record "
                    "each changed row once and the region servers update the index shortly "
                    "after, so writes cost less; `hibase index status` shows what waits.")
+@click.option("--text", is_flag=True,
+              help="A full-text index on one VARCHAR column (an entry per word), for "
+                   "CONTAINS(col, 'words') in queries.")
 @_processes_option
 @_progress_option
 @_distributed_option
 @_map_slots_option
 def index_create(dir: str, table: str, name: str, columns: list[str], covering: list[str],
-                 local: bool, eventual: bool, processes: int | None, progress: bool,
-                 distributed: bool, map_slots: int | None) -> None:
+                 local: bool, eventual: bool, text: bool, processes: int | None,
+                 progress: bool, distributed: bool, map_slots: int | None) -> None:
     """Create a global index NAME on TABLE and build it from the rows already there.
 
     From then on every put, delete, batch and counter keeps it exact (with --eventual on
@@ -152,6 +155,7 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
         hibase index create data/ telecom by_cell -c f.cell_id --local
         hibase index create thrift://127.0.0.1:9090 telecom by_ip -c f.ip --distributed
         hibase index create thrift://127.0.0.1:9090 telecom by_url -c f.url --eventual
+        hibase index create data/ docs body_words -c f.body --text
     """
     db = open_store(dir)
     t = db.table(table)  # an unknown table fails before anything else
@@ -176,10 +180,11 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
         spec = db.create_index(table, name, columns, covering=covering, local=local,
                                processes=processes, progress=bar,
                                job=_job(distributed, map_slots),
-                               consistency="eventual" if eventual else "strong")
+                               consistency="eventual" if eventual else "strong",
+                               kind="text" if text else "")
     finally:
         close()
-    kind = "local index" if spec.get("local") else "index"
+    kind = "local index" if spec.get("local") else "text index" if text else "index"
     how = " by a MapReduce job" if distributed else ""
     note(f"Created {kind} {name!r} on {table!r} ({_spec_line(spec)}), built{how} over "
          f"{regions} region(s) in {time.perf_counter() - t0:.2f} s.")
