@@ -281,7 +281,8 @@ def test_cli_creates_a_text_index(tmp_path):
     from hibase.cli import cli
     store = str(tmp_path / "s")
     run = CliRunner().invoke
-    assert run(cli, ["create-table", store, "docs", "-f", "f", "-c", "f.body=string"]).exit_code == 0
+    made = run(cli, ["create-table", store, "docs", "-f", "f", "-c", "f.body=string"])
+    assert made.exit_code == 0, made.output
     made = run(cli, ["index", "create", store, "docs", "bw", "-c", "f.body", "--text"])
     assert made.exit_code == 0 and "Created text index 'bw'" in made.output, made.output
     bad = run(cli, ["index", "create", store, "docs", "bw2", "-c", "f.body", "--text", "--local"])
