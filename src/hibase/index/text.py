@@ -35,9 +35,12 @@ TOKEN_MAX = 64  # code points; a longer run is no token (a key stays short; Java
 _WORD = re.compile(r"[^\W_]+")  # runs of str.isalnum: a superset, split further when not ASCII
 
 
+_ASCII_WORD = re.compile(r"[a-z0-9]+")  # the rule on ASCII text, lower-cased first
+
+
 def _split(run: str) -> Iterable[str]:
     """The L*/Nd runs of one str.isalnum run (which may hold No / Nl characters)."""
-    if run.isascii():
+    if run.isalpha() or run.isascii():
         yield run
         return
     start = None
@@ -53,7 +56,11 @@ def _split(run: str) -> Iterable[str]:
 
 
 def tokenize(text: str) -> list[str]:
-    """The tokens of `text` in order (repeats kept), by the module's rule."""
+    """The tokens of `text` in order (repeats kept), by the module's rule. ASCII text (most
+    of it, and every query word) is lower-cased whole and read by one regex, the same rule:
+    ASCII case mapping has no context and changes no length."""
+    if text.isascii():
+        return [t for t in _ASCII_WORD.findall(text.lower()) if len(t) <= TOKEN_MAX]
     out = []
     for run in _WORD.findall(text):
         for part in _split(run):
