@@ -93,6 +93,7 @@ def _store_with_indexes(path: str, rows: int = 0) -> None:
         db.create_table("k", {"f": {"max_versions": 1}}, columns=COLUMNS, split_size=64 * 1024)
         db.create_index("k", "by_a", ["f:a"])
         db.create_index("k", "by_a_local", ["f:a"], local=True)
+        db.create_index("k", "by_b_words", ["f:b"], kind="text")  # full text (issue 43)
         t = db.table("k")
         for start in range(0, rows, 250):  # batches, so regions split as they fill
             with t.batch() as b:
@@ -176,7 +177,7 @@ def test_kill_9_during_writes(tmp_path, record_property):
                 expected = after if got == after else expected
             else:
                 assert got == expected, f"trial {trial}"
-            for name in ("by_a", "by_a_local"):
+            for name in ("by_a", "by_a_local", "by_b_words"):
                 r = db.verify_index("k", name)
                 assert r["ok"], r
         assert check_store(path)["ok"]
@@ -387,7 +388,8 @@ def test_power_cut_loses_only_what_the_level_allows(tmp_path, record_property, l
 
 CONDITIONS = ["f.a = 3", "f.a > 1", "f.b LIKE 'a%'", "f.c > 1", "f.a IN (1, 3)",
               "f.b = 'ab' AND f.c > 0", "f.c BETWEEN 0 AND 2 OR f.a = 2", "f.b = 'ab'",
-              "NOT f.a = 2", "f.a >= 2 AND f.b < 'b'"]
+              "NOT f.a = 2", "f.a >= 2 AND f.b < 'b'", "CONTAINS(f.b, 'ab')",
+              "CONTAINS(f.b, 'a* OR zz') AND f.a > 1"]
 
 
 def _cell(rng, col: bytes) -> bytes:
@@ -404,6 +406,7 @@ def test_readers_recheck_every_row_under_a_writer(db, record_property):
     db.create_index("c", "by_b", ["f:b"], covering=["f:c"])
     db.create_index("c", "by_c", ["f:c"], local=True)
     db.create_index("c", "by_ab", ["f:a", "f:b"])
+    db.create_index("c", "by_b_words", ["f:b"], kind="text")
     t = db.table("c")
     rng = random.Random(5)
     keys = [b"k%03d" % i for i in range(150)]
@@ -454,7 +457,7 @@ def test_readers_recheck_every_row_under_a_writer(db, record_property):
         th.join()
     assert failures == [] and bad == []
     assert counts["rows"] > 0 and counts["writes"] > 0
-    for name in ("by_a", "by_b", "by_c", "by_ab"):
+    for name in ("by_a", "by_b", "by_c", "by_ab", "by_b_words"):
         assert db.verify_index("c", name)["ok"]
     report(record_property, **counts, wrong_rows=len(bad))
 
