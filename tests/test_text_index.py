@@ -317,3 +317,29 @@ def test_verify_finds_and_repairs_a_damaged_text_index(db):
     assert db.verify_index("t", "tx", repair=True)["repaired"]
     assert db.verify_index("t", "tx")["ok"]
     assert [r for r, _ in db.sql("SELECT * FROM t WHERE CONTAINS(f.body, 'fox')")] == [b"a"]
+
+
+def test_hbase_shell_appends_and_deletes_are_found_through_the_text_index(hbase):
+    """HBase's own shell (put, append to the text, delete of the cell, deleteall): the region
+    server computes an append's text from the stored cell and keeps the words it adds."""
+    from test_coprocessor import _hbase_shell
+    prefix = f"tsh{os.getpid()}"
+    db = hibase.connect(cluster_url(hbase, prefix))
+    try:
+        db.create_table("t", {"f": {}}, columns=COLUMNS)
+        db.create_index("t", "tx", ["f:body"], kind="text")
+        name = f"{prefix}_t"
+        _hbase_shell(hbase, [f"put '{name}', 'a', 'f:body', 'quick brown fox'",
+                             f"put '{name}', 'b', 'f:body', 'lazy dog'",
+                             f"put '{name}', 'c', 'f:body', 'gone soon'",
+                             f"append '{name}', 'a', 'f:body', ' jumps over'",
+                             f"delete '{name}', 'b', 'f:body'",
+                             f"deleteall '{name}', 'c'"])
+        for q, want in [("jumps", [b"a"]), ("quick jumps", [b"a"]), ("dog", []), ("gone", []),
+                        ("fox OR lazy", [b"a"])]:
+            sql = f"SELECT * FROM t WHERE CONTAINS(f.body, '{q}')"
+            assert [r for r, _ in db.sql(sql)] == want, q
+            assert [r for r, _ in db.sql(sql, full_scan=True)] == want, q
+        assert db.verify_index("t", "tx")["ok"]
+    finally:
+        db.close()
