@@ -392,7 +392,8 @@ class Connection:
     def create_index(self, table: str | bytes, name: str, columns: Any,
                      covering: Any = None, local: bool = False, processes: int | None = None,
                      progress: Any = None, build: bool = True,
-                     job: BuildJob | None = None, consistency: str = "strong") -> dict:
+                     job: BuildJob | None = None, consistency: str = "strong",
+                     uncovered: bool = False) -> dict:
         """Create an index on declared `columns` (a composite index answers any prefix of
         them), carrying `covering` columns, and build it from the table's rows. local=True makes
         a local (per-region) index: its rows live with each region's data and lookups visit the
@@ -403,16 +404,19 @@ class Connection:
         job's report is the returned dict's "build". consistency="eventual" (HBase with
         hibase's coprocessor): a write records its row once for all such indexes and the
         region server updates their entries shortly after (`index_lag` says how many rows
-        wait); queries read the entries as they are, so they may miss a fresh write."""
+        wait); queries read the entries as they are, so they may miss a fresh write.
+        uncovered=True (Phoenix's CREATE UNCOVERED INDEX): entries carry no values (no
+        `covering`) and a write stores each one once, the cheapest upkeep on HBase; queries
+        read the rows it finds (and check them against it there)."""
         if job is not None and build:
             job.check(self.store)  # refused before the index is defined
             full = self._full(table)
             spec = self.indexer.create(full, name, columns, covering or (), local, build=False,
-                                       consistency=consistency)
+                                       consistency=consistency, uncovered=uncovered)
             stats = build_distributed(self.indexer, full, name, job, progress=progress)
             return {**self.indexer.catalog.get(full, name).describe(), "build": stats}
         spec = self.indexer.create(self._full(table), name, columns, covering or (), local,
-                                   processes, progress, build, consistency)
+                                   processes, progress, build, consistency, uncovered)
         return spec.describe()
 
     def index_lag(self, table: str | bytes, name: str) -> dict:

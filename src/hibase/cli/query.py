@@ -55,6 +55,8 @@ def _progress_bar(enabled: bool | None, desc: str, regions: int
 
 def _spec_line(d: dict) -> str:
     cover = f"; covers {', '.join(d['covering'])}" if d["covering"] else ""
+    if d.get("uncovered"):
+        cover = "; uncovered"
     return f"{', '.join(d['columns'])}{cover}"
 
 
@@ -131,13 +133,16 @@ def _job_note(stats: dict) -> None:
               help="Eventually consistent (HBase with hibase's coprocessor): writes record "
                    "each changed row once and the region servers update the index shortly "
                    "after, so writes cost less; `hibase index status` shows what waits.")
+@click.option("--uncovered", is_flag=True,
+              help="Entries carry no values (no --cover) and a write stores each once: the "
+                   "cheapest upkeep, for queries that read the rows anyway.")
 @_processes_option
 @_progress_option
 @_distributed_option
 @_map_slots_option
 def index_create(dir: str, table: str, name: str, columns: list[str], covering: list[str],
-                 local: bool, eventual: bool, processes: int | None, progress: bool,
-                 distributed: bool, map_slots: int | None) -> None:
+                 local: bool, eventual: bool, uncovered: bool, processes: int | None,
+                 progress: bool, distributed: bool, map_slots: int | None) -> None:
     """Create a global index NAME on TABLE and build it from the rows already there.
 
     From then on every put, delete, batch and counter keeps it exact (with --eventual on
@@ -152,6 +157,7 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
         hibase index create data/ telecom by_cell -c f.cell_id --local
         hibase index create thrift://127.0.0.1:9090 telecom by_ip -c f.ip --distributed
         hibase index create thrift://127.0.0.1:9090 telecom by_url -c f.url --eventual
+        hibase index create data/ telecom by_port -c f.port --uncovered
     """
     db = open_store(dir)
     t = db.table(table)  # an unknown table fails before anything else
@@ -176,7 +182,8 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
         spec = db.create_index(table, name, columns, covering=covering, local=local,
                                processes=processes, progress=bar,
                                job=_job(distributed, map_slots),
-                               consistency="eventual" if eventual else "strong")
+                               consistency="eventual" if eventual else "strong",
+                               uncovered=uncovered)
     finally:
         close()
     kind = "local index" if spec.get("local") else "index"

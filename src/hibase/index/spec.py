@@ -114,6 +114,11 @@ class IndexSpec:
     # fetched and checked) and no answer from counts. Not stored: the table's schema says it,
     # and the IndexManager sets it on the specs it hands out (ready, verify)
     expires: bool = field(default=False, compare=False)
+    # Phoenix's UNCOVERED INDEX: entries carry no column values, so a write stores each new
+    # entry once, in its final form (no unverified mark, no verified rewrite), and never marks
+    # the old one; readers on stores with the verified protocol check every entry against its
+    # data row (index/verified.py), which a query on it reads anyway
+    uncovered: bool = False
 
     @property
     def lags(self) -> bool:
@@ -221,6 +226,8 @@ class IndexSpec:
         extra: dict[str, Any] = {"upkeep": "server"} if self.server else {}
         if self.consistency != "strong":
             extra["consistency"] = self.consistency
+        if self.uncovered:
+            extra["uncovered"] = True
         return json.dumps({
             "name": self.name, "table": self.table,
             "columns": [c.decode() for c in self.columns],
@@ -238,7 +245,8 @@ class IndexSpec:
                    [c.encode() for c in d["covering"]], bytes.fromhex(d["alias"]),
                    d["local"], d["state"],
                    bytes.fromhex(d["null_alias"]) if d.get("null_alias") else None,
-                   d.get("upkeep") == "server", d.get("consistency", "strong"))
+                   d.get("upkeep") == "server", d.get("consistency", "strong"),
+                   uncovered=d.get("uncovered", False))
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "table": self.table,
@@ -247,6 +255,7 @@ class IndexSpec:
                 "covering": [c.decode() for c in self.covering],
                 "local": self.local, "state": self.state, "alias": self.alias.hex(),
                 "null_list": self.null_alias is not None, "consistency": self.consistency,
+                "uncovered": self.uncovered,
                 **({"upkeep": "server"} if self.server else {})}
 
 

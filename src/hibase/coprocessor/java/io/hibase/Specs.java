@@ -30,6 +30,7 @@ final class Specs {
     HibaseCodec.Type[] types;
     boolean local, building;
     boolean eventual;  // "consistency": "eventual": changed rows recorded, applied later
+    boolean uncovered;  // "uncovered": entries carry no values, written once (BatchUpkeep)
   }
 
   static final class Catalog {
@@ -94,6 +95,8 @@ final class Specs {
     JsonElement consistency = o.get("consistency");
     s.eventual = consistency != null && !consistency.isJsonNull()
         && consistency.getAsString().equals("eventual");
+    JsonElement unc = o.get("uncovered");
+    s.uncovered = unc != null && !unc.isJsonNull() && unc.getAsBoolean();
     return s;
   }
 
