@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .. import codec, errors
+from . import partial
 from ..store.base import count_settled, decode_count, encode_count  # re-exported: counts
 
 NULL, PRESENT = b"\x00", b"\x01"
@@ -114,6 +115,9 @@ class IndexSpec:
     # fetched and checked) and no answer from counts. Not stored: the table's schema says it,
     # and the IndexManager sets it on the specs it hands out (ready, verify)
     expires: bool = field(default=False, compare=False)
+    # a partial index (issue 43): its predicate compiled as index/partial.py says; a row has
+    # an entry only when it is TRUE. None: every row (a full index)
+    where: dict | None = None
 
     @property
     def lags(self) -> bool:
@@ -129,7 +133,10 @@ class IndexSpec:
     @property
     def needed(self) -> list[bytes]:
         """Every column whose value the index rows depend on."""
-        return list(dict.fromkeys([*self.columns, *self.covering]))
+        return list(dict.fromkeys([*self.columns, *self.covering, *self._where_columns()]))
+
+    def _where_columns(self) -> list[bytes]:
+        return [] if self.where is None else partial.columns(self.where)
 
     # -- keys --------------------------------------------------------------------------------
     def encode_values(self, values: Sequence[Any]) -> bytes:
@@ -163,6 +170,8 @@ class IndexSpec:
         at all: `cells` must then hold every column of the row). NaN counts as NULL, and so
         does a cell that does not parse as its type (another writer's), as queries read it."""
         if not cells:
+            return None
+        if self.where is not None and not partial.holds(self.where, cells, timestamped):
             return None
         cell_key = codec.cell_key
         parts = [self.alias]
@@ -221,6 +230,8 @@ class IndexSpec:
         extra: dict[str, Any] = {"upkeep": "server"} if self.server else {}
         if self.consistency != "strong":
             extra["consistency"] = self.consistency
+        if self.where is not None:
+            extra["where"] = self.where
         return json.dumps({
             "name": self.name, "table": self.table,
             "columns": [c.decode() for c in self.columns],
@@ -238,7 +249,8 @@ class IndexSpec:
                    [c.encode() for c in d["covering"]], bytes.fromhex(d["alias"]),
                    d["local"], d["state"],
                    bytes.fromhex(d["null_alias"]) if d.get("null_alias") else None,
-                   d.get("upkeep") == "server", d.get("consistency", "strong"))
+                   d.get("upkeep") == "server", d.get("consistency", "strong"),
+                   where=d.get("where"))
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "table": self.table,
@@ -247,7 +259,8 @@ class IndexSpec:
                 "covering": [c.decode() for c in self.covering],
                 "local": self.local, "state": self.state, "alias": self.alias.hex(),
                 "null_list": self.null_alias is not None, "consistency": self.consistency,
-                **({"upkeep": "server"} if self.server else {})}
+                **({"upkeep": "server"} if self.server else {}),
+                **({"where": self.where["sql"]} if self.where is not None else {})}
 
 
 def expiring(spec: IndexSpec, ttls: dict[bytes, int]) -> bool:
@@ -271,6 +284,8 @@ def raw_values(spec: IndexSpec, cells: dict[bytes, bytes], bad: codec.BadCells |
     the row (whether any cell is left decides the entry). NaN is unordered, so like the query
     evaluator the index treats it as NULL; so is a cell that does not parse as its type
     (another writer's), counted in `bad` (as `row`) when given."""
+    if spec.where is not None and not partial.holds(spec.where, cells):
+        return None
     out = []
     for col, t in zip(spec.columns, spec.types):
         raw = cells.get(col)

@@ -80,6 +80,7 @@ class CreateIndex:
     if_not_exists: bool = False
     async_: bool = False  # ASYNC: created "building", built by ALTER INDEX ... REBUILD
     consistency: str = "strong"  # CONSISTENCY = EVENTUAL (Phoenix 5.3's index property)
+    where: str | None = None  # ... WHERE cond: a partial index (issue 43), the text as written
 
 
 @dataclass(frozen=True)
@@ -571,9 +572,17 @@ def _create_index(p: _Parser, local: bool) -> CreateIndex:
             raise p.unexpected("EVENTUAL or STRONG")
         consistency = p.tok.word.lower()
         p.next()
+    where = None
+    if p.tok.word == "WHERE":  # a partial index: the rest of the statement is its condition
+        p.next()
+        if p.tok.kind == "end":
+            raise p.unexpected("a condition")
+        where = p.sql[p.tok.pos:].strip().rstrip(";").strip()
+        while p.tok.kind != "end":
+            p.next()
     p.end()
     return CreateIndex(name, table, tuple(cols), include, local, if_not_exists, async_,
-                       consistency)
+                       consistency, where)
 
 
 def _select_at(sql: str, start: int) -> Select:
