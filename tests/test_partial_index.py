@@ -261,3 +261,34 @@ def test_other_programs_writes_move_rows_in_and_out_on_hbase(request):
     finally:
         conn.close()
         db.close()
+
+
+def test_cli_index_create_where(tmp_path):
+    """`hibase index create ... --where COND` makes a partial index; a refused condition is
+    one error line."""
+    from click.testing import CliRunner
+
+    import hibase
+    from hibase.cli import cli
+
+    path = str(tmp_path / "s")
+    db = hibase.connect(path)
+    db.create_table("tasks", {"f": {}}, columns={"f:status": "string", "f:owner": "string"})
+    db.table("tasks").put(b"t1", {b"f:status": b"open", b"f:owner": b"ann"})
+    db.table("tasks").put(b"t2", {b"f:status": b"done", b"f:owner": b"ann"})
+    db.close()
+    got = CliRunner().invoke(cli, ["index", "create", path, "tasks", "open_owner", "-c",
+                                   "f:owner", "--where", "f.status = 'open'", "--no-progress"])
+    assert got.exit_code == 0, got.output
+    assert "(f:owner; where f.status = 'open')" in got.stderr
+    bad = CliRunner().invoke(cli, ["index", "create", path, "tasks", "bad", "-c", "f:owner",
+                                   "--where", "LOWER(f.status) = 'open'", "--no-progress"])
+    assert bad.exit_code == 1 and "Traceback" not in bad.output
+    assert bad.stderr.strip().count("\n") == 0 and "cannot index WHERE" in bad.stderr
+    db = hibase.connect(path)
+    try:
+        assert [r for r, _ in db.table("tasks").where("f.status = 'open' AND f.owner = 'ann'")] \
+            == [b"t1"]
+        assert db.verify_index("tasks", "open_owner")["entries"] == 1
+    finally:
+        db.close()

@@ -55,7 +55,8 @@ def _progress_bar(enabled: bool | None, desc: str, regions: int
 
 def _spec_line(d: dict) -> str:
     cover = f"; covers {', '.join(d['covering'])}" if d["covering"] else ""
-    return f"{', '.join(d['columns'])}{cover}"
+    where = f"; where {d['where']}" if d.get("where") else ""
+    return f"{', '.join(d['columns'])}{cover}{where}"
 
 
 # -- hibase index ------------------------------------------------------------------------------
@@ -131,13 +132,16 @@ def _job_note(stats: dict) -> None:
               help="Eventually consistent (HBase with hibase's coprocessor): writes record "
                    "each changed row once and the region servers update the index shortly "
                    "after, so writes cost less; `hibase index status` shows what waits.")
+@click.option("--where", "where", metavar="CONDITION",
+              help="A partial index: entries only for rows the SQL condition holds for "
+                   "(\"f.status = 'open'\"); queries implying it use it.")
 @_processes_option
 @_progress_option
 @_distributed_option
 @_map_slots_option
 def index_create(dir: str, table: str, name: str, columns: list[str], covering: list[str],
-                 local: bool, eventual: bool, processes: int | None, progress: bool,
-                 distributed: bool, map_slots: int | None) -> None:
+                 local: bool, eventual: bool, where: str | None, processes: int | None,
+                 progress: bool, distributed: bool, map_slots: int | None) -> None:
     """Create a global index NAME on TABLE and build it from the rows already there.
 
     From then on every put, delete, batch and counter keeps it exact (with --eventual on
@@ -152,6 +156,7 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
         hibase index create data/ telecom by_cell -c f.cell_id --local
         hibase index create thrift://127.0.0.1:9090 telecom by_ip -c f.ip --distributed
         hibase index create thrift://127.0.0.1:9090 telecom by_url -c f.url --eventual
+        hibase index create data/ telecom by_ip_8080 -c f.ip --where "f.port = 8080"
     """
     db = open_store(dir)
     t = db.table(table)  # an unknown table fails before anything else
@@ -176,7 +181,8 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
         spec = db.create_index(table, name, columns, covering=covering, local=local,
                                processes=processes, progress=bar,
                                job=_job(distributed, map_slots),
-                               consistency="eventual" if eventual else "strong")
+                               consistency="eventual" if eventual else "strong",
+                               where=where)
     finally:
         close()
     kind = "local index" if spec.get("local") else "index"

@@ -22,6 +22,9 @@ gives the index, so the NULL list is one more "value" (its value key is the bare
 which `value_key([None, ...])` returns) that no range of the index's own alias can reach: IS
 NULL on the first column is a point lookup, counted, cached and verified like any value.
 A deleted row (no cell left) has no entry at all. Older indexes (null_alias None) keep none.
+
+Partial indexes (`where`, issue 43): a row has an entry only while the index's predicate is
+TRUE on its cells (index/partial.py); they keep no NULL list.
 """
 
 from __future__ import annotations
