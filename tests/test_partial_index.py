@@ -292,3 +292,22 @@ def test_cli_index_create_where(tmp_path):
         assert db.verify_index("tasks", "open_owner")["entries"] == 1
     finally:
         db.close()
+
+
+def test_a_statement_shape_never_carries_a_partial_index_to_other_values(tasks):
+    """The plan caches by statement shape (hints, point templates) keep no partial index for
+    values that do not imply its predicate: one `?` statement, run with 'open' then 'done'."""
+    db = tasks
+    stmt = "SELECT ROWKEY FROM tasks WHERE f.status = ? AND f.owner = ?"
+    t = db.table("tasks")
+    for _ in range(4):  # past the point template's tries
+        for status in ("open", "done", "new"):
+            got = sorted(row for row, _ in db.sql(stmt, (status, "ann")))
+            want = sorted(r for r, _ in t.where(f"f.status = '{status}' AND f.owner = 'ann'",
+                                                full_scan=True))
+            assert got == want, status
+            rows = sorted(r for r, _ in t.where("f.status = ? AND f.owner = ?",
+                                                params=[status, "ann"]))
+            assert rows == want, status
+    assert "PARTIAL" in db.explain(stmt, ("open", "ann"))
+    assert "PARTIAL" not in db.explain(stmt, ("done", "ann"))
