@@ -393,7 +393,7 @@ class Connection:
                      covering: Any = None, local: bool = False, processes: int | None = None,
                      progress: Any = None, build: bool = True,
                      job: BuildJob | None = None, consistency: str = "strong",
-                     where: str | None = None) -> dict:
+                     uncovered: bool = False, where: str | None = None) -> dict:
         """Create an index on declared `columns` (a composite index answers any prefix of
         them), carrying `covering` columns, and build it from the table's rows. local=True makes
         a local (per-region) index: its rows live with each region's data and lookups visit the
@@ -405,6 +405,9 @@ class Connection:
         hibase's coprocessor): a write records its row once for all such indexes and the
         region server updates their entries shortly after (`index_lag` says how many rows
         wait); queries read the entries as they are, so they may miss a fresh write.
+        uncovered=True (Phoenix's CREATE UNCOVERED INDEX): entries carry no values (no
+        `covering`) and a write stores each one once, the cheapest upkeep on HBase; queries
+        read the rows it finds (and check them against it there).
         where="f.status = 'open'" makes a partial index: only rows for which the condition is
         TRUE have entries, and a query uses it only when its condition implies this one."""
         pred = None if where is None else self._index_where(table, where)
@@ -415,11 +418,12 @@ class Connection:
             job.check(self.store)  # refused before the index is defined
             full = self._full(table)
             spec = self.indexer.create(full, name, columns, covering or (), local, build=False,
-                                       consistency=consistency, where=pred)
+                                       consistency=consistency, uncovered=uncovered,
+                                       where=pred)
             stats = build_distributed(self.indexer, full, name, job, progress=progress)
             return {**self.indexer.catalog.get(full, name).describe(), "build": stats}
         spec = self.indexer.create(self._full(table), name, columns, covering or (), local,
-                                   processes, progress, build, consistency, pred)
+                                   processes, progress, build, consistency, uncovered, pred)
         return spec.describe()
 
     def _index_where(self, table: str | bytes, where: str) -> dict:

@@ -613,13 +613,15 @@ def bench_pushdown(url: str, rows: int, regions: int, repeats: int, seed: int, a
               help="Distinct values of the covered index's column f:a.")
 @click.option("--eventual/--no-eventual", default=True, show_default=True,
               help="Also load a table whose indexes are eventually consistent.")
+@click.option("--uncovered/--no-uncovered", default=True, show_default=True,
+              help="Also load a table whose indexes are uncovered (entries written once).")
 @click.option("--phoenix/--no-phoenix", default=True, show_default=True,
               help="Phoenix's plain and indexed loads beside (a cluster started with Phoenix).")
 @bench_options
-def bench_writes(url: str, rows: int, values: int, eventual: bool, phoenix: bool,
-                 as_json: bool, output: str | None, progress: bool) -> None:
-    """Index upkeep's cost to a load on HBase (issue 41): plain, strong and eventual indexes
-    kept by hibase's coprocessor, Phoenix's global and local indexes beside.
+def bench_writes(url: str, rows: int, values: int, eventual: bool, uncovered: bool,
+                 phoenix: bool, as_json: bool, output: str | None, progress: bool) -> None:
+    """Index upkeep's cost to a load on HBase (issues 41, 43): plain, strong, eventual and
+    uncovered indexes kept by hibase's coprocessor, Phoenix's global and local indexes beside.
 
     Example:
 
@@ -628,8 +630,8 @@ def bench_writes(url: str, rows: int, values: int, eventual: bool, phoenix: bool
     """
     from hibase_bench import writes as mod
 
-    report = mod.run(url, rows=rows, values=values, eventual=eventual, phoenix=phoenix,
-                     progress=progress)
+    report = mod.run(url, rows=rows, values=values, eventual=eventual, uncovered=uncovered,
+                     phoenix=phoenix, progress=progress)
     finish_bench(report, as_json, output, mod.summary)
 
 

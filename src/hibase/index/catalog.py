@@ -97,10 +97,11 @@ class IndexCatalog:
 
     def create(self, table: str, name: str, columns: Iterable, covering: Iterable = (),
                local: bool = False, consistency: str = "strong",
-               where: dict | None = None) -> IndexSpec:
+               uncovered: bool = False, where: dict | None = None) -> IndexSpec:
         """Validate and record a new index in state BUILDING (maintained by writes from now).
         consistency "eventual": the region servers apply writes to it shortly after them
-        (where they keep it; clients keep every index at once). where: a partial index's
+        (where they keep it; clients keep every index at once). uncovered: its entries carry
+        no values and are written once (IndexSpec.uncovered). where: a partial index's
         compiled predicate (index/partial.py); it keeps no NULL list."""
         schema = self.store.schema(table)
         if consistency not in ("strong", "eventual"):
@@ -111,6 +112,8 @@ class IndexCatalog:
                 f"invalid index name {name!r}: a letter or '_' then letters, digits, '_'")
         if not isinstance(local, bool):
             raise errors.SchemaError(f"local must be True or False, not {local!r}")
+        if not isinstance(uncovered, bool):
+            raise errors.SchemaError(f"uncovered must be True or False, not {uncovered!r}")
         if where is not None and local:
             raise errors.SchemaError(f"index {name!r}: a partial index (where=) is global; "
                                      "local partial indexes are not supported")
@@ -137,6 +140,10 @@ class IndexCatalog:
         cover = [_column(c) for c in _as_list(covering, "covering")]
         if len(set(cover)) != len(cover):
             raise errors.SchemaError(f"index {name!r} covers a column twice: {cover}")
+        if uncovered and cover:
+            raise errors.SchemaError(
+                f"index {name!r} is uncovered: its entries carry no values, so it covers no "
+                f"columns (drop covering=, or make a covered index)")
         for col in cover:
             fam, qual = split_column(col)
             schema.check_family(fam)
@@ -156,7 +163,7 @@ class IndexCatalog:
                 self.store.server_upkeep(table)
             spec = IndexSpec(name, table, cols, types, [c for c in cover if c not in cols],
                              alias, local, BUILDING, null_alias, server, consistency,
-                             where=where)
+                             uncovered=uncovered, where=where)
             if spec.lags:  # the region servers record changed rows there (change_table)
                 self.store.create_kv(change_table(table))
             # a value table's counts may share its index table's storage (HBase: one

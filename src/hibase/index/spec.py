@@ -118,6 +118,11 @@ class IndexSpec:
     # fetched and checked) and no answer from counts. Not stored: the table's schema says it,
     # and the IndexManager sets it on the specs it hands out (ready, verify)
     expires: bool = field(default=False, compare=False)
+    # Phoenix's UNCOVERED INDEX: entries carry no column values, so a write stores each new
+    # entry once, in its final form (no unverified mark, no verified rewrite), and never marks
+    # the old one; readers on stores with the verified protocol check every entry against its
+    # data row (index/verified.py), which a query on it reads anyway
+    uncovered: bool = False
     # a partial index (issue 43): its predicate compiled as index/partial.py says; a row has
     # an entry only when it is TRUE. None: every row (a full index)
     where: dict | None = None
@@ -233,6 +238,8 @@ class IndexSpec:
         extra: dict[str, Any] = {"upkeep": "server"} if self.server else {}
         if self.consistency != "strong":
             extra["consistency"] = self.consistency
+        if self.uncovered:
+            extra["uncovered"] = True
         if self.where is not None:
             extra["where"] = self.where
         return json.dumps({
@@ -253,7 +260,7 @@ class IndexSpec:
                    d["local"], d["state"],
                    bytes.fromhex(d["null_alias"]) if d.get("null_alias") else None,
                    d.get("upkeep") == "server", d.get("consistency", "strong"),
-                   where=d.get("where"))
+                   uncovered=d.get("uncovered", False), where=d.get("where"))
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "table": self.table,
@@ -262,6 +269,7 @@ class IndexSpec:
                 "covering": [c.decode() for c in self.covering],
                 "local": self.local, "state": self.state, "alias": self.alias.hex(),
                 "null_list": self.null_alias is not None, "consistency": self.consistency,
+                "uncovered": self.uncovered,
                 **({"upkeep": "server"} if self.server else {}),
                 **({"where": self.where["sql"]} if self.where is not None else {})}
 

@@ -80,6 +80,7 @@ class CreateIndex:
     if_not_exists: bool = False
     async_: bool = False  # ASYNC: created "building", built by ALTER INDEX ... REBUILD
     consistency: str = "strong"  # CONSISTENCY = EVENTUAL (Phoenix 5.3's index property)
+    uncovered: bool = False  # CREATE UNCOVERED INDEX (Phoenix 5.2): entries carry no values
     where: str | None = None  # ... WHERE cond: a partial index (issue 43), the text as written
 
 
@@ -546,7 +547,7 @@ def _create_table(p: _Parser) -> CreateTable:
                        if_not_exists)
 
 
-def _create_index(p: _Parser, local: bool) -> CreateIndex:
+def _create_index(p: _Parser, local: bool, uncovered: bool = False) -> CreateIndex:
     if_not_exists = p.accept("IF", "NOT", "EXISTS")
     name = p.ident("an index name")
     p.expect("ON")
@@ -563,6 +564,9 @@ def _create_index(p: _Parser, local: bool) -> CreateIndex:
             raise p.unexpected("',' or ')'")
     include: tuple[bytes, ...] = ()
     if p.accept("INCLUDE"):
+        if uncovered:
+            raise p.fail("an UNCOVERED INDEX includes no columns: its entries carry no values",
+                         p.tok)
         include = p.column_list()
     async_ = p.accept("ASYNC")
     consistency = "strong"
@@ -582,7 +586,7 @@ def _create_index(p: _Parser, local: bool) -> CreateIndex:
             p.next()
     p.end()
     return CreateIndex(name, table, tuple(cols), include, local, if_not_exists, async_,
-                       consistency, where)
+                       consistency, uncovered, where)
 
 
 def _select_at(sql: str, start: int) -> Select:
@@ -819,9 +823,10 @@ def _parse(sql: str) -> "Statement | NeedsEngine":
         if p.accept("TABLE"):
             return _create_table(p)
         local = p.accept("LOCAL")
+        uncovered = not local and p.accept("UNCOVERED")
         if p.accept("INDEX"):
-            return _create_index(p, local)
-        raise p.unexpected("TABLE, INDEX or LOCAL INDEX")
+            return _create_index(p, local, uncovered)
+        raise p.unexpected("TABLE, INDEX, LOCAL INDEX or UNCOVERED INDEX")
     if word == "DROP":
         if p.accept("TABLE"):
             if_exists = p.accept("IF", "EXISTS")

@@ -1,5 +1,6 @@
 // A write batch's index upkeep: phase 1 (entries marked unverified, counts begun, before
-// the data) and phase 3 (entries verified or deleted from the row as stored, after it).
+// the data) and phase 3 (entries verified or deleted from the row as stored, after it). An
+// uncovered index's new entries are written once, final, in phase 1.
 package io.hibase;
 
 import static io.hibase.RowState.*;
@@ -107,12 +108,19 @@ abstract class BatchUpkeep extends CountCells {
         oldExists = t.exists(new Get(cat(prefix, oldKey, row)).addColumn(V, V));
       }
     }
-    // while building, an old entry the build has not written yet is not marked: an
-    // unverified entry the build finds is then always one whose count was taken
-    if (oldExists && !same) add(phase1, idx, new Put(cat(prefix, oldKey, row))
-        .addColumn(V, V, ts, unverified));
-    if (newKey != null) add(phase1, idx, new Put(cat(prefix, newKey, row))
-        .addColumn(V, V, ts, unverified));
+    if (s.uncovered) {
+      // an uncovered index's entry is written once, in its final form; readers check every
+      // entry of it against its row (index/verified.py), so the old one needs no mark
+      if (newKey != null) add(phase1, idx, new Put(cat(prefix, newKey, row))
+          .addColumn(V, V, ts, cat(new byte[] {VERIFIED}, HibaseCodec.packList(newCov))));
+    } else {
+      // while building, an old entry the build has not written yet is not marked: an
+      // unverified entry the build finds is then always one whose count was taken
+      if (oldExists && !same) add(phase1, idx, new Put(cat(prefix, oldKey, row))
+          .addColumn(V, V, ts, unverified));
+      if (newKey != null) add(phase1, idx, new Put(cat(prefix, newKey, row))
+          .addColumn(V, V, ts, unverified));
+    }
     plans.add(new Plan(row, s, idx, prefix, oldKey, oldExists, newKey, newCov, true));
     deltas(deltas, idx, prefix, oldKey, oldExists, newKey);
   }
@@ -144,7 +152,9 @@ abstract class BatchUpkeep extends CountCells {
       boolean predictedSame = Arrays.equals(pl.oldKey, pl.newKey);
       if (asPredicted) {
         if (!pl.changed) continue;  // unchanged, as predicted: nothing was marked
-        if (pl.newKey != null) add(out, pl.idx, new Put(cat(pl.prefix, pl.newKey, pl.row))
+        // (an uncovered index's entry was written in its final form by phase 1)
+        if (pl.newKey != null && !pl.spec.uncovered) add(out, pl.idx,
+            new Put(cat(pl.prefix, pl.newKey, pl.row))
             .addColumn(V, V, ts, cat(new byte[] {VERIFIED}, HibaseCodec.packList(pl.newCov))));
         if (pl.oldExists && !predictedSame) add(out, pl.idx,
             new Delete(cat(pl.prefix, pl.oldKey, pl.row)).addColumns(V, V, ts));
@@ -170,6 +180,12 @@ abstract class BatchUpkeep extends CountCells {
       deltas(landed, pl.idx, pl.prefix, pl.oldKey, oldExists, key);
     }
     return landed;
+  }
+
+  /** Whether phase 1 wrote entries for any row of the batch. */
+  static boolean changedAny(Pending p) {
+    for (Plan pl : p.plans) if (pl.changed) return true;
+    return false;
   }
 
   /** A mini-batch left flight (finished, or failed in preBatchMutate). */

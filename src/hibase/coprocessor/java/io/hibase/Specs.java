@@ -30,6 +30,7 @@ final class Specs {
     HibaseCodec.Type[] types;
     boolean local, building;
     boolean eventual;  // "consistency": "eventual": changed rows recorded, applied later
+    boolean uncovered;  // "uncovered": entries carry no values, written once (BatchUpkeep)
     IndexWhere where;  // a partial index's predicate (issue 43); null: every row
   }
 
@@ -95,6 +96,8 @@ final class Specs {
     JsonElement consistency = o.get("consistency");
     s.eventual = consistency != null && !consistency.isJsonNull()
         && consistency.getAsString().equals("eventual");
+    JsonElement unc = o.get("uncovered");
+    s.uncovered = unc != null && !unc.isJsonNull() && unc.getAsBoolean();
     JsonElement where = o.get("where");
     if (where != null && !where.isJsonNull()) s.where = IndexWhere.parse(where.getAsJsonObject());
     return s;
