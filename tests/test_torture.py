@@ -387,7 +387,8 @@ def test_power_cut_loses_only_what_the_level_allows(tmp_path, record_property, l
 
 CONDITIONS = ["f.a = 3", "f.a > 1", "f.b LIKE 'a%'", "f.c > 1", "f.a IN (1, 3)",
               "f.b = 'ab' AND f.c > 0", "f.c BETWEEN 0 AND 2 OR f.a = 2", "f.b = 'ab'",
-              "NOT f.a = 2", "f.a >= 2 AND f.b < 'b'"]
+              "NOT f.a = 2", "f.a >= 2 AND f.b < 'b'",
+              "f.a >= 3 AND f.b = 'ab'", "f.a = 4 AND f.b > 'a'"]  # these two: part_b
 
 
 def _cell(rng, col: bytes) -> bytes:
@@ -404,6 +405,7 @@ def test_readers_recheck_every_row_under_a_writer(db, record_property):
     db.create_index("c", "by_b", ["f:b"], covering=["f:c"])
     db.create_index("c", "by_c", ["f:c"], local=True)
     db.create_index("c", "by_ab", ["f:a", "f:b"])
+    db.create_index("c", "part_b", ["f:b"], covering=["f:c"], where="f.a >= 2")  # issue 43
     t = db.table("c")
     rng = random.Random(5)
     keys = [b"k%03d" % i for i in range(150)]
@@ -454,7 +456,7 @@ def test_readers_recheck_every_row_under_a_writer(db, record_property):
         th.join()
     assert failures == [] and bad == []
     assert counts["rows"] > 0 and counts["writes"] > 0
-    for name in ("by_a", "by_b", "by_c", "by_ab"):
+    for name in ("by_a", "by_b", "by_c", "by_ab", "part_b"):
         assert db.verify_index("c", name)["ok"]
     report(record_property, **counts, wrong_rows=len(bad))
 

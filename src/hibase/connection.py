@@ -393,7 +393,7 @@ class Connection:
                      covering: Any = None, local: bool = False, processes: int | None = None,
                      progress: Any = None, build: bool = True,
                      job: BuildJob | None = None, consistency: str = "strong",
-                     uncovered: bool = False) -> dict:
+                     uncovered: bool = False, where: str | None = None) -> dict:
         """Create an index on declared `columns` (a composite index answers any prefix of
         them), carrying `covering` columns, and build it from the table's rows. local=True makes
         a local (per-region) index: its rows live with each region's data and lookups visit the
@@ -407,17 +407,38 @@ class Connection:
         wait); queries read the entries as they are, so they may miss a fresh write.
         uncovered=True (Phoenix's CREATE UNCOVERED INDEX): entries carry no values (no
         `covering`) and a write stores each one once, the cheapest upkeep on HBase; queries
-        read the rows it finds (and check them against it there)."""
+        read the rows it finds (and check them against it there).
+        where="f.status = 'open'" makes a partial index: only rows for which the condition is
+        TRUE have entries, and a query uses it only when its condition implies this one."""
+        pred = None if where is None else self._index_where(table, where)
+        if job is not None and pred is not None:
+            raise errors.SchemaError("a partial index (where=) is built by hibase itself; "
+                                     "the distributed build (job=) does not evaluate predicates")
         if job is not None and build:
             job.check(self.store)  # refused before the index is defined
             full = self._full(table)
             spec = self.indexer.create(full, name, columns, covering or (), local, build=False,
-                                       consistency=consistency, uncovered=uncovered)
+                                       consistency=consistency, uncovered=uncovered,
+                                       where=pred)
             stats = build_distributed(self.indexer, full, name, job, progress=progress)
             return {**self.indexer.catalog.get(full, name).describe(), "build": stats}
         spec = self.indexer.create(self._full(table), name, columns, covering or (), local,
-                                   processes, progress, build, consistency, uncovered)
+                                   processes, progress, build, consistency, uncovered, pred)
         return spec.describe()
+
+    def _index_where(self, table: str | bytes, where: str) -> dict:
+        """A partial index's predicate compiled for its spec (query/partial.py)."""
+        from .query.parse import parse_select
+        from .query.partial_create import compile_where
+
+        if not isinstance(where, str) or not where.strip():
+            raise errors.SchemaError("where= must be an SQL condition, e.g. \"f.status = 'open'\"")
+        schema = self.store.schema(self._full(table))
+        try:
+            select = resolve(parse_select(f"SELECT * FROM t WHERE {where}"), schema)
+        except errors.QueryError as e:
+            raise errors.SchemaError(f"cannot index WHERE {where}: {e}") from None
+        return compile_where(where, select, schema, schema.columns)
 
     def index_lag(self, table: str | bytes, name: str) -> dict:
         """How far index `name` of `table` is behind the rows: {"pending": changed rows the
@@ -450,6 +471,10 @@ class Connection:
         engine instead (see create_index); the stats then hold the job's report under
         "job"."""
         if job is not None:
+            if self.indexer.catalog.get(self._full(table), name).where is not None:
+                raise errors.SchemaError(f"index {name!r} is partial: it is built by hibase "
+                                         "itself (no job=); the distributed build does not "
+                                         "evaluate predicates")
             return build_distributed(self.indexer, self._full(table), name, job,
                                      progress=progress)
         return self.indexer.build(self._full(table), name, processes, progress)

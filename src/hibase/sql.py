@@ -79,7 +79,8 @@ class Database(Protocol):
     def create_index(self, table: str | bytes, name: str, columns: Any,
                      covering: Any = None, local: bool = False, processes: int | None = None,
                      progress: Any = None, build: bool = True, *,
-                     consistency: str = "strong", uncovered: bool = False) -> dict: ...
+                     consistency: str = "strong", uncovered: bool = False,
+                     where: str | None = None) -> dict: ...
 
     def drop_index(self, table: str | bytes, name: str) -> None: ...
 
@@ -782,7 +783,8 @@ def _ddl(db: Database, stmt: Any, full: Callable[[str], str]) -> Result:
             db.create_index(stmt.table, stmt.name, [col(c) for c in stmt.columns],
                             covering=[col(c) for c in stmt.include] or None,
                             local=stmt.local, build=not stmt.async_,
-                            consistency=stmt.consistency, uncovered=stmt.uncovered)
+                            consistency=stmt.consistency, uncovered=stmt.uncovered,
+                            where=stmt.where)
         except errors.IndexExists:
             if not stmt.if_not_exists:
                 raise

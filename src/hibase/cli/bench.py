@@ -550,6 +550,34 @@ def bench_unindexed(rows: int, repeats: int, seed: int, workdir: str | None, as_
     finish_bench(report, as_json, output, mod.summary)
 
 
+@bench.command("indexkinds")
+@click.option("--rows", type=click.IntRange(min=1), default=100_000, show_default=True,
+              help="Task rows written.")
+@click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Timed runs of each query (the median is reported).")
+@click.option("--lookups", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Owners looked up per indexed run.")
+@click.option("--seed", type=click.IntRange(min=0), default=43, show_default=True)
+@click.option("--url", metavar="URL", help="A store URL or folder (thrift://... for HBase); "
+              "default: an embedded store in a temporary folder. Its table tasks is replaced.")
+@bench_options
+def bench_indexkinds(rows: int, repeats: int, lookups: int, seed: int, url: str | None,
+                     as_json: bool, output: str | None, progress: bool) -> None:
+    """Index kinds (issue 43): a lookup through a partial index (WHERE f.status = 'open')
+    against the same query over a full scan, with each index's size.
+
+    Example:
+
+    \b
+        hibase bench indexkinds --rows 100000 -o benchmarks/indexkinds.json
+    """
+    from hibase_bench import indexkinds as mod
+
+    report = mod.run(rows=rows, repeats=repeats, lookups=lookups, seed=seed, url=url,
+                     progress=progress)
+    finish_bench(report, as_json, output, mod.summary)
+
+
 @bench.command("pushdown")
 @click.argument("url")
 @click.option("--rows", type=click.IntRange(min=1), default=200_000, show_default=True,

@@ -97,11 +97,12 @@ class IndexCatalog:
 
     def create(self, table: str, name: str, columns: Iterable, covering: Iterable = (),
                local: bool = False, consistency: str = "strong",
-               uncovered: bool = False) -> IndexSpec:
+               uncovered: bool = False, where: dict | None = None) -> IndexSpec:
         """Validate and record a new index in state BUILDING (maintained by writes from now).
         consistency "eventual": the region servers apply writes to it shortly after them
         (where they keep it; clients keep every index at once). uncovered: its entries carry
-        no values and are written once (IndexSpec.uncovered)."""
+        no values and are written once (IndexSpec.uncovered). where: a partial index's
+        compiled predicate (index/partial.py); it keeps no NULL list."""
         schema = self.store.schema(table)
         if consistency not in ("strong", "eventual"):
             raise errors.SchemaError(
@@ -113,6 +114,9 @@ class IndexCatalog:
             raise errors.SchemaError(f"local must be True or False, not {local!r}")
         if not isinstance(uncovered, bool):
             raise errors.SchemaError(f"uncovered must be True or False, not {uncovered!r}")
+        if where is not None and local:
+            raise errors.SchemaError(f"index {name!r}: a partial index (where=) is global; "
+                                     "local partial indexes are not supported")
         cols = [_column(c) for c in _as_list(columns, "columns")]
         if not cols:
             raise errors.SchemaError("an index needs at least one column")
@@ -153,13 +157,13 @@ class IndexCatalog:
             free = (a for a in (i.to_bytes(2, "big") for i in range(1, 65536)) if a not in used)
             alias = next(free)
             # global indexes keep a NULL list under a second alias (spec.py); local ones none
-            null_alias = None if local else next(free)
+            null_alias = None if local or where is not None else next(free)
             # the region server keeps it when hibase's coprocessor runs on the table
             server = self.store.capabilities.server_index_upkeep and \
                 self.store.server_upkeep(table)
             spec = IndexSpec(name, table, cols, types, [c for c in cover if c not in cols],
                              alias, local, BUILDING, null_alias, server, consistency,
-                             uncovered=uncovered)
+                             uncovered=uncovered, where=where)
             if spec.lags:  # the region servers record changed rows there (change_table)
                 self.store.create_kv(change_table(table))
             # a value table's counts may share its index table's storage (HBase: one

@@ -184,11 +184,12 @@ class IndexManager:
                local: bool = False, processes: int | None = None,
                progress: Callable[[int, int], Any] | None = None,
                build: bool = True, consistency: str = "strong",
-               uncovered: bool = False) -> IndexSpec:
+               uncovered: bool = False, where: dict | None = None) -> IndexSpec:
         """Define an index and build it from the table's current rows (build=False: leave it
-        "building", maintained by writes but not used by queries until `build` runs)."""
+        "building", maintained by writes but not used by queries until `build` runs); where:
+        a partial index's compiled predicate (index/partial.py)."""
         spec = self.catalog.create(table, name, columns, covering, local, consistency,
-                                   uncovered)
+                                   uncovered, where)
         if not build:
             return spec
         self._wait_lease()  # every writer maintains the new index before the build reads

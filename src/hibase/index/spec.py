@@ -22,6 +22,9 @@ gives the index, so the NULL list is one more "value" (its value key is the bare
 which `value_key([None, ...])` returns) that no range of the index's own alias can reach: IS
 NULL on the first column is a point lookup, counted, cached and verified like any value.
 A deleted row (no cell left) has no entry at all. Older indexes (null_alias None) keep none.
+
+Partial indexes (`where`, issue 43): a row has an entry only while the index's predicate is
+TRUE on its cells (index/partial.py); they keep no NULL list.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .. import codec, errors
+from . import partial
 from ..store.base import count_settled, decode_count, encode_count  # re-exported: counts
 
 NULL, PRESENT = b"\x00", b"\x01"
@@ -119,6 +123,9 @@ class IndexSpec:
     # the old one; readers on stores with the verified protocol check every entry against its
     # data row (index/verified.py), which a query on it reads anyway
     uncovered: bool = False
+    # a partial index (issue 43): its predicate compiled as index/partial.py says; a row has
+    # an entry only when it is TRUE. None: every row (a full index)
+    where: dict | None = None
 
     @property
     def lags(self) -> bool:
@@ -134,7 +141,10 @@ class IndexSpec:
     @property
     def needed(self) -> list[bytes]:
         """Every column whose value the index rows depend on."""
-        return list(dict.fromkeys([*self.columns, *self.covering]))
+        return list(dict.fromkeys([*self.columns, *self.covering, *self._where_columns()]))
+
+    def _where_columns(self) -> list[bytes]:
+        return [] if self.where is None else partial.columns(self.where)
 
     # -- keys --------------------------------------------------------------------------------
     def encode_values(self, values: Sequence[Any]) -> bytes:
@@ -168,6 +178,8 @@ class IndexSpec:
         at all: `cells` must then hold every column of the row). NaN counts as NULL, and so
         does a cell that does not parse as its type (another writer's), as queries read it."""
         if not cells:
+            return None
+        if self.where is not None and not partial.holds(self.where, cells, timestamped):
             return None
         cell_key = codec.cell_key
         parts = [self.alias]
@@ -228,6 +240,8 @@ class IndexSpec:
             extra["consistency"] = self.consistency
         if self.uncovered:
             extra["uncovered"] = True
+        if self.where is not None:
+            extra["where"] = self.where
         return json.dumps({
             "name": self.name, "table": self.table,
             "columns": [c.decode() for c in self.columns],
@@ -246,7 +260,7 @@ class IndexSpec:
                    d["local"], d["state"],
                    bytes.fromhex(d["null_alias"]) if d.get("null_alias") else None,
                    d.get("upkeep") == "server", d.get("consistency", "strong"),
-                   uncovered=d.get("uncovered", False))
+                   uncovered=d.get("uncovered", False), where=d.get("where"))
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "table": self.table,
@@ -256,7 +270,8 @@ class IndexSpec:
                 "local": self.local, "state": self.state, "alias": self.alias.hex(),
                 "null_list": self.null_alias is not None, "consistency": self.consistency,
                 "uncovered": self.uncovered,
-                **({"upkeep": "server"} if self.server else {})}
+                **({"upkeep": "server"} if self.server else {}),
+                **({"where": self.where["sql"]} if self.where is not None else {})}
 
 
 def expiring(spec: IndexSpec, ttls: dict[bytes, int]) -> bool:
@@ -280,6 +295,8 @@ def raw_values(spec: IndexSpec, cells: dict[bytes, bytes], bad: codec.BadCells |
     the row (whether any cell is left decides the entry). NaN is unordered, so like the query
     evaluator the index treats it as NULL; so is a cell that does not parse as its type
     (another writer's), counted in `bad` (as `row`) when given."""
+    if spec.where is not None and not partial.holds(spec.where, cells):
+        return None
     out = []
     for col, t in zip(spec.columns, spec.types):
         raw = cells.get(col)

@@ -81,6 +81,7 @@ class CreateIndex:
     async_: bool = False  # ASYNC: created "building", built by ALTER INDEX ... REBUILD
     consistency: str = "strong"  # CONSISTENCY = EVENTUAL (Phoenix 5.3's index property)
     uncovered: bool = False  # CREATE UNCOVERED INDEX (Phoenix 5.2): entries carry no values
+    where: str | None = None  # ... WHERE cond: a partial index (issue 43), the text as written
 
 
 @dataclass(frozen=True)
@@ -575,9 +576,17 @@ def _create_index(p: _Parser, local: bool, uncovered: bool = False) -> CreateInd
             raise p.unexpected("EVENTUAL or STRONG")
         consistency = p.tok.word.lower()
         p.next()
+    where = None
+    if p.tok.word == "WHERE":  # a partial index: the rest of the statement is its condition
+        p.next()
+        if p.tok.kind == "end":
+            raise p.unexpected("a condition")
+        where = p.sql[p.tok.pos:].strip().rstrip(";").strip()
+        while p.tok.kind != "end":
+            p.next()
     p.end()
     return CreateIndex(name, table, tuple(cols), include, local, if_not_exists, async_,
-                       consistency, uncovered)
+                       consistency, uncovered, where)
 
 
 def _select_at(sql: str, start: int) -> Select:

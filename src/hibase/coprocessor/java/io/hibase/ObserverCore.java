@@ -278,6 +278,7 @@ abstract class ObserverCore {
 
   /** The value key of the row's entry in one index (null: none), from its newest values. */
   byte[] valueKey(Spec s, State st, byte[] row) {
+    if (s.where != null && !s.where.holds(st)) return null;  // a partial index: not this row
     byte[][] cells = new byte[s.columns.length][];
     for (int i = 0; i < cells.length; i++) cells[i] = st.latest(s.columns[i]);
     try {

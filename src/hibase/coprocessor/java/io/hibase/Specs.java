@@ -31,6 +31,7 @@ final class Specs {
     boolean local, building;
     boolean eventual;  // "consistency": "eventual": changed rows recorded, applied later
     boolean uncovered;  // "uncovered": entries carry no values, written once (BatchUpkeep)
+    IndexWhere where;  // a partial index's predicate (issue 43); null: every row
   }
 
   static final class Catalog {
@@ -97,6 +98,8 @@ final class Specs {
         && consistency.getAsString().equals("eventual");
     JsonElement unc = o.get("uncovered");
     s.uncovered = unc != null && !unc.isJsonNull() && unc.getAsBoolean();
+    JsonElement where = o.get("where");
+    if (where != null && !where.isJsonNull()) s.where = IndexWhere.parse(where.getAsJsonObject());
     return s;
   }
 
