@@ -109,6 +109,10 @@ class IndexCatalog:
                 f"invalid index name {name!r}: a letter or '_' then letters, digits, '_'")
         if not isinstance(local, bool):
             raise errors.SchemaError(f"local must be True or False, not {local!r}")
+        if local and schema.salt_buckets:
+            raise errors.SchemaError(
+                f"table {table!r} is salted: its regions hold hash buckets, not rowkey ranges, "
+                "so a local index has no region prefix to follow; make a global index")
         cols = [_column(c) for c in _as_list(columns, "columns")]
         if not cols:
             raise errors.SchemaError("an index needs at least one column")
