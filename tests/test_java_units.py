@@ -17,6 +17,7 @@ def test_junit_tests_pass(tmp_path):
     assert run.returncode == 0, run.output[-6000:]
     assert run.tests.get("io.hibase.RowStateTest", 0) >= 5, run.tests
     assert run.tests.get("io.hibase.SpecsTest", 0) >= 4, run.tests
+    assert run.tests.get("io.hibase.SaltTest", 0) >= 3, run.tests
 
 
 def test_no_java_file_over_500_lines():
