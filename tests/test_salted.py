@@ -99,17 +99,41 @@ def test_salted_table_equals_brute_force(db, ops, buckets, start, stop, prefix, 
         db.delete_table(name, disable=True)
 
 
-def test_hash_is_javas_arrays_hashcode():
-    """The documented hash: h = 1; h = 31*h + (signed byte); 32-bit; |h| mod N."""
-    assert salt_byte(b"a", 7) == (31 + 97) % 7
-    assert salt_byte(b"\xff", 8) == (31 - 1) % 8  # signed bytes
-    h = 1
-    for b in b"\x80" * 6:
-        h = (31 * h - 128) & 0xFFFFFFFF
-    signed = h - (1 << 32) if h >= 1 << 31 else h
-    assert salt_byte(b"\x80" * 6, 13) == abs(signed) % 13
-    assert salt_byte(b"\x00\x3e", 256) == 255
+def _spec_bucket(row: bytes, n: int) -> int:
+    """The documented hash, written out with numpy's 32-bit ints (wrapping as Java's)."""
+    import numpy as np
+    with np.errstate(over="ignore"):
+        h = np.int32(1)
+        for b in row:
+            h = np.int32(np.int32(31) * h + np.int32(np.int8(np.uint8(b))))
+        u = np.uint32(h.view(np.uint32))
+        u ^= u >> np.uint32(16)
+        u = np.uint32(u * np.uint32(0x85EBCA6B))
+        u ^= u >> np.uint32(13)
+        u = np.uint32(u * np.uint32(0xC2B2AE35))
+        u ^= u >> np.uint32(16)
+    h = int(u.view(np.int32))
+    return abs(h - int(h / n) * n)  # Java's remainder: the sign of the dividend
+
+
+def test_hash_is_the_documented_one():
+    """Arrays.hashCode over signed bytes, murmur3's finalizer, |h % N|: what Salt.java does
+    (the golden vectors check Java against the same answers)."""
+    for row in [b"a", b"\xff", b"\x80" * 6, b"\x00\xad", b"2026-11-28T10:11:52Z#42",
+                bytes(range(256))]:
+        for n in (1, 2, 7, 8, 13, 256):
+            assert salt_byte(row, n) == _spec_bucket(row, n), (row, n)
+    assert (salt_byte(b"a", 7), salt_byte(b"\xff", 8), salt_byte(b"\x00\xad", 256)) == (1, 3, 255)
     assert salted_key(b"k", 1) == b"\x00k"
+
+
+def test_time_ordered_keys_spread_evenly():
+    """A millisecond timestamp and a sequence growing together (the polynomial hash alone put
+    every such key in one bucket of 8)."""
+    from collections import Counter
+    keys = [b"%013d#%06d" % (1_764_000_000_000 + i, i) for i in range(8000)]
+    counts = Counter(salt_byte(k, 8) for k in keys)
+    assert len(counts) == 8 and min(counts.values()) > 800
 
 
 def test_regions_from_the_start(db):

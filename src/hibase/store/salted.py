@@ -8,10 +8,12 @@ where(), SQL, indexes, verify, build, dump/load) sees user rowkeys only, and ind
 carry user rowkeys. A scan is N bucket scans merged in user-rowkey order (read in parallel
 threads on HBase, where each is a remote scanner).
 
-The hash is fixed and documented, so any writer can add the byte itself (Java's
-`Arrays.hashCode(byte[])`: h = 1, then h = 31*h + b over the bytes as signed values, in
-32-bit two's complement; salt = |h| mod N): `salt_byte` here, `Salt.bucket` in the
-coprocessor (io/hibase/Salt.java), golden vectors in tests/codec_vectors.py."""
+The hash is fixed and documented, so any writer can add the byte itself: h = Java's
+`Arrays.hashCode(byte[])` (h = 1, then h = 31*h + b over the bytes as signed values, in 32-bit
+two's complement), mixed by murmur3's 32-bit finalizer (h ^= h >>> 16; h *= 0x85ebca6b;
+h ^= h >>> 13; h *= 0xc2b2ae35; h ^= h >>> 16), salt = |h % N| (Java's remainder, sign of h):
+`salt_byte` here, `Salt.bucket` in the coprocessor (io/hibase/Salt.java), golden vectors in
+tests/codec_vectors.py."""
 
 from __future__ import annotations
 
@@ -28,10 +30,19 @@ __all__ = ["salt_byte", "salted_key", "SaltedStore", "bucket_ranges"]
 
 
 def salt_byte(row: bytes, buckets: int) -> int:
-    """The bucket (0 .. buckets-1) of user rowkey `row`: |Arrays.hashCode(row)| mod buckets."""
+    """The bucket (0 .. buckets-1) of user rowkey `row`: |mix(Arrays.hashCode(row)) % buckets|
+    (see the module docstring)."""
     h = 1
     for b in row:
         h = (31 * h + (b - 256 if b > 127 else b)) & 0xFFFFFFFF
+    # murmur3's 32-bit finalizer: the polynomial hash alone cancels mod a power of two when
+    # bytes an odd distance apart grow together (a timestamp and a sequence number: every
+    # row of "<ms>#<seq>" in one bucket of 8)
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+    h ^= h >> 16
     if h & 0x80000000:
         h = (1 << 32) - h  # |h| of the signed 32-bit value (2^31 stays 2^31, as a long)
     return h % buckets

@@ -9,10 +9,22 @@ import java.util.Arrays;
 final class Salt {
   private Salt() {}
 
-  /** The bucket of user rowkey `row` among `n`: |Arrays.hashCode(row) mod n| (h = 1, then
-   *  h = 31*h + b over the bytes as signed values, 32-bit), as salt_byte in Python. */
+  /** The bucket of user rowkey `row` among `n`: |mix(Arrays.hashCode(row)) % n| (h = 1, then
+   *  h = 31*h + b over the bytes as signed values; mix: murmur3's 32-bit finalizer, without
+   *  which keys whose bytes grow together cancel mod a power of two), as salt_byte in
+   *  Python. */
   static int bucket(byte[] row, int n) {
-    return Math.abs(Arrays.hashCode(row) % n);
+    return Math.abs(mix(Arrays.hashCode(row)) % n);
+  }
+
+  /** murmur3's fmix32. */
+  static int mix(int h) {
+    h ^= h >>> 16;
+    h *= 0x85ebca6b;
+    h ^= h >>> 13;
+    h *= 0xc2b2ae35;
+    h ^= h >>> 16;
+    return h;
   }
 
   /** The stored rowkey of user rowkey `row` (n = 0: unsalted, the row itself). */
