@@ -137,10 +137,16 @@ def _prefetched(it: Iterator, depth: int = 2048) -> Iterator:
 
 class SaltedStore:
     """A backend with the rowkeys of salted tables mapped in and out (see the module
-    docstring); every other call and attribute is the backend's own."""
+    docstring); every other call and attribute is the backend's own, and isinstance checks
+    see the backend's class (`__class__`), so callers that ask "is this HBase?" need not know
+    the wrapper."""
 
     def __init__(self, inner: Any) -> None:
         self.__dict__["inner"] = inner
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        return type(self.inner)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
