@@ -21,6 +21,7 @@ import heapq
 import queue
 import threading
 from contextlib import nullcontext
+from types import MethodType
 from typing import Any, Iterable, Iterator
 
 from .base import Mutation
@@ -149,14 +150,17 @@ class SaltedStore:
         return type(self.inner)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+        value = getattr(self.inner, name)
+        if isinstance(value, MethodType) and value.__self__ is self.inner:
+            self.__dict__[name] = value  # the backend's method, found once
+        return value
 
     def __setattr__(self, name: str, value: Any) -> None:
         setattr(self.inner, name, value)
 
     def _buckets(self, table: str) -> int:
         try:
-            return self.inner.schema(table).salt_buckets
+            return self.schema(table).salt_buckets
         except Exception:  # not a table (yet): the backend answers the call as it would
             return 0
 
