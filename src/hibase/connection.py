@@ -162,7 +162,7 @@ class Connection:
                      columns: Mapping[Any, str] | None = None,
                      split_size: int | None = None, existing: bool = False, *,
                      rowkey: str | None = None, rowkey_type: Any = None,
-                     rowkey_generated: bool = False) -> None:
+                     rowkey_generated: bool = False, salt_buckets: int | None = None) -> None:
         """Create a table; `columns` declares types ({"f:delay": "double"}), checked on put.
         `rowkey` names the rowkey column for SQL (CREATE TABLE's PRIMARY KEY; `rowkey_type`
         "string" or "bytes"); `rowkey_generated` makes SQL UPSERTs generate rowkeys (a table
@@ -174,14 +174,24 @@ class Connection:
         `families` names the ones the caller expects, each checked to exist (a list, or
         empty), and `columns` is declared as declare_columns() does it, every stored cell
         checked first. TableNotFound if HBase has no such table; the embedded store holds
-        none (InvalidArgument)."""
+        none (InvalidArgument).
+
+        salt_buckets=N (1 to 256) makes a salted table: each row is stored under a hash byte
+        of its rowkey mod N followed by the rowkey (store/salted.py), in N regions from the
+        start, so rowkeys that grow in time spread their writes; every API shows and orders
+        the rowkeys as given."""
         full = self._full(name)
         check_table_name(full)
         if not existing:
             self.store.create_table(TableSchema.build(full, families, columns, split_size,
                                                       rowkey=rowkey, rowkey_type=rowkey_type,
-                                                      rowkey_generated=rowkey_generated))
+                                                      rowkey_generated=rowkey_generated,
+                                                      salt_buckets=salt_buckets))
             return
+        if salt_buckets is not None:
+            raise errors.InvalidArgument("salt_buckets: an existing table's rowkeys are stored "
+                                         "as its writers wrote them (create a new salted table "
+                                         "and load it)")
         if split_size is not None:
             raise errors.InvalidArgument("split_size: HBase splits an existing table itself")
         have = self.store.existing_families(full)

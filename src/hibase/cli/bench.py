@@ -605,6 +605,35 @@ def bench_pushdown(url: str, rows: int, regions: int, repeats: int, seed: int, a
     finish_bench(report, as_json, output, mod.summary)
 
 
+@bench.command("salted")
+@click.argument("url")
+@click.option("--rows", type=click.IntRange(min=1), default=200_000, show_default=True,
+              help="Time-ordered rows loaded into each table.")
+@click.option("--buckets", type=click.IntRange(1, 256), default=8, show_default=True,
+              help="Salt buckets of the salted table.")
+@click.option("--writers", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Client threads loading each table (each its own connection).")
+@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Loads and scans of each table (the median is reported).")
+@bench_options
+def bench_salted(url: str, rows: int, buckets: int, writers: int, repeats: int,
+                 as_json: bool, output: str | None, progress: bool) -> None:
+    """Salted tables on HBase (issue 43): a time-ordered load (increasing timestamp
+    rowkeys) into an unsalted and a salted table, then a full scan of each: rows/s and the
+    regions that took the writes.
+
+    Example:
+
+    \b
+        hibase bench salted thrift://127.0.0.1:9090?thrift2_port=9091 -o salted.json
+    """
+    from hibase_bench import salted as mod
+
+    report = mod.run(url, rows=rows, buckets=buckets, writers=writers, repeats=repeats,
+                     progress=progress)
+    finish_bench(report, as_json, output, mod.summary)
+
+
 @bench.command("writes")
 @click.argument("url")
 @click.option("--rows", type=click.IntRange(min=1), default=100_000, show_default=True,

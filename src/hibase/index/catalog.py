@@ -117,6 +117,10 @@ class IndexCatalog:
         if where is not None and local:
             raise errors.SchemaError(f"index {name!r}: a partial index (where=) is global; "
                                      "local partial indexes are not supported")
+        if local and schema.salt_buckets:
+            raise errors.SchemaError(
+                f"table {table!r} is salted: its regions hold hash buckets, not rowkey ranges, "
+                "so a local index has no region prefix to follow; make a global index")
         cols = [_column(c) for c in _as_list(columns, "columns")]
         if not cols:
             raise errors.SchemaError("an index needs at least one column")

@@ -390,9 +390,11 @@ _TYPED = {"DATE": parse_date, "TIME": parse_time, "TIMESTAMP": parse_timestamp}
 
 _OPTIONS = {"VERSIONS": "max_versions", "TTL": "time_to_live", "COMPRESSION": "compression",
             "BLOOMFILTER": "bloom_filter_type", "IN_MEMORY": "in_memory",
-            "BLOCKCACHE": "block_cache_enabled", "SPLIT_SIZE": "split_size"}
+            "BLOCKCACHE": "block_cache_enabled", "SPLIT_SIZE": "split_size",
+            "SALT_BUCKETS": "salt_buckets"}
 """CREATE TABLE options (Phoenix passes HBase's column-family properties through) and the
-create_table argument each sets; SPLIT_SIZE (bytes) is hibase's."""
+create_table argument each sets; SPLIT_SIZE (bytes) is hibase's; SALT_BUCKETS (1 to 256) is
+Phoenix's salted table."""
 
 
 def _type(p: _Parser) -> ColumnType:

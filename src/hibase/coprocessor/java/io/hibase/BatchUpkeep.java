@@ -100,25 +100,26 @@ abstract class BatchUpkeep extends CountCells {
           oldKey == null ? null : covered(s, before), false));
       return;
     }
+    byte[] user = cat.user(row);  // entries carry user rowkeys (Salt)
     byte[] unverified = cat(new byte[] {UNVERIFIED},
-        HibaseCodec.packList(Collections.singletonList(row)));
+        HibaseCodec.packList(Collections.singletonList(user)));
     boolean oldExists = oldKey != null;
     if (s.building && oldKey != null) {
       try (Table t = env.getConnection().getTable(idx)) {
-        oldExists = t.exists(new Get(cat(prefix, oldKey, row)).addColumn(V, V));
+        oldExists = t.exists(new Get(cat(prefix, oldKey, user)).addColumn(V, V));
       }
     }
     if (s.uncovered) {
       // an uncovered index's entry is written once, in its final form; readers check every
       // entry of it against its row (index/verified.py), so the old one needs no mark
-      if (newKey != null) add(phase1, idx, new Put(cat(prefix, newKey, row))
+      if (newKey != null) add(phase1, idx, new Put(cat(prefix, newKey, user))
           .addColumn(V, V, ts, cat(new byte[] {VERIFIED}, HibaseCodec.packList(newCov))));
     } else {
       // while building, an old entry the build has not written yet is not marked: an
       // unverified entry the build finds is then always one whose count was taken
-      if (oldExists && !same) add(phase1, idx, new Put(cat(prefix, oldKey, row))
+      if (oldExists && !same) add(phase1, idx, new Put(cat(prefix, oldKey, user))
           .addColumn(V, V, ts, unverified));
-      if (newKey != null) add(phase1, idx, new Put(cat(prefix, newKey, row))
+      if (newKey != null) add(phase1, idx, new Put(cat(prefix, newKey, user))
           .addColumn(V, V, ts, unverified));
     }
     plans.add(new Plan(row, s, idx, prefix, oldKey, oldExists, newKey, newCov, true));
@@ -146,6 +147,7 @@ abstract class BatchUpkeep extends CountCells {
     for (Plan pl : p.plans) {
       State st = now.get(ByteBuffer.wrap(pl.row));
       byte[] key = valueKey(pl.spec, st, pl.row);
+      byte[] user = p.cat.user(pl.row);  // entries carry user rowkeys (Salt)
       List<byte[]> cov = key == null ? null : covered(pl.spec, st);
       boolean asPredicted = key == null ? pl.newKey == null
           : Arrays.equals(key, pl.newKey) && sameCovered(cov, pl.newCov);
@@ -154,10 +156,10 @@ abstract class BatchUpkeep extends CountCells {
         if (!pl.changed) continue;  // unchanged, as predicted: nothing was marked
         // (an uncovered index's entry was written in its final form by phase 1)
         if (pl.newKey != null && !pl.spec.uncovered) add(out, pl.idx,
-            new Put(cat(pl.prefix, pl.newKey, pl.row))
+            new Put(cat(pl.prefix, pl.newKey, user))
             .addColumn(V, V, ts, cat(new byte[] {VERIFIED}, HibaseCodec.packList(pl.newCov))));
         if (pl.oldExists && !predictedSame) add(out, pl.idx,
-            new Delete(cat(pl.prefix, pl.oldKey, pl.row)).addColumns(V, V, ts));
+            new Delete(cat(pl.prefix, pl.oldKey, user)).addColumns(V, V, ts));
         deltas(landed, pl.idx, pl.prefix, pl.oldKey, pl.oldExists, pl.newKey);
         continue;
       }
@@ -166,16 +168,16 @@ abstract class BatchUpkeep extends CountCells {
       if (!pl.changed && pl.spec.building && pl.oldKey != null) {
         // not looked up before (no change predicted): the build may not have written it
         try (Table t = env.getConnection().getTable(pl.idx)) {
-          oldExists = t.exists(new Get(cat(pl.prefix, pl.oldKey, pl.row)).addColumn(V, V));
+          oldExists = t.exists(new Get(cat(pl.prefix, pl.oldKey, user)).addColumn(V, V));
         }
       }
-      if (key != null) add(out, pl.idx, new Put(cat(pl.prefix, key, pl.row))
+      if (key != null) add(out, pl.idx, new Put(cat(pl.prefix, key, user))
           .addColumn(V, V, ts, cat(new byte[] {VERIFIED}, HibaseCodec.packList(cov))));
       if (oldExists && !Arrays.equals(pl.oldKey, key)) add(out, pl.idx,
-          new Delete(cat(pl.prefix, pl.oldKey, pl.row)).addColumns(V, V, ts));
+          new Delete(cat(pl.prefix, pl.oldKey, user)).addColumns(V, V, ts));
       if (pl.changed && pl.newKey != null && !Arrays.equals(pl.newKey, key)
           && !(oldExists && Arrays.equals(pl.newKey, pl.oldKey))) {
-        add(out, pl.idx, new Delete(cat(pl.prefix, pl.newKey, pl.row)).addColumns(V, V, ts));
+        add(out, pl.idx, new Delete(cat(pl.prefix, pl.newKey, user)).addColumns(V, V, ts));
       }
       deltas(landed, pl.idx, pl.prefix, pl.oldKey, oldExists, key);
     }

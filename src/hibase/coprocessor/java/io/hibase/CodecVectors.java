@@ -39,6 +39,7 @@ final class CodecVectors {
    *    pack ITEM,ITEM.. EXPECT                       ITEM: hex, ~ (None), N*HEX (a byte N
    *                                                  times); "." empty; NxITEM N items;
    *                                                  EXPECT: hex, or sha256:HEX past 1 KB
+   *    salt ROWHEX N EXPECT                          EXPECT: the stored rowkey (Salt.stored)
    *  Types are written with '_' for the space ("long_binary"). Prints the failures and
    *  "checked N, failed M"; exit code 1 on a failure. */
   public static void main(String[] args) throws Exception {
@@ -93,6 +94,10 @@ final class CodecVectors {
               for (String s : a[1].split(",", -1)) items.add(opt(s));
             }
             got = digest(packList(items));
+          } else if (a[0].equals("salt")) {
+            want = a[3];
+            byte[] row = a[1].equals("-") ? new byte[0] : unhex(a[1]);
+            got = hex(Salt.stored(row, Integer.parseInt(a[2])));
           } else {
             throw new IllegalArgumentException("unknown case " + a[0]);
           }

@@ -81,7 +81,7 @@ abstract class Recovery extends Rebuild {
           byte[] v = r.getValue(V, V);
           if (v == null || v.length < 2 || v[0] != UNVERIFIED) continue;
           List<?> items = (List<?>) HibaseCodec.unpack(Arrays.copyOfRange(v, 1, v.length));
-          byte[] row = (byte[]) items.get(0);
+          byte[] row = cat.stored((byte[]) items.get(0));  // entries carry user rowkeys
           if (env.getRegionInfo().containsRow(row)) found.add(new byte[][] {r.getRow(), row});
         }
       }
@@ -97,7 +97,7 @@ abstract class Recovery extends Rebuild {
           for (Spec s : specs) {
             byte[] prefix = s.local ? localPrefix(cat, row) : new byte[0];
             byte[] vk = valueKey(s, st, row);
-            if (vk != null && Arrays.equals(cat(prefix, vk, row), key)) {
+            if (vk != null && Arrays.equals(cat(prefix, vk, cat.user(row)), key)) {
               m = new Put(key).addColumn(V, V, ts,
                   cat(new byte[] {VERIFIED}, HibaseCodec.packList(covered(s, st))));
               break;
@@ -225,7 +225,7 @@ abstract class Recovery extends Rebuild {
           continue;
         }
         byte[] entry = r.getRow();
-        byte[] row = Arrays.copyOfRange(entry, key.length, entry.length);
+        byte[] row = cat.stored(Arrays.copyOfRange(entry, key.length, entry.length));
         State st = readAnywhere(data, row, specs);
         for (Spec s : specs) {
           byte[] vk = valueKey(s, st, row);

@@ -42,6 +42,17 @@ final class Specs {
     long checkedAt;  // when gen was last read (0: never)
     List<Spec> specs = new ArrayList<>();
     byte[][] layout;  // local indexes: the recorded region starts (sorted)
+    int saltBuckets;  // a salted table's buckets (Salt), 0: unsalted
+
+    /** The user rowkey index entries carry of stored row `row` (Salt). */
+    byte[] user(byte[] row) {
+      return Salt.user(row, saltBuckets);
+    }
+
+    /** The stored row of user rowkey `row` an index entry carries (Salt). */
+    byte[] stored(byte[] row) {
+      return Salt.stored(row, saltBuckets);
+    }
 
     Catalog(TableName meta, String table, String prefix) {
       this.meta = meta;
