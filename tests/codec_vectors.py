@@ -331,10 +331,21 @@ def token_lines() -> list[str]:
     return out
 
 
+def salt_lines() -> list[str]:
+    """Salted tables' stored rowkeys (store/salted.py; Salt.java): the hash over signed bytes,
+    32-bit overflow, negative hashes, every bucket count's edge."""
+    from hibase.store.salted import salted_key
+
+    rows = [b"a", b"k000", b"\xff", b"\x80\x00", b"\xff" * 7, b"2026-11-28T10:11:52Z#42",
+            bytes(range(256)), b"user:" + "\u00e9t\u00e9".encode(), b"\x00", b"z" * 100]
+    return [f"salt {row.hex()} {n} {salted_key(row, n).hex()}"
+            for row in rows for n in (1, 2, 3, 7, 8, 16, 100, 255, 256)]
+
+
 def vectors() -> str:
     return "\n".join(["# written by tests/codec_vectors.py; checked by CodecVectors.main",
                       *cell_lines(), *type_lines(), *key_lines(), *pack_lines(),
-                      *token_lines()]) + "\n"
+                      *salt_lines(), *token_lines()]) + "\n"
 
 
 if __name__ == "__main__":

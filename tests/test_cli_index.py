@@ -110,6 +110,18 @@ def test_index_lifecycle(store):
     error("index", "verify", store, "t", "by_ip")
 
 
+def test_index_create_uncovered(store):
+    res = run("index", "create", store, "t", "by_port", "-c", "f:port", "--uncovered",
+              "--no-progress")
+    assert "Created index 'by_port' on 't' (f:port; uncovered)" in res.stderr
+    listed = [json.loads(line) for line in run("index", "list", store, "t", "--json")
+              .stdout.splitlines()]
+    assert listed[0]["uncovered"] is True
+    res = error("index", "create", store, "t", "by_ip", "-c", "f:ip", "--cover", "f:port",
+                "--uncovered", "--no-progress")
+    assert "uncovered: its entries carry no values" in res
+
+
 def test_verify_reports_and_repairs_a_damaged_index(backend, store):
     run("index", "create", store, "t", "by_url", "-c", "f:url", "--no-progress")
     with backend.connect(cache_policy=None) as db:  # remove one entry behind its back

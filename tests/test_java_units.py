@@ -18,6 +18,8 @@ def test_junit_tests_pass(tmp_path):
     assert run.tests.get("io.hibase.RowStateTest", 0) >= 5, run.tests
     assert run.tests.get("io.hibase.SpecsTest", 0) >= 4, run.tests
     assert run.tests.get("io.hibase.TokensTest", 0) >= 5, run.tests
+    assert run.tests.get("io.hibase.IndexWhereTest", 0) >= 3, run.tests
+    assert run.tests.get("io.hibase.SaltTest", 0) >= 3, run.tests
 
 
 def test_no_java_file_over_500_lines():

@@ -370,7 +370,7 @@ def test_typed_values_raw_and_explain_rows(db):
 WORDS = ["CREATE", "TABLE", "INDEX", "LOCAL", "ON", "(", ")", ",", "k", "f.a", "VARCHAR",
          "INTEGER", "PRIMARY", "KEY", "UPSERT", "INTO", "VALUES", "SELECT", "FROM", "WHERE",
          "DELETE", "DROP", "IF", "EXISTS", "NOT", "ALTER", "REBUILD", "INCLUDE", "ASYNC", "'x'",
-         "CONSISTENCY", "EVENTUAL",
+         "CONSISTENCY", "EVENTUAL", "UNCOVERED",
          "1", "-", "2.5e", "?", ":n", ";", "=", "VERSIONS", "t", "EXPLAIN", "NULL", "X'0g'",
          '"q"', "'open", "CONSTRAINT", "*", "LIMIT"]
 

@@ -388,8 +388,9 @@ def test_power_cut_loses_only_what_the_level_allows(tmp_path, record_property, l
 
 CONDITIONS = ["f.a = 3", "f.a > 1", "f.b LIKE 'a%'", "f.c > 1", "f.a IN (1, 3)",
               "f.b = 'ab' AND f.c > 0", "f.c BETWEEN 0 AND 2 OR f.a = 2", "f.b = 'ab'",
-              "NOT f.a = 2", "f.a >= 2 AND f.b < 'b'", "CONTAINS(f.b, 'ab')",
-              "CONTAINS(f.b, 'a* OR zz') AND f.a > 1"]
+              "NOT f.a = 2", "f.a >= 2 AND f.b < 'b'",
+              "f.a >= 3 AND f.b = 'ab'", "f.a = 4 AND f.b > 'a'",  # these two: part_b
+              "CONTAINS(f.b, 'ab')", "CONTAINS(f.b, 'a* OR zz') AND f.a > 1"]  # by_b_words
 
 
 def _cell(rng, col: bytes) -> bytes:
@@ -407,6 +408,7 @@ def test_readers_recheck_every_row_under_a_writer(db, record_property):
     db.create_index("c", "by_c", ["f:c"], local=True)
     db.create_index("c", "by_ab", ["f:a", "f:b"])
     db.create_index("c", "by_b_words", ["f:b"], kind="text")
+    db.create_index("c", "part_b", ["f:b"], covering=["f:c"], where="f.a >= 2")  # issue 43
     t = db.table("c")
     rng = random.Random(5)
     keys = [b"k%03d" % i for i in range(150)]
@@ -457,7 +459,7 @@ def test_readers_recheck_every_row_under_a_writer(db, record_property):
         th.join()
     assert failures == [] and bad == []
     assert counts["rows"] > 0 and counts["writes"] > 0
-    for name in ("by_a", "by_b", "by_c", "by_ab", "by_b_words"):
+    for name in ("by_a", "by_b", "by_c", "by_ab", "part_b", "by_b_words"):
         assert db.verify_index("c", name)["ok"]
     report(record_property, **counts, wrong_rows=len(bad))
 

@@ -162,7 +162,7 @@ class Connection:
                      columns: Mapping[Any, str] | None = None,
                      split_size: int | None = None, existing: bool = False, *,
                      rowkey: str | None = None, rowkey_type: Any = None,
-                     rowkey_generated: bool = False) -> None:
+                     rowkey_generated: bool = False, salt_buckets: int | None = None) -> None:
         """Create a table; `columns` declares types ({"f:delay": "double"}), checked on put.
         `rowkey` names the rowkey column for SQL (CREATE TABLE's PRIMARY KEY; `rowkey_type`
         "string" or "bytes"); `rowkey_generated` makes SQL UPSERTs generate rowkeys (a table
@@ -174,14 +174,24 @@ class Connection:
         `families` names the ones the caller expects, each checked to exist (a list, or
         empty), and `columns` is declared as declare_columns() does it, every stored cell
         checked first. TableNotFound if HBase has no such table; the embedded store holds
-        none (InvalidArgument)."""
+        none (InvalidArgument).
+
+        salt_buckets=N (1 to 256) makes a salted table: each row is stored under a hash byte
+        of its rowkey mod N followed by the rowkey (store/salted.py), in N regions from the
+        start, so rowkeys that grow in time spread their writes; every API shows and orders
+        the rowkeys as given."""
         full = self._full(name)
         check_table_name(full)
         if not existing:
             self.store.create_table(TableSchema.build(full, families, columns, split_size,
                                                       rowkey=rowkey, rowkey_type=rowkey_type,
-                                                      rowkey_generated=rowkey_generated))
+                                                      rowkey_generated=rowkey_generated,
+                                                      salt_buckets=salt_buckets))
             return
+        if salt_buckets is not None:
+            raise errors.InvalidArgument("salt_buckets: an existing table's rowkeys are stored "
+                                         "as its writers wrote them (create a new salted table "
+                                         "and load it)")
         if split_size is not None:
             raise errors.InvalidArgument("split_size: HBase splits an existing table itself")
         have = self.store.existing_families(full)
@@ -393,6 +403,7 @@ class Connection:
                      covering: Any = None, local: bool = False, processes: int | None = None,
                      progress: Any = None, build: bool = True,
                      job: BuildJob | None = None, consistency: str = "strong",
+                     uncovered: bool = False, where: str | None = None,
                      kind: str = "") -> dict:
         """Create an index on declared `columns` (a composite index answers any prefix of
         them), carrying `covering` columns, and build it from the table's rows. local=True makes
@@ -405,18 +416,43 @@ class Connection:
         hibase's coprocessor): a write records its row once for all such indexes and the
         region server updates their entries shortly after (`index_lag` says how many rows
         wait); queries read the entries as they are, so they may miss a fresh write.
+        uncovered=True (Phoenix's CREATE UNCOVERED INDEX): entries carry no values (no
+        `covering`) and a write stores each one once, the cheapest upkeep on HBase; queries
+        read the rows it finds (and check them against it there).
+        where="f.status = 'open'" makes a partial index: only rows for which the condition is
+        TRUE have entries, and a query uses it only when its condition implies this one.
         kind="text": a full-text index on one VARCHAR column (an entry per word; queried by
-        CONTAINS(f.body, 'quick fox'), docs/indexes.md)."""
+        CONTAINS(f.body, 'quick fox'), docs/sql.md)."""
+        pred = None if where is None else self._index_where(table, where)
+        if job is not None and pred is not None:
+            raise errors.SchemaError("a partial index (where=) is built by hibase itself; "
+                                     "the distributed build (job=) does not evaluate predicates")
         if job is not None and build:
             job.check(self.store)  # refused before the index is defined
             full = self._full(table)
             spec = self.indexer.create(full, name, columns, covering or (), local, build=False,
-                                       consistency=consistency, kind=kind)
+                                       consistency=consistency, uncovered=uncovered,
+                                       where=pred, kind=kind)
             stats = build_distributed(self.indexer, full, name, job, progress=progress)
             return {**self.indexer.catalog.get(full, name).describe(), "build": stats}
         spec = self.indexer.create(self._full(table), name, columns, covering or (), local,
-                                   processes, progress, build, consistency, kind)
+                                   processes, progress, build, consistency, uncovered, pred,
+                                   kind)
         return spec.describe()
+
+    def _index_where(self, table: str | bytes, where: str) -> dict:
+        """A partial index's predicate compiled for its spec (query/partial.py)."""
+        from .query.parse import parse_select
+        from .query.partial_create import compile_where
+
+        if not isinstance(where, str) or not where.strip():
+            raise errors.SchemaError("where= must be an SQL condition, e.g. \"f.status = 'open'\"")
+        schema = self.store.schema(self._full(table))
+        try:
+            select = resolve(parse_select(f"SELECT * FROM t WHERE {where}"), schema)
+        except errors.QueryError as e:
+            raise errors.SchemaError(f"cannot index WHERE {where}: {e}") from None
+        return compile_where(where, select, schema, schema.columns)
 
     def index_lag(self, table: str | bytes, name: str) -> dict:
         """How far index `name` of `table` is behind the rows: {"pending": changed rows the
@@ -449,6 +485,10 @@ class Connection:
         engine instead (see create_index); the stats then hold the job's report under
         "job"."""
         if job is not None:
+            if self.indexer.catalog.get(self._full(table), name).where is not None:
+                raise errors.SchemaError(f"index {name!r} is partial: it is built by hibase "
+                                         "itself (no job=); the distributed build does not "
+                                         "evaluate predicates")
             return build_distributed(self.indexer, self._full(table), name, job,
                                      progress=progress)
         return self.indexer.build(self._full(table), name, processes, progress)

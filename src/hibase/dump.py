@@ -11,7 +11,8 @@ The format is JSON lines (UTF-8), one object per line:
 
 - ``{"hibase_dump": 1}`` first;
 - per table, ``{"table": name, "families": {family: options}, "columns": {column: type},
-  "split_size": bytes, "indexes": [{"name", "columns", "covering", "local"}]}``, then its rows:
+  "split_size": bytes, "indexes": [{"name", "columns", "covering", "local"}]}`` (and
+  ``"salt_buckets"`` for a salted table), then its rows (user rowkeys):
 - ``{"row": key, "cells": [[column, timestamp_ms, value], ...]}``: every version of every cell
   the table keeps (newest first per column), with its timestamp;
 - ``{"end": {"tables": n, "rows": n, "cells": n}}`` last, so a cut dump is refused.
@@ -120,7 +121,9 @@ def dump(db: Any, out: IO[str], tables: Iterable[str] | None = None,
                     "covering": list(d["covering"]), "local": bool(d.get("local"))}
                    for d in db.indexes(name)]
         out.write(_line({"table": name, "families": doc["families"], "columns": doc["columns"],
-                         "split_size": doc["split_size"], "indexes": indexes}))
+                         "split_size": doc["split_size"], "indexes": indexes,
+                         **({"salt_buckets": doc["salt_buckets"]} if "salt_buckets" in doc
+                            else {})}))
         multi = any(o.get("max_versions", 1) != 1 for o in doc["families"].values())
         rows = 0
         for key, cells in _rows(db, t, multi):
@@ -207,7 +210,8 @@ def restore(db: Any, lines: Iterable[str], processes: int | None = None,
                 raise errors.TableExists(
                     f"table {name!r} exists: drop it first, or restore into another store")
             db.create_table(name, obj["families"], columns=obj.get("columns") or None,
-                            split_size=obj.get("split_size"))
+                            split_size=obj.get("split_size"),
+                            salt_buckets=obj.get("salt_buckets"))
             table, pending_indexes, rows = db.table(name), list(obj.get("indexes") or []), 0
             counts["tables"] += 1
         elif "end" in obj:

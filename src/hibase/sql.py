@@ -72,14 +72,16 @@ class Database(Protocol):
                      columns: Mapping[Any, str] | None = None,
                      split_size: int | None = None, existing: bool = False, *,
                      rowkey: str | None = None, rowkey_type: Any = None,
-                     rowkey_generated: bool = False) -> None: ...
+                     rowkey_generated: bool = False, salt_buckets: int | None = None
+                     ) -> None: ...
 
     def delete_table(self, name: str | bytes, disable: bool = False) -> None: ...
 
     def create_index(self, table: str | bytes, name: str, columns: Any,
                      covering: Any = None, local: bool = False, processes: int | None = None,
                      progress: Any = None, build: bool = True, *,
-                     consistency: str = "strong", kind: str = "") -> dict: ...
+                     consistency: str = "strong", uncovered: bool = False,
+                     where: str | None = None, kind: str = "") -> dict: ...
 
     def drop_index(self, table: str | bytes, name: str) -> None: ...
 
@@ -738,13 +740,19 @@ def _create_table(db: Database, stmt: CreateTable) -> None:
         columns[name.decode()] = str(c.type)
     if not families:
         families[DEFAULT_FAMILY.decode()] = {"max_versions": 1}
-    split_size = None
+    split_size = salt_buckets = None
     for key, value in stmt.options:
         fam, _, opt = key.rpartition(".")
         if opt == "SPLIT_SIZE":
             if not isinstance(value, int):
                 raise errors.SchemaError("SPLIT_SIZE takes a number of bytes")
             split_size = value
+            continue
+        if opt == "SALT_BUCKETS":
+            if fam or not isinstance(value, int) or isinstance(value, bool):
+                raise errors.SchemaError("SALT_BUCKETS takes a number of buckets (1 to 256), for "
+                                         "the whole table")
+            salt_buckets = value
             continue
         if opt == "TTL" and value == "FOREVER":
             value = FOREVER
@@ -755,7 +763,7 @@ def _create_table(db: Database, stmt: CreateTable) -> None:
     try:
         db.create_table(stmt.table, families, columns=columns, split_size=split_size,
                         rowkey=stmt.rowkey, rowkey_type=stmt.rowkey_type,
-                        rowkey_generated=stmt.rowkey is None)
+                        rowkey_generated=stmt.rowkey is None, salt_buckets=salt_buckets)
     except errors.TableExists:
         if not stmt.if_not_exists:
             raise
@@ -782,8 +790,8 @@ def _ddl(db: Database, stmt: Any, full: Callable[[str], str]) -> Result:
             db.create_index(stmt.table, stmt.name, [col(c) for c in stmt.columns],
                             covering=[col(c) for c in stmt.include] or None,
                             local=stmt.local, build=not stmt.async_,
-                            consistency=stmt.consistency,
-                            kind=stmt.kind)
+                            consistency=stmt.consistency, uncovered=stmt.uncovered,
+                            where=stmt.where, kind=stmt.kind)
         except errors.IndexExists:
             if not stmt.if_not_exists:
                 raise

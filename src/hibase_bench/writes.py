@@ -3,10 +3,12 @@ Apache Phoenix's on the same HBase and rows.
 
 Rows: rowkey r%09d, f:a with `values` distinct values, f:b carried (97 values), f:c with 13
 values, f:d unique. Indexes (the same three on every indexed table): by_a on f:a covering f:b
-and by_c on f:c (global), by_d on f:d (local, per region). Loads of batches of 1,000 puts
-through `Table.batch`, timed in this process (the Thrift round trips included), in this order:
-a warm-up load (not reported: JIT, region server caches), the plain table, the strongly
-consistent indexed table, the eventually consistent one (when asked), the plain table again.
+and by_c on f:c (global), by_d on f:d (local, per region); on the uncovered table the same
+three made uncovered (issue 43: entries written once, by_a carrying nothing). Loads of
+batches of 1,000 puts through `Table.batch`, timed in this process (the Thrift round trips
+included), in this order: a warm-up load (not reported: JIT, region server caches), the plain
+table, the strongly consistent indexed table, the eventually consistent one and the uncovered
+one (when asked), the plain table again.
 The ratios divide by the mean of the two plain loads, so a machine slowing down or speeding up
 during the run shows as the two plain loads differing (reported). After the loads, every
 index is verified against its table (verify_index: no problem may be found) and, for the
@@ -37,9 +39,14 @@ __all__ = ["run", "summary"]
 BATCH = 1000
 
 
-def _indexes(db: Any, name: str, consistency: str | None) -> None:
-    extra = {} if consistency is None else {"consistency": consistency}
-    db.create_index(name, "by_a", ["f:a"], covering=["f:b"], **extra)
+def _indexes(db: Any, name: str, kind: str) -> None:
+    """The three indexes of a `kind` table: strong, eventual, or uncovered (by_a then carries
+    no f:b)."""
+    options: dict[str, dict[str, Any]] = {"eventual": {"consistency": "eventual"},
+                                          "uncovered": {"uncovered": True}}
+    extra = options.get(kind, {})
+    db.create_index(name, "by_a", ["f:a"], covering=None if kind == "uncovered" else ["f:b"],
+                    **extra)
     db.create_index(name, "by_c", ["f:c"], **extra)
     db.create_index(name, "by_d", ["f:d"], local=True, **extra)
 
@@ -116,7 +123,8 @@ def _caught_up(db: Any, name: str, timeout_s: float) -> float | None:
 
 
 def run(url: str, rows: int = 100_000, values: int = 10_000, eventual: bool = False,
-        phoenix: bool = True, progress: bool = True) -> dict[str, Any]:
+        uncovered: bool = False, phoenix: bool = True, progress: bool = True
+        ) -> dict[str, Any]:
     """The loads and checks on a thrift:// URL of a real HBase with hibase's coprocessor; a
     JSON-ready report (tables made here are dropped at the end)."""
     tag = f"wb_{os.getpid()}_{time.time_ns() // 1_000_000}"
@@ -126,13 +134,15 @@ def run(url: str, rows: int = 100_000, values: int = 10_000, eventual: bool = Fa
                               "values": values, "batch": BATCH, "cpu_count": os.cpu_count(),
                               "loadavg_before": list(os.getloadavg())}
     try:
-        kinds = ["warm", "plain1", "strong"] + (["eventual"] if eventual else []) + ["plain2"]
+        kinds = ["warm", "plain1", "strong"] + (["eventual"] if eventual else []) + \
+            (["uncovered"] if uncovered else []) + ["plain2"]
+        indexed = ("strong", "eventual", "uncovered")
         for kind in kinds:
             name = f"{tag}_{kind}"
             db.create_table(name, {"f": {}}, columns=COLUMNS)
             made.append(name)
-            if kind in ("strong", "eventual"):
-                _indexes(db, name, "eventual" if kind == "eventual" else None)
+            if kind in indexed:
+                _indexes(db, name, kind)
                 report.setdefault("upkeep", {})[kind] = sorted(
                     {"server" if s.server else "client" for s in db.indexer.specs(name)})
         loads: dict[str, Any] = {}
@@ -145,8 +155,12 @@ def run(url: str, rows: int = 100_000, values: int = 10_000, eventual: bool = Fa
         report["loads"] = {k: v for k, v in loads.items() if k != "warm"}
         report["plain_drift"] = round(loads["plain2"]["seconds"] / loads["plain1"]["seconds"], 3)
         report["strong_vs_plain"] = round(loads["strong"]["seconds"] / plain, 3)
-        if eventual:
-            report["eventual_vs_plain"] = round(loads["eventual"]["seconds"] / plain, 3)
+        for kind in ("eventual", "uncovered"):
+            if kind in loads:
+                report[f"{kind}_vs_plain"] = round(loads[kind]["seconds"] / plain, 3)
+        if uncovered:
+            report["uncovered_vs_strong"] = round(
+                loads["uncovered"]["seconds"] / loads["strong"]["seconds"], 3)
         verify: dict[str, Any] = {}
         for kind, name in zip(kinds, made):
             for spec in db.indexes(name):
@@ -174,6 +188,10 @@ def summary(r: dict[str, Any]) -> list[str]:
         lines.append(f"eventual {ld['eventual']['rows_per_s']:,} rows/s = "
                      f"{r['eventual_vs_plain']}x plain, caught up "
                      f"{ld['eventual'].get('caught_up_s')} s after the load")
+    if "uncovered" in ld:
+        lines.append(f"uncovered {ld['uncovered']['rows_per_s']:,} rows/s = "
+                     f"{r['uncovered_vs_plain']}x plain, {r['uncovered_vs_strong']}x the "
+                     f"covered (strong) load")
     px = r.get("phoenix")
     if px and px.get("ran"):
         lines.append(f"Phoenix: plain {px['rows_per_s_plain']:,} rows/s, indexed "

@@ -550,6 +550,34 @@ def bench_unindexed(rows: int, repeats: int, seed: int, workdir: str | None, as_
     finish_bench(report, as_json, output, mod.summary)
 
 
+@bench.command("indexkinds")
+@click.option("--rows", type=click.IntRange(min=1), default=100_000, show_default=True,
+              help="Task rows written.")
+@click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Timed runs of each query (the median is reported).")
+@click.option("--lookups", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Owners looked up per indexed run.")
+@click.option("--seed", type=click.IntRange(min=0), default=43, show_default=True)
+@click.option("--url", metavar="URL", help="A store URL or folder (thrift://... for HBase); "
+              "default: an embedded store in a temporary folder. Its table tasks is replaced.")
+@bench_options
+def bench_indexkinds(rows: int, repeats: int, lookups: int, seed: int, url: str | None,
+                     as_json: bool, output: str | None, progress: bool) -> None:
+    """Index kinds (issue 43): a lookup through a partial index (WHERE f.status = 'open')
+    against the same query over a full scan, with each index's size.
+
+    Example:
+
+    \b
+        hibase bench indexkinds --rows 100000 -o benchmarks/indexkinds.json
+    """
+    from hibase_bench import indexkinds as mod
+
+    report = mod.run(rows=rows, repeats=repeats, lookups=lookups, seed=seed, url=url,
+                     progress=progress)
+    finish_bench(report, as_json, output, mod.summary)
+
+
 @bench.command("fulltext")
 @click.option("--docs", type=click.IntRange(min=1), default=100_000, show_default=True,
               help="Generated documents loaded (10-40 words each).")
@@ -607,6 +635,35 @@ def bench_pushdown(url: str, rows: int, regions: int, repeats: int, seed: int, a
     finish_bench(report, as_json, output, mod.summary)
 
 
+@bench.command("salted")
+@click.argument("url")
+@click.option("--rows", type=click.IntRange(min=1), default=200_000, show_default=True,
+              help="Time-ordered rows loaded into each table.")
+@click.option("--buckets", type=click.IntRange(1, 256), default=8, show_default=True,
+              help="Salt buckets of the salted table.")
+@click.option("--writers", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Client threads loading each table (each its own connection).")
+@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Loads and scans of each table (the median is reported).")
+@bench_options
+def bench_salted(url: str, rows: int, buckets: int, writers: int, repeats: int,
+                 as_json: bool, output: str | None, progress: bool) -> None:
+    """Salted tables on HBase (issue 43): a time-ordered load (increasing timestamp
+    rowkeys) into an unsalted and a salted table, then a full scan of each: rows/s and the
+    regions that took the writes.
+
+    Example:
+
+    \b
+        hibase bench salted thrift://127.0.0.1:9090?thrift2_port=9091 -o salted.json
+    """
+    from hibase_bench import salted as mod
+
+    report = mod.run(url, rows=rows, buckets=buckets, writers=writers, repeats=repeats,
+                     progress=progress)
+    finish_bench(report, as_json, output, mod.summary)
+
+
 @bench.command("writes")
 @click.argument("url")
 @click.option("--rows", type=click.IntRange(min=1), default=100_000, show_default=True,
@@ -615,13 +672,15 @@ def bench_pushdown(url: str, rows: int, regions: int, repeats: int, seed: int, a
               help="Distinct values of the covered index's column f:a.")
 @click.option("--eventual/--no-eventual", default=True, show_default=True,
               help="Also load a table whose indexes are eventually consistent.")
+@click.option("--uncovered/--no-uncovered", default=True, show_default=True,
+              help="Also load a table whose indexes are uncovered (entries written once).")
 @click.option("--phoenix/--no-phoenix", default=True, show_default=True,
               help="Phoenix's plain and indexed loads beside (a cluster started with Phoenix).")
 @bench_options
-def bench_writes(url: str, rows: int, values: int, eventual: bool, phoenix: bool,
-                 as_json: bool, output: str | None, progress: bool) -> None:
-    """Index upkeep's cost to a load on HBase (issue 41): plain, strong and eventual indexes
-    kept by hibase's coprocessor, Phoenix's global and local indexes beside.
+def bench_writes(url: str, rows: int, values: int, eventual: bool, uncovered: bool,
+                 phoenix: bool, as_json: bool, output: str | None, progress: bool) -> None:
+    """Index upkeep's cost to a load on HBase (issues 41, 43): plain, strong, eventual and
+    uncovered indexes kept by hibase's coprocessor, Phoenix's global and local indexes beside.
 
     Example:
 
@@ -630,8 +689,8 @@ def bench_writes(url: str, rows: int, values: int, eventual: bool, phoenix: bool
     """
     from hibase_bench import writes as mod
 
-    report = mod.run(url, rows=rows, values=values, eventual=eventual, phoenix=phoenix,
-                     progress=progress)
+    report = mod.run(url, rows=rows, values=values, eventual=eventual, uncovered=uncovered,
+                     phoenix=phoenix, progress=progress)
     finish_bench(report, as_json, output, mod.summary)
 
 

@@ -55,7 +55,10 @@ def _progress_bar(enabled: bool | None, desc: str, regions: int
 
 def _spec_line(d: dict) -> str:
     cover = f"; covers {', '.join(d['covering'])}" if d["covering"] else ""
-    return f"{', '.join(d['columns'])}{cover}"
+    if d.get("uncovered"):
+        cover = "; uncovered"
+    where = f"; where {d['where']}" if d.get("where") else ""
+    return f"{', '.join(d['columns'])}{cover}{where}"
 
 
 # -- hibase index ------------------------------------------------------------------------------
@@ -134,12 +137,19 @@ def _job_note(stats: dict) -> None:
 @click.option("--text", is_flag=True,
               help="A full-text index on one VARCHAR column (an entry per word), for "
                    "CONTAINS(col, 'words') in queries.")
+@click.option("--uncovered", is_flag=True,
+              help="Entries carry no values (no --cover) and a write stores each once: the "
+                   "cheapest upkeep, for queries that read the rows anyway.")
+@click.option("--where", "where", metavar="CONDITION",
+              help="A partial index: entries only for rows the SQL condition holds for "
+                   "(\"f.status = 'open'\"); queries implying it use it.")
 @_processes_option
 @_progress_option
 @_distributed_option
 @_map_slots_option
 def index_create(dir: str, table: str, name: str, columns: list[str], covering: list[str],
-                 local: bool, eventual: bool, text: bool, processes: int | None,
+                 local: bool, eventual: bool, uncovered: bool, where: str | None,
+                 text: bool, processes: int | None,
                  progress: bool, distributed: bool, map_slots: int | None) -> None:
     """Create a global index NAME on TABLE and build it from the rows already there.
 
@@ -155,6 +165,8 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
         hibase index create data/ telecom by_cell -c f.cell_id --local
         hibase index create thrift://127.0.0.1:9090 telecom by_ip -c f.ip --distributed
         hibase index create thrift://127.0.0.1:9090 telecom by_url -c f.url --eventual
+        hibase index create data/ telecom by_port -c f.port --uncovered
+        hibase index create data/ telecom by_ip_8080 -c f.ip --where "f.port = 8080"
         hibase index create data/ docs body_words -c f.body --text
     """
     db = open_store(dir)
@@ -181,6 +193,7 @@ def index_create(dir: str, table: str, name: str, columns: list[str], covering: 
                                processes=processes, progress=bar,
                                job=_job(distributed, map_slots),
                                consistency="eventual" if eventual else "strong",
+                               uncovered=uncovered, where=where,
                                kind="text" if text else "")
     finally:
         close()

@@ -189,9 +189,13 @@ def _parse_size(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option("--rowkey-type", type=click.Choice(["string", "bytes"]),
               help="How SQL, --json and pandas show the rowkey: string (UTF-8 text, VARCHAR) or "
                    "bytes (default for tables made here without SQL).")
+@click.option("--salt-buckets", type=click.IntRange(1, 256), metavar="N",
+              help="A salted table: each rowkey is stored after a hash byte (mod N), in N "
+                   "regions from the start, so time-ordered rowkeys spread their writes; "
+                   "reads show and order rowkeys as written.")
 def create_table(dir: str, table: str, families: dict, columns: dict,
                  split_size: int | None, existing: bool, rowkey: str | None,
-                 rowkey_type: str | None) -> None:
+                 rowkey_type: str | None, salt_buckets: int | None) -> None:
     """Create a table with its column families (and the store folder if missing), or with
     --existing record an HBase table hibase did not create.
 
@@ -206,7 +210,8 @@ def create_table(dir: str, table: str, families: dict, columns: dict,
         raise click.UsageError("give the table's families: -f FAMILY (repeatable)")
     db = open_store(dir, create=True)
     db.create_table(table, families, columns=_types_of(columns) or None, split_size=split_size,
-                    existing=existing, rowkey=rowkey, rowkey_type=rowkey_type)
+                    existing=existing, rowkey=rowkey, rowkey_type=rowkey_type,
+                    salt_buckets=salt_buckets)
     fams = ", ".join(families) if families else ", ".join(
         f.decode() for f in db.table(table).families())
     note(f"{'Recorded existing' if existing else 'Created'} table {table!r} (families: {fams}).")

@@ -96,11 +96,14 @@ class IndexCatalog:
             raise errors.IndexNotFound(f"no index {name!r} on table {table!r}") from None
 
     def create(self, table: str, name: str, columns: Iterable, covering: Iterable = (),
-               local: bool = False, consistency: str = "strong", kind: str = "") -> IndexSpec:
+               local: bool = False, consistency: str = "strong",
+               uncovered: bool = False, where: dict | None = None, kind: str = "") -> IndexSpec:
         """Validate and record a new index in state BUILDING (maintained by writes from now).
         consistency "eventual": the region servers apply writes to it shortly after them
-        (where they keep it; clients keep every index at once). kind "text": a full-text
-        index (index/text.py)."""
+        (where they keep it; clients keep every index at once). uncovered: its entries carry
+        no values and are written once (IndexSpec.uncovered). where: a partial index's
+        compiled predicate (index/partial.py); it keeps no NULL list. kind "text": a
+        full-text index (index/text.py)."""
         schema = self.store.schema(table)
         if kind not in ("", "text"):
             raise errors.SchemaError(f"kind must be 'text' (a full-text index) or omitted, "
@@ -113,6 +116,15 @@ class IndexCatalog:
                 f"invalid index name {name!r}: a letter or '_' then letters, digits, '_'")
         if not isinstance(local, bool):
             raise errors.SchemaError(f"local must be True or False, not {local!r}")
+        if not isinstance(uncovered, bool):
+            raise errors.SchemaError(f"uncovered must be True or False, not {uncovered!r}")
+        if where is not None and local:
+            raise errors.SchemaError(f"index {name!r}: a partial index (where=) is global; "
+                                     "local partial indexes are not supported")
+        if local and schema.salt_buckets:
+            raise errors.SchemaError(
+                f"table {table!r} is salted: its regions hold hash buckets, not rowkey ranges, "
+                "so a local index has no region prefix to follow; make a global index")
         cols = [_column(c) for c in _as_list(columns, "columns")]
         if not cols:
             raise errors.SchemaError("an index needs at least one column")
@@ -136,8 +148,15 @@ class IndexCatalog:
         cover = [_column(c) for c in _as_list(covering, "covering")]
         if kind:
             _check_text(name, cols, types, cover, local, consistency)
+            if uncovered or where is not None:
+                raise errors.SchemaError(f"text index {name!r} is neither uncovered nor partial "
+                                         "(its entries are tokens and carry nothing)")
         if len(set(cover)) != len(cover):
             raise errors.SchemaError(f"index {name!r} covers a column twice: {cover}")
+        if uncovered and cover:
+            raise errors.SchemaError(
+                f"index {name!r} is uncovered: its entries carry no values, so it covers no "
+                f"columns (drop covering=, or make a covered index)")
         for col in cover:
             fam, qual = split_column(col)
             schema.check_family(fam)
@@ -151,14 +170,15 @@ class IndexCatalog:
             free = (a for a in (i.to_bytes(2, "big") for i in range(1, 65536)) if a not in used)
             alias = next(free)
             # global indexes keep a NULL list under a second alias (spec.py); local ones none
-            null_alias = None if local else next(free)
+            null_alias = None if local or where is not None else next(free)
             # the region server keeps it when hibase's coprocessor runs on the table
             server = self.store.capabilities.server_index_upkeep and \
                 self.store.server_upkeep(table)
             if kind:  # a text index keeps no NULL list (a row without text has no token)
                 null_alias = None
             spec = IndexSpec(name, table, cols, types, [c for c in cover if c not in cols],
-                             alias, local, BUILDING, null_alias, server, consistency, kind=kind)
+                             alias, local, BUILDING, null_alias, server, consistency,
+                             uncovered=uncovered, where=where, kind=kind)
             if spec.lags:  # the region servers record changed rows there (change_table)
                 self.store.create_kv(change_table(table))
             # a value table's counts may share its index table's storage (HBase: one

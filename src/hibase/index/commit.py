@@ -13,8 +13,9 @@ the store can do (Capabilities), so the store itself knows nothing of index tabl
   stopped between phases leaves unverified entries, which readers resolve against the data row
   (index/verified.py: used only if the row still produces exactly that entry), and pending
   counts, from which no answer is taken (store.base.count_settled); `verify_index(repair=True)`
-  cleans both. `store.faults` may stop the writer after phase 1
-  ("index") or 2 ("data"): tests kill a writer between steps with it.
+  cleans both. An uncovered index's new entries are written once, in their final form, in
+  phase 1 (readers check each against its row: IndexSpec.uncovered). `store.faults` may stop
+  the writer after phase 1 ("index") or 2 ("data"): tests kill a writer between steps with it.
 - server-side upkeep (HBase with hibase's coprocessor, `Capabilities.server_index_upkeep`): the
   region server keeps an index made there (IndexSpec.server) on every write, whoever writes;
   the client computes nothing for it (`server_kept` splits a table's indexes), so a write of a
@@ -86,10 +87,17 @@ class VerifiedCommit(CommitStrategy):
                 if specs is None:
                     split = verified.entry_table_of(name)
                     specs = specs_of[name] = self.catalog.for_table(split[0]) if split else []
-                row = verified.row_of(specs, name, key)
-                if row is None:
+                found = verified.entry_of(specs, name, key)
+                if found is None:
                     raise errors.BackendError(
                         f"cannot tell the rowkey of index entry {key!r} of {name!r}")
+                spec, row = found
+                if spec.uncovered:
+                    # readers check its every entry against the row: a new one is written in
+                    # its final form before the data, an old one deleted after, neither marked
+                    (phase3 if value is None else phase1).append(
+                        (name, key, _verified_value(name, value)))
+                    continue
                 phase1.append((name, key, verified.pending(row)))
                 phase3.append((name, key, _verified_value(name, value)))
             elif isinstance(value, CountDelta):

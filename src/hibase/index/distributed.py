@@ -64,6 +64,11 @@ def build_distributed(indexer, table: str, name: str, job: BuildJob, *,
             f"index {name!r} is a local index kept by the clients (hibase's coprocessor does "
             "not run on the table): --distributed builds global indexes and server-kept ones; "
             "build it without --distributed")
+    if not spec.server and store.schema(table).salt_buckets:
+        raise errors.InvalidArgument(
+            f"table {table!r} is salted and its index {name!r} is kept by the clients: the "
+            "job's entries would carry stored (salted) rowkeys; build it without "
+            "--distributed, or where hibase's coprocessor keeps it")
     try:
         if spec.state != BUILDING:
             catalog.set_state(spec, BUILDING)  # as IndexManager.build: others stop querying

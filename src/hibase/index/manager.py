@@ -183,10 +183,13 @@ class IndexManager:
     def create(self, table: str, name: str, columns: Any, covering: Any = (),
                local: bool = False, processes: int | None = None,
                progress: Callable[[int, int], Any] | None = None,
-               build: bool = True, consistency: str = "strong", kind: str = "") -> IndexSpec:
+               build: bool = True, consistency: str = "strong",
+               uncovered: bool = False, where: dict | None = None, kind: str = "") -> IndexSpec:
         """Define an index and build it from the table's current rows (build=False: leave it
-        "building", maintained by writes but not used by queries until `build` runs)."""
-        spec = self.catalog.create(table, name, columns, covering, local, consistency, kind)
+        "building", maintained by writes but not used by queries until `build` runs); where:
+        a partial index's compiled predicate (index/partial.py); kind "text": full text."""
+        spec = self.catalog.create(table, name, columns, covering, local, consistency,
+                                   uncovered, where, kind)
         if not build:
             return spec
         self._wait_lease()  # every writer maintains the new index before the build reads

@@ -22,6 +22,9 @@ gives the index, so the NULL list is one more "value" (its value key is the bare
 which `value_key([None, ...])` returns) that no range of the index's own alias can reach: IS
 NULL on the first column is a point lookup, counted, cached and verified like any value.
 A deleted row (no cell left) has no entry at all. Older indexes (null_alias None) keep none.
+
+Partial indexes (`where`, issue 43): a row has an entry only while the index's predicate is
+TRUE on its cells (index/partial.py); they keep no NULL list.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .. import codec, errors
+from . import partial
 from ..store.base import count_settled, decode_count, encode_count  # re-exported: counts
 
 NULL, PRESENT = b"\x00", b"\x01"
@@ -114,6 +118,14 @@ class IndexSpec:
     # fetched and checked) and no answer from counts. Not stored: the table's schema says it,
     # and the IndexManager sets it on the specs it hands out (ready, verify)
     expires: bool = field(default=False, compare=False)
+    # Phoenix's UNCOVERED INDEX: entries carry no column values, so a write stores each new
+    # entry once, in its final form (no unverified mark, no verified rewrite), and never marks
+    # the old one; readers on stores with the verified protocol check every entry against its
+    # data row (index/verified.py), which a query on it reads anyway
+    uncovered: bool = False
+    # a partial index (issue 43): its predicate compiled as index/partial.py says; a row has
+    # an entry only when it is TRUE. None: every row (a full index)
+    where: dict | None = None
     # "text": a full-text index (index/text.py): one entry per distinct token of its one
     # VARCHAR column, alias | token | rowkey; "" for the others (one entry per row)
     kind: str = ""
@@ -132,7 +144,10 @@ class IndexSpec:
     @property
     def needed(self) -> list[bytes]:
         """Every column whose value the index rows depend on."""
-        return list(dict.fromkeys([*self.columns, *self.covering]))
+        return list(dict.fromkeys([*self.columns, *self.covering, *self._where_columns()]))
+
+    def _where_columns(self) -> list[bytes]:
+        return [] if self.where is None else partial.columns(self.where)
 
     # -- keys --------------------------------------------------------------------------------
     def encode_values(self, values: Sequence[Any]) -> bytes:
@@ -166,6 +181,8 @@ class IndexSpec:
         at all: `cells` must then hold every column of the row). NaN counts as NULL, and so
         does a cell that does not parse as its type (another writer's), as queries read it."""
         if not cells:
+            return None
+        if self.where is not None and not partial.holds(self.where, cells, timestamped):
             return None
         cell_key = codec.cell_key
         parts = [self.alias]
@@ -224,6 +241,10 @@ class IndexSpec:
         extra: dict[str, Any] = {"upkeep": "server"} if self.server else {}
         if self.consistency != "strong":
             extra["consistency"] = self.consistency
+        if self.uncovered:
+            extra["uncovered"] = True
+        if self.where is not None:
+            extra["where"] = self.where
         if self.kind:
             extra["kind"] = self.kind
         return json.dumps({
@@ -238,14 +259,14 @@ class IndexSpec:
     @classmethod
     def from_json(cls, raw: bytes) -> "IndexSpec":
         d = json.loads(raw)
-        spec = cls(d["name"], d["table"], [c.encode() for c in d["columns"]],
+        return cls(d["name"], d["table"], [c.encode() for c in d["columns"]],
                    [codec.parse_type(t) for t in d["types"]],
                    [c.encode() for c in d["covering"]], bytes.fromhex(d["alias"]),
                    d["local"], d["state"],
                    bytes.fromhex(d["null_alias"]) if d.get("null_alias") else None,
-                   d.get("upkeep") == "server", d.get("consistency", "strong"))
-        spec.kind = d.get("kind", "")
-        return spec
+                   d.get("upkeep") == "server", d.get("consistency", "strong"),
+                   uncovered=d.get("uncovered", False), where=d.get("where"),
+                   kind=d.get("kind", ""))
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "table": self.table,
@@ -254,7 +275,9 @@ class IndexSpec:
                 "covering": [c.decode() for c in self.covering],
                 "local": self.local, "state": self.state, "alias": self.alias.hex(),
                 "null_list": self.null_alias is not None, "consistency": self.consistency,
+                "uncovered": self.uncovered,
                 **({"upkeep": "server"} if self.server else {}),
+                **({"where": self.where["sql"]} if self.where is not None else {}),
                 **({"kind": self.kind} if self.kind else {})}
 
 
@@ -279,6 +302,8 @@ def raw_values(spec: IndexSpec, cells: dict[bytes, bytes], bad: codec.BadCells |
     the row (whether any cell is left decides the entry). NaN is unordered, so like the query
     evaluator the index treats it as NULL; so is a cell that does not parse as its type
     (another writer's), counted in `bad` (as `row`) when given."""
+    if spec.where is not None and not partial.holds(spec.where, cells):
+        return None
     out = []
     for col, t in zip(spec.columns, spec.types):
         raw = cells.get(col)

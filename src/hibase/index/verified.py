@@ -4,7 +4,9 @@ entries are stored and how readers resolve them, for global and local indexes. T
 side (three phases) is index/commit.py's.
 
 A stored entry value is `0x01 + covered values` (verified) or `0x00 + msgpack([rowkey])`
-(unverified: written before the data row, rewritten verified after). A reader meeting an
+(unverified: written before the data row, rewritten verified after). An uncovered index's
+entry (IndexSpec.uncovered) is written once, `0x01 + msgpack([])`, before its data row: readers
+check every entry of such an index against its row, as they do unverified ones. A reader meeting an
 unverified entry re-reads the data row: the entry is answered, with covered values from the
 data row, only if the row still produces exactly that entry key. Readers never write (a repair
 racing a live writer could undo the writer's last step); `verify_index(repair=True)` reads the
@@ -23,7 +25,7 @@ from . import text
 from .spec import IndexSpec, index_table, local_table, needed_columns, raw_values, split_key
 
 __all__ = ["VERIFIED", "UNVERIFIED", "is_entry_table", "entry_table_of", "stored", "pending",
-           "row_of", "scan", "get", "reader", "as_stored", "decode"]
+           "entry_of", "row_of", "scan", "get", "reader", "as_stored", "decode"]
 
 VERIFIED, UNVERIFIED = b"\x01", b"\x00"
 _GLOBAL, _LOCAL = index_table(""), local_table("")  # the tables' name prefixes
@@ -72,13 +74,20 @@ def _spec_of(specs: Iterable[IndexSpec], is_local: bool, key: bytes
     return None, key
 
 
-def row_of(specs: Iterable[IndexSpec], name: str, key: bytes) -> bytes | None:
-    """The user rowkey of entry `key` of index table `name`; None when no spec knows it."""
+def entry_of(specs: Iterable[IndexSpec], name: str, key: bytes
+             ) -> tuple[IndexSpec, bytes] | None:
+    """(index, user rowkey) of entry `key` of index table `name`; None when no spec knows it."""
     split = entry_table_of(name)
     if split is None:
         return None
     spec, key = _spec_of(specs, split[1], key)
-    return None if spec is None else spec.split_entry(key)[1]
+    return None if spec is None else (spec, spec.split_entry(key)[1])
+
+
+def row_of(specs: Iterable[IndexSpec], name: str, key: bytes) -> bytes | None:
+    """The user rowkey of entry `key` of index table `name`; None when no spec knows it."""
+    found = entry_of(specs, name, key)
+    return None if found is None else found[1]
 
 
 def _resolve(store: Store, name: str, specs: list[IndexSpec],
@@ -111,12 +120,31 @@ def _resolve(store: Store, name: str, specs: list[IndexSpec],
     return out
 
 
+def _uncovered(name: str, specs: list[IndexSpec], items: list[tuple[bytes, bytes]]
+               ) -> list[tuple[int, bytes, bytes]]:
+    """(position, key, rowkey) of each verified entry of an uncovered index among `items`:
+    a write stores such an entry once, before its data row lands, so readers check them all
+    (IndexSpec.uncovered)."""
+    split = entry_table_of(name)
+    if split is None:
+        return []
+    out = []
+    for i, (k, v) in enumerate(items):
+        if v[:1] == VERIFIED:
+            spec, key = _spec_of(specs, split[1], k)
+            if spec is not None and spec.uncovered:
+                out.append((i, k, spec.split_entry(key)[1]))
+    return out
+
+
 def decode(store: Store, name: str, specs: list[IndexSpec],
            items: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     """Stored entries of index table `name` as readers take them: verified ones as they are,
     unverified ones resolved against their data rows (skipped unless the row produces them).
     Only for stores with the protocol."""
     pend = [(i, k, C.unpack(v[1:])[0]) for i, (k, v) in enumerate(items) if v[:1] != VERIFIED]
+    if any(s.uncovered for s in specs):
+        pend += _uncovered(name, specs, items)
     if not pend:
         return [(k, v[1:]) for k, v in items]
     resolved = _resolve(store, name, specs, [(k, row) for _, k, row in pend])

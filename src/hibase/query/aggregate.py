@@ -158,6 +158,12 @@ def _prepare(select: Select, store, indexer, range_method: str, full_scan: bool)
     specs = [s for s in specs if not s.lags]
     if lagging:
         base.notes.append(LAG_STREAM.format(", ".join(lagging)))
+    # a partial index (issue 43) holds only the rows its predicate keeps: its value table,
+    # ends and order answer only through the lookup the planner chose for the whole condition
+    # (which implies the predicate)
+    specs = [s for s in specs if s.where is None or (
+        not base.full_scan and len(base.steps) == 1
+        and isinstance(base.steps[0].path, IndexLookup) and base.steps[0].path.spec.name == s.name)]
     if select.aggregate:
         shaped = _index_ends(select, specs) or _value_table(select, base, conjuncts, specs)
     else:

@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 from .. import codec
 from ..index import (IndexSpec, KeyRange, count_points, count_routed, count_values, is_point,
                      key_range, null_range, plan_route)
+from . import partial
 from .ast import (ROWKEY, Atom, Compare, In, IsNotNull, IsNull, Like, Select,
                   format_value)
 from . import textsearch
@@ -102,8 +103,14 @@ class IndexLookup:
                else "RANGE SCAN" if any(not is_point(self.spec, r) for r in self.ranges)
                else "POINT LOOKUP")
         est = ("" if self.exact_estimate else ">=") + str(self.estimate)
-        return (f"INDEX {self.spec.name} ({cols}) {how} over {len(self.ranges)} key range(s), "
-                f"est. {est} row(s) by value table; answers {answers}{_lag(self.spec)}")
+        return (f"INDEX {self.spec.name} ({cols}){_partial(self.spec)} {how} over "
+                f"{len(self.ranges)} key range(s), est. {est} row(s) by value table; answers "
+                f"{answers}{_lag(self.spec)}")
+
+
+def _partial(spec: IndexSpec) -> str:
+    """EXPLAIN's word on a partial index: its predicate, which the conjunct implies."""
+    return "" if spec.where is None else f" PARTIAL WHERE {partial.text(spec.where)}"
 
 
 def _lag(spec: IndexSpec) -> str:
@@ -472,6 +479,10 @@ def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
     # was left and chosen without counts: the same one is, whatever the values (plan_query)
     sig = _signature(cons) if hints is not None else None
     hinted = hints.get(sig) if hints is not None else None
+    if any(s.where is not None for s in specs):  # partial indexes: those the conjunct implies
+        specs = [s for s in specs if s.where is None or partial.implied(conjunct, s, types)]
+        if hinted is not None and not any(s is hinted for s in specs):
+            hinted = None
     lookups = [lk for lk in (_index_path(store, s, cons, router)
                              for s in (specs if hinted is None else [hinted]))
                if lk is not None]
@@ -486,6 +497,9 @@ def _choose(store, conjunct: tuple[Atom, ...], types, specs: list[IndexSpec],
                                      -len(lk.used)))
     if not lookups:
         return path
+    for lk in lookups:
+        if lk.spec.where is not None:  # atoms equal to the predicate's hold for every entry
+            lk.used = list(dict.fromkeys(lk.used + partial.answered(conjunct, lk.spec, types)))
     best = lookups[0]
     if isinstance(path, RowRange) and best.counted().estimate > 10_000:
         return path

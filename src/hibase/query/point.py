@@ -100,7 +100,8 @@ def template_of(shape_select: Select, params: Any, conjuncts: Sequence | None, p
     step = plan.steps[0]
     path = step.path
     if not isinstance(path, IndexLookup) or path.spec.local or path.method != "scan" \
-            or path.spec.expires or step.residual or len(path.ranges) != 1 \
+            or path.spec.expires or path.spec.where is not None \
+            or step.residual or len(path.ranges) != 1 \
             or not is_point(path.spec, path.ranges[0]):
         return None
     atoms = where.items if isinstance(where, And) else (where,)

@@ -302,6 +302,9 @@ def unavailable(select: Select, store: Any, plan: Plan | None) -> str | None:
 
     if not store.capabilities.pushed_scans or not full_scan_plan(plan):
         return None
+    if store.schema(select.table).salt_buckets:
+        return ("not pushed down: a salted table's rows are read by this client (the "
+                "ScanObserver would answer with stored, salted rowkeys)")
     if not store.scan_pushdown(select.table):
         return ("not pushed down: hibase's ScanObserver does not answer for this table "
                 "(not loaded on its region servers, no Thrift2 server in the URL, or "

@@ -81,6 +81,8 @@ class CreateIndex:
     if_not_exists: bool = False
     async_: bool = False  # ASYNC: created "building", built by ALTER INDEX ... REBUILD
     consistency: str = "strong"  # CONSISTENCY = EVENTUAL (Phoenix 5.3's index property)
+    uncovered: bool = False  # CREATE UNCOVERED INDEX (Phoenix 5.2): entries carry no values
+    where: str | None = None  # ... WHERE cond: a partial index (issue 43), the text as written
     kind: str = ""  # CREATE TEXT INDEX: "text" (a full-text index, index/text.py)
 
 
@@ -390,9 +392,11 @@ _TYPED = {"DATE": parse_date, "TIME": parse_time, "TIMESTAMP": parse_timestamp}
 
 _OPTIONS = {"VERSIONS": "max_versions", "TTL": "time_to_live", "COMPRESSION": "compression",
             "BLOOMFILTER": "bloom_filter_type", "IN_MEMORY": "in_memory",
-            "BLOCKCACHE": "block_cache_enabled", "SPLIT_SIZE": "split_size"}
+            "BLOCKCACHE": "block_cache_enabled", "SPLIT_SIZE": "split_size",
+            "SALT_BUCKETS": "salt_buckets"}
 """CREATE TABLE options (Phoenix passes HBase's column-family properties through) and the
-create_table argument each sets; SPLIT_SIZE (bytes) is hibase's."""
+create_table argument each sets; SPLIT_SIZE (bytes) is hibase's; SALT_BUCKETS (1 to 256) is
+Phoenix's salted table."""
 
 
 def _type(p: _Parser) -> ColumnType:
@@ -547,7 +551,8 @@ def _create_table(p: _Parser) -> CreateTable:
                        if_not_exists)
 
 
-def _create_index(p: _Parser, local: bool, kind: str = "") -> CreateIndex:
+def _create_index(p: _Parser, local: bool, uncovered: bool = False, kind: str = ""
+                  ) -> CreateIndex:
     if_not_exists = p.accept("IF", "NOT", "EXISTS")
     name = p.ident("an index name")
     p.expect("ON")
@@ -564,6 +569,9 @@ def _create_index(p: _Parser, local: bool, kind: str = "") -> CreateIndex:
             raise p.unexpected("',' or ')'")
     include: tuple[bytes, ...] = ()
     if p.accept("INCLUDE"):
+        if uncovered:
+            raise p.fail("an UNCOVERED INDEX includes no columns: its entries carry no values",
+                         p.tok)
         include = p.column_list()
     async_ = p.accept("ASYNC")
     consistency = "strong"
@@ -573,9 +581,17 @@ def _create_index(p: _Parser, local: bool, kind: str = "") -> CreateIndex:
             raise p.unexpected("EVENTUAL or STRONG")
         consistency = p.tok.word.lower()
         p.next()
+    where = None
+    if p.tok.word == "WHERE":  # a partial index: the rest of the statement is its condition
+        p.next()
+        if p.tok.kind == "end":
+            raise p.unexpected("a condition")
+        where = p.sql[p.tok.pos:].strip().rstrip(";").strip()
+        while p.tok.kind != "end":
+            p.next()
     p.end()
     return CreateIndex(name, table, tuple(cols), include, local, if_not_exists, async_,
-                       consistency, kind)
+                       consistency, uncovered, where, kind)
 
 
 def _select_at(sql: str, start: int) -> Select:
@@ -812,11 +828,12 @@ def _parse(sql: str) -> "Statement | NeedsEngine":
         if p.accept("TABLE"):
             return _create_table(p)
         if p.accept("TEXT", "INDEX"):  # a full-text index (CONTAINS)
-            return _create_index(p, False, "text")
+            return _create_index(p, False, kind="text")
         local = p.accept("LOCAL")
+        uncovered = not local and p.accept("UNCOVERED")
         if p.accept("INDEX"):
-            return _create_index(p, local)
-        raise p.unexpected("TABLE, INDEX, LOCAL INDEX or TEXT INDEX")
+            return _create_index(p, local, uncovered)
+        raise p.unexpected("TABLE, INDEX, LOCAL INDEX, UNCOVERED INDEX or TEXT INDEX")
     if word == "DROP":
         if p.accept("TABLE"):
             if_exists = p.accept("IF", "EXISTS")

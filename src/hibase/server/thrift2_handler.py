@@ -20,6 +20,24 @@ class Thrift2Handler:
         self.h = handler
         self.t = idl2
 
+    def createTable(self, desc: Any, splitKeys: Any = None) -> None:
+        """A table made as Thrift1's createTable makes it, then split at `splitKeys` (what a
+        salted table's pre-split asks: store/hbase/thrift2.py create_presplit)."""
+        if desc is None or desc.tableName is None or not desc.columns:
+            raise errors.InvalidArgument("createTable needs a table name and column families")
+        compression = getattr(self.t.TCompressionAlgorithm, "_VALUES_TO_NAMES", {})
+        bloom = getattr(self.t.TBloomFilterType, "_VALUES_TO_NAMES", {})
+        cds = [self.h.t.ColumnDescriptor(
+            name=cd.name + b":", maxVersions=cd.maxVersions or 1,
+            compression=compression.get(cd.compressionType, "NONE"),
+            inMemory=bool(cd.inMemory), bloomFilterType=bloom.get(cd.bloomnFilterType, "NONE"),
+            blockCacheEnabled=cd.blockCacheEnabled is not False, timeToLive=cd.timeToLive)
+            for cd in desc.columns]
+        self.h.createTable(desc.tableName.qualifier, cds)
+        name = self.h._name(desc.tableName.qualifier)
+        for key in sorted(splitKeys or ()):
+            self.h.store.split(name, key)
+
     def getScannerResults(self, table: Any, tscan: Any, numRows: Any = 1) -> list:
         if tscan is None:
             raise errors.InvalidArgument("getScannerResults needs a TScan")

@@ -11,10 +11,11 @@ from .. import codec, errors
 
 __all__ = [
     "MAX_ROWKEY", "FamilyOptions", "TableSchema", "check_row", "check_table_name",
-    "split_column", "COMPRESSIONS", "BLOOM_TYPES",
+    "split_column", "COMPRESSIONS", "BLOOM_TYPES", "MAX_SALT_BUCKETS",
 ]
 
 MAX_ROWKEY = 32767  # HBase's Short.MAX_VALUE limit on rowkey length
+MAX_SALT_BUCKETS = 256  # a salted rowkey's first byte is the bucket
 FOREVER = 2147483647  # HBase's HConstants.FOREVER, the TTL meaning "no expiry"
 COMPRESSIONS = ("NONE", "GZ", "SNAPPY", "LZ4", "ZSTD", "BZIP2")
 BLOOM_TYPES = ("NONE", "ROW", "ROWCOL")
@@ -137,12 +138,16 @@ class TableSchema:
     rowkey_generated: bool = False
     """The table was created without a PRIMARY KEY: UPSERT makes a unique rowkey for each row
     and SELECT * does not show it (a hibase extension, for pandas' to_sql)."""
+    salt_buckets: int = 0
+    """Salted table (store/salted.py): every stored rowkey starts with a hash byte of the user
+    rowkey mod salt_buckets, spreading time-ordered keys over that many regions; 0: unsalted."""
 
     @classmethod
     def build(cls, name: str, families: Mapping[Any, Any],
               columns: Mapping[Any, str] | None = None, split_size: int | None = None,
               internal: bool = False, rowkey: str | None = None,
-              rowkey_type: Any = None, rowkey_generated: bool = False) -> "TableSchema":
+              rowkey_type: Any = None, rowkey_generated: bool = False,
+              salt_buckets: int | None = None) -> "TableSchema":
         name = check_table_name(name, internal=internal)
         if not isinstance(families, Mapping) or not families:
             raise errors.SchemaError(
@@ -180,8 +185,13 @@ class TableSchema:
             raise errors.SchemaError(
                 f"the rowkey is stored as text or bytes: declare it VARCHAR or VARBINARY, "
                 f"not {codec.SQL_TYPE_NAMES[rtype.name]}")
+        if salt_buckets is not None and (not isinstance(salt_buckets, int)
+                                         or isinstance(salt_buckets, bool)
+                                         or not 1 <= salt_buckets <= MAX_SALT_BUCKETS):
+            raise errors.SchemaError(f"salt_buckets must be an int from 1 to {MAX_SALT_BUCKETS} "
+                                     f"(one hash byte), not {salt_buckets!r}")
         return cls(name, fams, cols, split_size, rowkey=rowkey, rowkey_type=rtype,
-                   rowkey_generated=bool(rowkey_generated))
+                   rowkey_generated=bool(rowkey_generated), salt_buckets=salt_buckets or 0)
 
     # -- persistence -------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -194,6 +204,7 @@ class TableSchema:
             **({"rowkey": self.rowkey} if self.rowkey is not None else {}),
             **({"rowkey_type": str(self.rowkey_type)} if self.rowkey_type is not None else {}),
             **({"rowkey_generated": True} if self.rowkey_generated else {}),
+            **({"salt_buckets": self.salt_buckets} if self.salt_buckets else {}),
         }
 
     @classmethod
@@ -205,7 +216,8 @@ class TableSchema:
             doc["split_size"], doc.get("enabled", True), rowkey=doc.get("rowkey"),
             rowkey_type=(codec.parse_type(doc["rowkey_type"]) if doc.get("rowkey_type")
                          else None),
-            rowkey_generated=bool(doc.get("rowkey_generated", False)))
+            rowkey_generated=bool(doc.get("rowkey_generated", False)),
+            salt_buckets=int(doc.get("salt_buckets", 0)))
 
     # -- argument checks -----------------------------------------------------------------------
     def check_family(self, family: bytes) -> None:

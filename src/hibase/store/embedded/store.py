@@ -330,6 +330,9 @@ class EmbeddedStore(KeyValueTables, Reads, Regions, Maintenance, BaseStore):
             wb = rd.WriteBatch(raw_mode=True)
             wb.put(b"table/" + schema.name.encode(), json.dumps(schema.to_json()).encode())
             wb.put(b"region/" + schema.name.encode() + b"/", C.pack([time.time_ns() // 1000, 0]))
+            for b in range(1, schema.salt_buckets):  # a salted table: a region per bucket
+                wb.put(b"region/" + schema.name.encode() + b"/" + bytes((b,)),
+                       C.pack([time.time_ns() // 1000 + b, 0]))
             self._db.write(wb)
             self._load_table(schema)
 

@@ -58,7 +58,7 @@ from ..schema import FOREVER, TableSchema
 
 from .gateway import client_tls_context, tls_pool
 from .rpc import Rpc
-from .thrift2 import Thrift2Pool
+from .thrift2 import Thrift2Pool, create_presplit
 from .url import parse_url
 from .writes import Writes
 
@@ -282,7 +282,11 @@ class HBaseStore(HBaseKeyValueTables, Writes, BaseStore):
             if schema.name in self._tables or schema.name == META_TABLE or \
                     schema.name.startswith(KV_PREFIX):
                 raise errors.TableExists(f"table {schema.name!r} already exists")
-            self._create_hbase_table(schema.name, schema.families)
+            if schema.salt_buckets > 1:  # pre-split: a region per salt bucket
+                create_presplit(self, schema.name, schema.families,
+                                [bytes((b,)) for b in range(1, schema.salt_buckets)])
+            else:
+                self._create_hbase_table(schema.name, schema.families)
             self._meta_put(b"table/" + schema.name.encode(),
                            json.dumps(schema.to_json()).encode())
             self._tables[schema.name] = _HTable(self, schema)

@@ -1,5 +1,6 @@
 // A write batch's index upkeep: phase 1 (entries marked unverified, counts begun, before
-// the data) and phase 3 (entries verified or deleted from the row as stored, after it).
+// the data) and phase 3 (entries verified or deleted from the row as stored, after it). An
+// uncovered index's new entries are written once, final, in phase 1.
 package io.hibase;
 
 import static io.hibase.RowState.*;
@@ -112,20 +113,28 @@ abstract class BatchUpkeep extends CountCells {
       plans.add(pl);
       return pl;
     }
+    byte[] user = cat.user(row);  // entries carry user rowkeys (Salt)
     byte[] unverified = cat(new byte[] {UNVERIFIED},
-        HibaseCodec.packList(Collections.singletonList(row)));
+        HibaseCodec.packList(Collections.singletonList(user)));
     boolean oldExists = oldKey != null;
     if (s.building && oldKey != null) {
       try (Table t = env.getConnection().getTable(idx)) {
-        oldExists = t.exists(new Get(cat(prefix, oldKey, row)).addColumn(V, V));
+        oldExists = t.exists(new Get(cat(prefix, oldKey, user)).addColumn(V, V));
       }
     }
-    // while building, an old entry the build has not written yet is not marked: an
-    // unverified entry the build finds is then always one whose count was taken
-    if (oldExists && !same) add(phase1, idx, new Put(cat(prefix, oldKey, row))
-        .addColumn(V, V, ts, unverified));
-    if (newKey != null) add(phase1, idx, new Put(cat(prefix, newKey, row))
-        .addColumn(V, V, ts, unverified));
+    if (s.uncovered) {
+      // an uncovered index's entry is written once, in its final form; readers check every
+      // entry of it against its row (index/verified.py), so the old one needs no mark
+      if (newKey != null) add(phase1, idx, new Put(cat(prefix, newKey, user))
+          .addColumn(V, V, ts, cat(new byte[] {VERIFIED}, HibaseCodec.packList(newCov))));
+    } else {
+      // while building, an old entry the build has not written yet is not marked: an
+      // unverified entry the build finds is then always one whose count was taken
+      if (oldExists && !same) add(phase1, idx, new Put(cat(prefix, oldKey, user))
+          .addColumn(V, V, ts, unverified));
+      if (newKey != null) add(phase1, idx, new Put(cat(prefix, newKey, user))
+          .addColumn(V, V, ts, unverified));
+    }
     Plan pl = new Plan(row, s, idx, prefix, oldKey, oldExists, newKey, newCov, true);
     plans.add(pl);
     deltas(deltas, idx, prefix, oldKey, oldExists, newKey);
@@ -150,20 +159,23 @@ abstract class BatchUpkeep extends CountCells {
     for (Plan pl : p.plans) if (seen.add(ByteBuffer.wrap(pl.row))) rows.add(pl.row);
     Map<ByteBuffer, State> now = readMany(rows, p.specs, false);
     long ts = p.ts + 1;
-    TextUpkeep.Now text = new TextUpkeep.Now();
+    TextUpkeep.Now text = new TextUpkeep.Now(p.cat);
     for (Plan pl : p.plans) {
       State st = now.get(ByteBuffer.wrap(pl.row));
       byte[] key = pl.textKey != null ? text.key(pl, st) : valueKey(pl.spec, st, pl.row);
+      byte[] user = p.cat.user(pl.row);  // entries carry user rowkeys (Salt)
       List<byte[]> cov = key == null ? null : covered(pl.spec, st);
       boolean asPredicted = key == null ? pl.newKey == null
           : Arrays.equals(key, pl.newKey) && sameCovered(cov, pl.newCov);
       boolean predictedSame = Arrays.equals(pl.oldKey, pl.newKey);
       if (asPredicted) {
         if (!pl.changed) continue;  // unchanged, as predicted: nothing was marked
-        if (pl.newKey != null) add(out, pl.idx, new Put(cat(pl.prefix, pl.newKey, pl.row))
+        // (an uncovered index's entry was written in its final form by phase 1)
+        if (pl.newKey != null && !pl.spec.uncovered) add(out, pl.idx,
+            new Put(cat(pl.prefix, pl.newKey, user))
             .addColumn(V, V, ts, cat(new byte[] {VERIFIED}, HibaseCodec.packList(pl.newCov))));
         if (pl.oldExists && !predictedSame) add(out, pl.idx,
-            new Delete(cat(pl.prefix, pl.oldKey, pl.row)).addColumns(V, V, ts));
+            new Delete(cat(pl.prefix, pl.oldKey, user)).addColumns(V, V, ts));
         deltas(landed, pl.idx, pl.prefix, pl.oldKey, pl.oldExists, pl.newKey);
         continue;
       }
@@ -172,21 +184,27 @@ abstract class BatchUpkeep extends CountCells {
       if (!pl.changed && pl.spec.building && pl.oldKey != null) {
         // not looked up before (no change predicted): the build may not have written it
         try (Table t = env.getConnection().getTable(pl.idx)) {
-          oldExists = t.exists(new Get(cat(pl.prefix, pl.oldKey, pl.row)).addColumn(V, V));
+          oldExists = t.exists(new Get(cat(pl.prefix, pl.oldKey, user)).addColumn(V, V));
         }
       }
-      if (key != null) add(out, pl.idx, new Put(cat(pl.prefix, key, pl.row))
+      if (key != null) add(out, pl.idx, new Put(cat(pl.prefix, key, user))
           .addColumn(V, V, ts, cat(new byte[] {VERIFIED}, HibaseCodec.packList(cov))));
       if (oldExists && !Arrays.equals(pl.oldKey, key)) add(out, pl.idx,
-          new Delete(cat(pl.prefix, pl.oldKey, pl.row)).addColumns(V, V, ts));
+          new Delete(cat(pl.prefix, pl.oldKey, user)).addColumns(V, V, ts));
       if (pl.changed && pl.newKey != null && !Arrays.equals(pl.newKey, key)
           && !(oldExists && Arrays.equals(pl.newKey, pl.oldKey))) {
-        add(out, pl.idx, new Delete(cat(pl.prefix, pl.newKey, pl.row)).addColumns(V, V, ts));
+        add(out, pl.idx, new Delete(cat(pl.prefix, pl.newKey, user)).addColumns(V, V, ts));
       }
       deltas(landed, pl.idx, pl.prefix, pl.oldKey, oldExists, key);
     }
     text.unplanned(ts, out, landed);
     return landed;
+  }
+
+  /** Whether phase 1 wrote entries for any row of the batch. */
+  static boolean changedAny(Pending p) {
+    for (Plan pl : p.plans) if (pl.changed) return true;
+    return false;
   }
 
   /** A mini-batch left flight (finished, or failed in preBatchMutate). */

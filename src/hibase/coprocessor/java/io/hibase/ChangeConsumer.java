@@ -213,11 +213,11 @@ abstract class ChangeConsumer extends Recovery {
               byte[] old = (byte[]) was.get(i + 1);
               if (old != null && Arrays.equals((byte[]) was.get(i), s.alias)
                   && !Arrays.equals(old, key)) {
-                add(out, idx, new Delete(cat(prefix, old, row)).addColumns(V, V, ts));
+                add(out, idx, new Delete(cat(prefix, old, cat.user(row))).addColumns(V, V, ts));
               }
             }
           }
-          if (key != null) add(out, idx, new Put(cat(prefix, key, row)).addColumn(V, V, ts,
+          if (key != null) add(out, idx, new Put(cat(prefix, key, cat.user(row))).addColumn(V, V, ts,
               cat(new byte[] {VERIFIED}, HibaseCodec.packList(covered(s, st)))));
         }
       }

@@ -42,6 +42,7 @@ final class CodecVectors {
    *    tokens TYPE RAWHEX EXPECT                     a text index's entries of a cell (alias
    *                                                  0001): sorted value keys, hex, comma
    *                                                  separated; "." none (Tokens.keys)
+   *    salt ROWHEX N EXPECT                          EXPECT: the stored rowkey (Salt.stored)
    *  Types are written with '_' for the space ("long_binary"). Prints the failures and
    *  "checked N, failed M"; exit code 1 on a failure. */
   public static void main(String[] args) throws Exception {
@@ -102,6 +103,10 @@ final class CodecVectors {
             for (java.nio.ByteBuffer k : Tokens.keys(new byte[] {0, 1},
                 Type.parse(a[1].replace('_', ' ')), opt(a[2]))) keys.add(hex(k.array()));
             got = keys.isEmpty() ? "." : String.join(",", keys);
+          } else if (a[0].equals("salt")) {
+            want = a[3];
+            byte[] row = a[1].equals("-") ? new byte[0] : unhex(a[1]);
+            got = hex(Salt.stored(row, Integer.parseInt(a[2])));
           } else {
             throw new IllegalArgumentException("unknown case " + a[0]);
           }

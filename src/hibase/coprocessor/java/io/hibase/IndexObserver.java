@@ -208,7 +208,9 @@ public class IndexObserver extends ChangeConsumer implements RegionCoprocessor, 
       Map<TableName, List<Row>> out = new LinkedHashMap<>();
       if (success) {
         Map<TableName, Map<ByteBuffer, long[]>> landed = finish(p, out);
-        entries = !out.isEmpty();
+        // an uncovered index's entries were written in their final form by phase 1, so
+        // phase 3 may write nothing while the sets moved
+        entries = !out.isEmpty() || changedAny(p);
         land(p.cell, p.deltas, landed, out);
       } else {
         counts(p.cell, p.deltas, Step.FAILED, out);

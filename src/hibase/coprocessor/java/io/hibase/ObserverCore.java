@@ -149,8 +149,10 @@ abstract class ObserverCore {
       for (String[] c : candidates) {
         TableName meta = TableName.valueOf(c[0] + "hibase_meta");
         try (Table t = env.getConnection().getTable(meta)) {
-          if (!t.exists(new Get(b("table/" + c[1])))) continue;
+          Result schema = t.get(new Get(b("table/" + c[1])).addColumn(M, V));
+          if (schema.isEmpty()) continue;
           Catalog found = new Catalog(meta, c[1], c[0]);
+          found.saltBuckets = saltBuckets(schema.getValue(M, V));
           // tell clients this table's indexes may be kept here (hibase reads the marker
           // when it creates an index: store/hbase/store.py server_upkeep)
           t.put(new Put(b("copro/" + c[1])).addColumn(M, V, b("{\"version\": " + VERSION
@@ -278,6 +280,7 @@ abstract class ObserverCore {
 
   /** The value key of the row's entry in one index (null: none), from its newest values. */
   byte[] valueKey(Spec s, State st, byte[] row) {
+    if (s.where != null && !s.where.holds(st)) return null;  // a partial index: not this row
     byte[][] cells = new byte[s.columns.length][];
     for (int i = 0; i < cells.length; i++) cells[i] = st.latest(s.columns[i]);
     try {
@@ -384,6 +387,16 @@ abstract class ObserverCore {
         throw new InterruptedIOException("interrupted writing hibase index rows");
       }
     }
+  }
+
+  /** A salted table's buckets from its schema record (TableSchema.to_json), 0: unsalted. */
+  static int saltBuckets(byte[] schema) {
+    if (schema == null) return 0;
+    org.apache.hbase.thirdparty.com.google.gson.JsonElement n =
+        org.apache.hbase.thirdparty.com.google.gson.JsonParser.parseString(
+            new String(schema, java.nio.charset.StandardCharsets.UTF_8))
+        .getAsJsonObject().get("salt_buckets");
+    return n == null || n.isJsonNull() ? 0 : n.getAsInt();
   }
 
   /** A new count cell (CountCells). */

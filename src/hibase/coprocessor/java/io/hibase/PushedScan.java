@@ -162,6 +162,12 @@ final class PushedScan {
       }
     }
 
+    /** A row of the described columns' cells (null: none), as IndexWhere hands them. */
+    Row(byte[][] cells) {
+      rowkey = new byte[0];
+      System.arraycopy(cells, 0, raw, 0, raw.length);
+    }
+
     /** The value's key, null for NULL (no cell, not of the column's type, NaN). */
     byte[] key(int i) {
       if (!done[i]) {
@@ -210,6 +216,12 @@ final class PushedScan {
   }
 
   // -- the condition, in SQL's three-valued logic (1 TRUE, 0 FALSE, -1 UNKNOWN) ---------------
+
+  /** The condition on one row's cells of the described columns (IndexWhere: a partial
+   *  index's predicate): 1 TRUE, 0 FALSE, -1 UNKNOWN; 1 without a condition. */
+  int test(byte[][] cells) {
+    return where == null ? 1 : where.eval(new Row(cells));
+  }
 
   interface Expr { int eval(Row r); }
 

@@ -54,7 +54,7 @@ abstract class Rebuild extends BatchUpkeep {
       for (Spec s : e.getValue()) {
         if (s.text) {  // an entry per token
           for (ByteBuffer tk : Tokens.keys(s, st)) {
-            byte[] k = cat(tk.array(), row);
+            byte[] k = cat(tk.array(), cat.user(row));  // user rowkeys (Salt)
             wanted.add(new Wanted(cat.kv("__idx__"), k, tk.array(), new Put(k)
                 .addColumn(V, V, ts, cat(new byte[] {VERIFIED}, HibaseCodec.packList(
                     java.util.Collections.emptyList())))));
@@ -64,7 +64,7 @@ abstract class Rebuild extends BatchUpkeep {
         byte[] key = valueKey(s, st, row);
         if (key == null) continue;
         byte[] prefix = s.local ? localPrefix(cat, row) : new byte[0];
-        byte[] k = cat(prefix, key, row);
+        byte[] k = cat(prefix, key, cat.user(row));  // entries carry user rowkeys (Salt)
         wanted.add(new Wanted(cat.kv(s.local ? "__lidx__" : "__idx__"), k, cat(prefix, key),
             new Put(k).addColumn(V, V, ts,
                 cat(new byte[] {VERIFIED}, HibaseCodec.packList(covered(s, st))))));

@@ -81,7 +81,7 @@ abstract class Recovery extends Rebuild {
           byte[] v = r.getValue(V, V);
           if (v == null || v.length < 2 || v[0] != UNVERIFIED) continue;
           List<?> items = (List<?>) HibaseCodec.unpack(Arrays.copyOfRange(v, 1, v.length));
-          byte[] row = (byte[]) items.get(0);
+          byte[] row = cat.stored((byte[]) items.get(0));  // entries carry user rowkeys
           if (env.getRegionInfo().containsRow(row)) found.add(new byte[][] {r.getRow(), row});
         }
       }
@@ -96,8 +96,9 @@ abstract class Recovery extends Rebuild {
           long ts = stamp(1);
           for (Spec s : specs) {
             if (s.text) {  // the row has the entry while its text has the token
-              if (!startsWith(key, s.alias) || key.length < row.length) continue;
-              byte[] vk = Arrays.copyOfRange(key, 0, key.length - row.length);
+              byte[] user = cat.user(row);  // entries carry user rowkeys (Salt)
+              if (!startsWith(key, s.alias) || key.length < user.length) continue;
+              byte[] vk = Arrays.copyOfRange(key, 0, key.length - user.length);
               if (Tokens.keys(s, st).contains(ByteBuffer.wrap(vk))) {
                 m = new Put(key).addColumn(V, V, ts,
                     cat(new byte[] {VERIFIED}, HibaseCodec.packList(covered(s, st))));
@@ -108,7 +109,7 @@ abstract class Recovery extends Rebuild {
             }
             byte[] prefix = s.local ? localPrefix(cat, row) : new byte[0];
             byte[] vk = valueKey(s, st, row);
-            if (vk != null && Arrays.equals(cat(prefix, vk, row), key)) {
+            if (vk != null && Arrays.equals(cat(prefix, vk, cat.user(row)), key)) {
               m = new Put(key).addColumn(V, V, ts,
                   cat(new byte[] {VERIFIED}, HibaseCodec.packList(covered(s, st))));
               break;
@@ -236,7 +237,7 @@ abstract class Recovery extends Rebuild {
           continue;
         }
         byte[] entry = r.getRow();
-        byte[] row = Arrays.copyOfRange(entry, key.length, entry.length);
+        byte[] row = cat.stored(Arrays.copyOfRange(entry, key.length, entry.length));
         State st = readAnywhere(data, row, specs);
         for (Spec s : specs) {
           if (s.text) {

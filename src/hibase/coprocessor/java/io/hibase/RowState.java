@@ -171,7 +171,8 @@ final class RowState {
     List<byte[][]> cols = new ArrayList<>();
     for (Spec s : specs) if (s.nullAlias != null) return cols;
     for (Spec s : specs) {
-      for (byte[][] cs : new byte[][][] {s.columns, s.covering}) {
+      byte[][] where = s.where == null ? new byte[0][] : s.where.columns;
+      for (byte[][] cs : new byte[][][] {s.columns, s.covering, where}) {
         for (byte[] col : cs) {
           int i = indexOf(col, (byte) ':');
           cols.add(new byte[][] {Arrays.copyOfRange(col, 0, i),

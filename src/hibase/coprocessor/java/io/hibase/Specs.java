@@ -31,6 +31,8 @@ final class Specs {
     boolean local, building;
     boolean eventual;  // "consistency": "eventual": changed rows recorded, applied later
     boolean text;  // "kind": "text": a full-text index, an entry per token (Tokens)
+    boolean uncovered;  // "uncovered": entries carry no values, written once (BatchUpkeep)
+    IndexWhere where;  // a partial index's predicate (issue 43); null: every row
   }
 
   static final class Catalog {
@@ -41,6 +43,17 @@ final class Specs {
     long checkedAt;  // when gen was last read (0: never)
     List<Spec> specs = new ArrayList<>();
     byte[][] layout;  // local indexes: the recorded region starts (sorted)
+    int saltBuckets;  // a salted table's buckets (Salt), 0: unsalted
+
+    /** The user rowkey index entries carry of stored row `row` (Salt). */
+    byte[] user(byte[] row) {
+      return Salt.user(row, saltBuckets);
+    }
+
+    /** The stored row of user rowkey `row` an index entry carries (Salt). */
+    byte[] stored(byte[] row) {
+      return Salt.stored(row, saltBuckets);
+    }
 
     Catalog(TableName meta, String table, String prefix) {
       this.meta = meta;
@@ -102,6 +115,10 @@ final class Specs {
       throw new IllegalStateException("hibase index " + s.name + ": unknown kind "
           + kind.getAsString() + "; update the coprocessor jar (hibase cluster coprocessor)");
     }
+    JsonElement unc = o.get("uncovered");
+    s.uncovered = unc != null && !unc.isJsonNull() && unc.getAsBoolean();
+    JsonElement where = o.get("where");
+    if (where != null && !where.isJsonNull()) s.where = IndexWhere.parse(where.getAsJsonObject());
     return s;
   }
 

@@ -53,24 +53,29 @@ final class TextUpkeep {
    *  predicted (an append to the text, say) get their entries and counts (unplanned). */
   static final class Now {
     private static final class Seen {
-      final byte[] row;
+      final byte[] user;  // the entries' rowkey (Salt: the user's)
       final TableName idx;
       final Set<ByteBuffer> actual;
       final Set<ByteBuffer> planned = new HashSet<>();
 
-      Seen(byte[] row, TableName idx, Set<ByteBuffer> actual) {
-        this.row = row;
+      Seen(byte[] user, TableName idx, Set<ByteBuffer> actual) {
+        this.user = user;
         this.idx = idx;
         this.actual = actual;
       }
     }
 
     private final Map<Spec, Map<ByteBuffer, Seen>> seen = new IdentityHashMap<>();
+    private final Catalog cat;
+
+    Now(Catalog cat) {
+      this.cat = cat;
+    }
 
     /** The plan's token entry's value key if the row (st, as read now) has the token. */
     byte[] key(BatchUpkeep.Plan pl, State st) {
       Seen x = seen.computeIfAbsent(pl.spec, k -> new HashMap<>()).computeIfAbsent(
-          ByteBuffer.wrap(pl.row), k -> new Seen(pl.row, pl.idx, Tokens.keys(pl.spec, st)));
+          ByteBuffer.wrap(pl.row), k -> new Seen(cat.user(pl.row), pl.idx, Tokens.keys(pl.spec, st)));
       ByteBuffer k = ByteBuffer.wrap(pl.textKey);
       x.planned.add(k);
       return x.actual.contains(k) ? pl.textKey : null;
@@ -85,7 +90,7 @@ final class TextUpkeep {
         for (Seen x : rows.values()) {
           for (ByteBuffer k : x.actual) {
             if (x.planned.contains(k)) continue;
-            ObserverCore.add(out, x.idx, new Put(cat(k.array(), x.row))
+            ObserverCore.add(out, x.idx, new Put(RowState.cat(k.array(), x.user))
                 .addColumn(ObserverCore.V, ObserverCore.V, ts, verified));
             CountCells.deltas(landed, x.idx, new byte[0], null, false, k.array());
           }

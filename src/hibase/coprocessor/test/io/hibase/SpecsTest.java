@@ -47,6 +47,16 @@ class SpecsTest {
   }
 
   @Test
+  void uncoveredRead() {
+    assertFalse(Specs.parse(json("ready", "server", "[\"string\", \"long\"]", "null"))
+        .uncovered);
+    String raw = new String(json("ready", "server", "[\"string\", \"long\"]", "null"),
+        StandardCharsets.UTF_8);
+    raw = raw.substring(0, raw.length() - 1) + ", \"uncovered\": true}";
+    assertTrue(Specs.parse(b(raw)).uncovered);
+  }
+
+  @Test
   void clientKeptAndStaleIndexesAreNotKept() {
     assertNull(Specs.parse(json("ready", null, "[\"string\", \"int\"]", "null")));
     assertNull(Specs.parse(json("ready", "client", "[\"string\", \"int\"]", "null")));
