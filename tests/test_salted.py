@@ -275,3 +275,23 @@ def test_eventual_index_of_a_salted_table(backend):
     wait_until(lambda: db.index_lag("ev", "ia")["pending"] == 0, timeout=60, step=0.2)
     assert [k for k, _ in t.where("f.a = 1")] == [b"k%02d" % i for i in range(4, 40, 3)]
     assert db.verify_index("ev", "ia")["ok"]
+
+
+def test_a_patched_call_of_the_wrapped_store_is_its_own(db):
+    """Replacing one of the store's calls on the object callers hold (as tests count reads
+    with monkeypatch) replaces it there, without looping through the backend, and deleting
+    it restores the wrapper's own (store/salted.py's SaltedStore)."""
+    store = db.store
+    real = store.read_latest_many
+    seen = []
+
+    def counting(*a, **k):
+        seen.append(a[0])
+        return real(*a, **k)
+
+    store.read_latest_many = counting
+    db.create_table("p", {"f": {}}, salt_buckets=4)
+    db.table("p").put(b"r1", {b"f:a": b"1"})
+    assert store.read_latest_many("p", [b"r1"], None)[0] is not None and seen == ["p"]
+    del store.read_latest_many
+    assert store.read_latest_many("p", [b"r1"], None)[0] is not None and seen == ["p"]

@@ -156,7 +156,18 @@ class SaltedStore:
         return value
 
     def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self.inner, name, value)
+        # a call this wrapper answers (its own method, or a backend method it holds) is
+        # replaced here, where callers find it; any other attribute is the backend's state
+        if name in type(self).__dict__ or name in self.__dict__:
+            self.__dict__[name] = value
+        else:
+            setattr(self.inner, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in self.__dict__:
+            del self.__dict__[name]
+        else:
+            delattr(self.inner, name)
 
     def _buckets(self, table: str) -> int:
         try:
