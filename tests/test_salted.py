@@ -295,3 +295,25 @@ def test_a_patched_call_of_the_wrapped_store_is_its_own(db):
     assert store.read_latest_many("p", [b"r1"], None)[0] is not None and seen == ["p"]
     del store.read_latest_many
     assert store.read_latest_many("p", [b"r1"], None)[0] is not None and seen == ["p"]
+
+
+def test_a_patched_backend_call_reaches_the_backend(db):
+    """A call the wrapper only hands on (the backend's own, which the backend also makes
+    internally) replaced on the store the caller holds is replaced in the backend: a test
+    stopping a writer by patching such a call (test_hbase_backend's killed writer) stops it."""
+    store = db.store
+    store.schema  # the wrapper holds a copy of the backend's method once it was asked for
+    real = store.schema
+    seen = []
+
+    def counting(*a, **k):
+        seen.append(a[0])
+        return real(*a, **k)
+
+    store.schema = counting
+    db.create_table("q", {"f": {}})
+    assert store.inner.schema is counting
+    store.inner.schema("q")
+    assert "q" in seen
+    del store.schema
+    assert store.schema("q").name == "q"

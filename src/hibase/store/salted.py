@@ -156,17 +156,20 @@ class SaltedStore:
         return value
 
     def __setattr__(self, name: str, value: Any) -> None:
-        # a call this wrapper answers (its own method, or a backend method it holds) is
-        # replaced here, where callers find it; any other attribute is the backend's state
-        if name in type(self).__dict__ or name in self.__dict__:
+        # a call this wrapper answers itself is replaced here, where callers find it; any
+        # other attribute (state, or a backend method the backend also calls internally) is
+        # the backend's, and the copy this wrapper held of it is dropped
+        if name in type(self).__dict__:
             self.__dict__[name] = value
         else:
+            self.__dict__.pop(name, None)
             setattr(self.inner, name, value)
 
     def __delattr__(self, name: str) -> None:
-        if name in self.__dict__:
+        if name in type(self).__dict__ and name in self.__dict__:
             del self.__dict__[name]
         else:
+            self.__dict__.pop(name, None)
             delattr(self.inner, name)
 
     def _buckets(self, table: str) -> int:
