@@ -15,11 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from hibase import errors
-from hibase.query.evaluate import matches
-from hibase.query.normalize import typed
-from hibase.query.parse import parse_condition
 from strategies import COMPARISONS, atoms
 from strategies import conditions as conditions_of
+from test_query_property import apply_ops, brute_force
 
 COLUMNS = {"f:a": "int", "f:b": "string", "f:s": "string", "g:d": "long"}
 PARTIALS = [  # name, columns, covering, predicate
@@ -55,27 +53,6 @@ GUARDS = ["", "f.s = 'open' AND ", "f.a > 1 AND f.s = 'new' AND ", "f.a = 2 AND 
           "f.s IN ('open') AND ", "f.a IS NULL AND ", "f.s = 'gone' AND "]
 
 
-def _apply(table, ops) -> None:
-    for kind, row, arg in ops:
-        if kind == "put":
-            if arg:
-                table.put(row, arg)
-        elif kind == "delete":
-            table.delete(row, arg)
-        else:
-            with table.batch() as b:
-                if arg:
-                    b.put(row, arg)
-                b.delete(row, [b"g:d"])
-                if arg:
-                    b.put(row, {k: v for k, v in arg.items() if k.startswith(b"g")})
-
-
-def _model(table, condition: str, types) -> list:
-    node = typed(parse_condition(condition), types)
-    return sorted(row for row, cells in table.scan() if matches(node, row, cells, types))
-
-
 _tables = itertools.count()
 
 
@@ -99,15 +76,15 @@ def test_partial_indexes_answer_as_the_model(db, ops, conds, early):
         if early:
             for iname, cols, cover, where in PARTIALS:
                 db.create_index(name, iname, cols, covering=cover, where=where)
-        _apply(table, ops)
-        _apply(copy, ops)
+        apply_ops(table, ops)
+        apply_ops(copy, ops)
         if not early:
             for iname, cols, cover, where in PARTIALS:
                 db.create_index(name, iname, cols, covering=cover, where=where)
         types = table.schema.columns
         for guard, cond in conds:
             q = guard + f"({cond})"
-            expected = _model(copy, q, types)
+            expected = brute_force(copy, q, types)
             got = sorted(row for row, _ in table.where(q))
             assert got == expected, (q, table.explain(q))
             assert sorted(row for row, _ in copy.where(q)) == expected, q
